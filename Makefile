@@ -1,0 +1,88 @@
+# Every target installs what it needs into .tools/ (pinned versions) so a
+# fresh clone needs nothing beyond Go, gcc (cgo for SQLite) and Node.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+GO        ?= go
+TOOLS     := $(CURDIR)/.tools
+export PATH := $(TOOLS):$(PATH)
+
+STATICCHECK_VERSION := v0.8.2
+APIDIFF_VERSION     := v0.0.0-20261113113407-e3970619a1a4
+BENCHSTAT_VERSION   := v0.0.0-20260908200009-22c9c6c9d4da
+
+# The PostgreSQL suite runs against this DSN; CI=true makes it mandatory.
+ACP_TEST_POSTGRES_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
+export ACP_TEST_POSTGRES_DSN
+
+# Modules whose tests `make test` runs (nested modules own their go.mod).
+MODULES := sdk .
+
+FUZZTIME ?= 30s
+
+.PHONY: all test generate generate-check lint vet staticcheck apicheck bench \
+        bench-compare fuzz-short conformance patches-check tools clean
+
+all: lint test
+
+## test: every module's tests with the race detector.
+test:
+	@for m in $(MODULES); do \
+	  echo "== go test -race ($$m)"; \
+	  (cd $$m && $(GO) test -race -count=1 ./...); \
+	done
+
+## generate: regenerate the SDK from sdk/schema (byte-stable).
+generate:
+	cd sdk && $(GO) run ./internal/cmd/generate
+
+## generate-check: fail when the committed generated code drifts.
+generate-check: generate
+	git diff --exit-code -- sdk
+
+## lint: go vet and staticcheck on every module.
+lint: vet staticcheck
+
+vet:
+	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
+
+staticcheck: $(TOOLS)/staticcheck
+	@for m in $(MODULES); do (cd $$m && staticcheck ./...); done
+
+## apicheck: apidiff from upstream v0.13.5 to sdk/ (zero incompatible changes).
+apicheck: $(TOOLS)/apidiff
+	./sdk/internal/apicheck/run.sh
+
+## bench: every benchmark, once.
+bench:
+	@for m in $(MODULES); do \
+	  (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...); \
+	done
+
+## bench-compare: the SDK harness against upstream v0.13.5, side by side.
+bench-compare: $(TOOLS)/benchstat
+	./conformance/bench/compare.sh
+
+## fuzz-short: every fuzz target for $(FUZZTIME).
+fuzz-short:
+	FUZZTIME=$(FUZZTIME) ./.ci/fuzz.sh
+
+## conformance: wire, peer and adapter-identity suites.
+conformance:
+	./conformance/run.sh
+
+## patches-check: apply patches/ to upstream v0.13.5 and run its tests.
+patches-check:
+	./patches/check.sh
+
+tools: $(TOOLS)/staticcheck $(TOOLS)/apidiff $(TOOLS)/benchstat
+
+$(TOOLS)/staticcheck:
+	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+$(TOOLS)/apidiff:
+	GOBIN=$(TOOLS) $(GO) install golang.org/x/exp/cmd/apidiff@$(APIDIFF_VERSION)
+$(TOOLS)/benchstat:
+	GOBIN=$(TOOLS) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
+
+clean:
+	rm -rf $(TOOLS)
