@@ -1,0 +1,331 @@
+// Package replay plays the agent side of a recorded capture against a live
+// ACP client, over the same newline-delimited JSON-RPC stream a real agent
+// process would use. It lets acpscope, the tests and the conformance suite
+// drive the whole client stack (SDK connection, adapters, sinks) from a
+// recording, with no agent program.
+//
+// # How the script is followed
+//
+// The capture's client entries are sync points; its agent entries are what
+// the scripted agent sends:
+//
+//   - When the live client sends a request, the agent looks forward in the
+//     capture for the next recorded client request with the same method.
+//     Found: it moves there and sends the agent entries that follow, in order,
+//     until the recorded response to that request, which it sends with the
+//     live request's id (ids are remapped; everything else is sent as
+//     recorded). It stops early at the next recorded client request.
+//   - Not found: it answers with a minimal valid result (see Fallback); a
+//     session/prompt first plays every agent entry left in the capture, so a
+//     capture holding only agent notifications replays as one turn.
+//   - A recorded agent request is sent as recorded and the agent waits for
+//     the live client's response to it before it goes on, as a real agent
+//     waiting for a permission or a cursor/task answer would.
+//   - Client notifications (session/cancel) and responses the script does not
+//     wait for are read and ignored.
+//
+// Serve returns when the client closes its side of the stream or ctx ends.
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"sync"
+
+	"github.com/kdlbs/acp-go-sdk/internal/capture"
+)
+
+// Agent is a scripted agent built from a capture. Use one Agent per Serve.
+type Agent struct {
+	entries []capture.Entry
+	pos     int
+	// live maps a recorded client request id (canonical form) to the live
+	// id that request was given, until its response is sent.
+	live map[string]json.RawMessage
+
+	w   io.Writer
+	wmu sync.Mutex
+}
+
+// NewAgent returns a scripted agent that follows c.
+func NewAgent(c *capture.Capture) *Agent {
+	return &Agent{entries: c.Entries, live: map[string]json.RawMessage{}}
+}
+
+// message is the subset of a JSON-RPC envelope the script needs to read.
+type message struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+func (m *message) hasID() bool { return len(m.ID) > 0 && !bytes.Equal(m.ID, []byte("null")) }
+
+func (m *message) isRequest() bool  { return m.Method != "" && m.hasID() }
+func (m *message) isResponse() bool { return m.Method == "" && m.hasID() }
+
+func parse(raw []byte) (message, error) {
+	var m message
+	err := json.Unmarshal(raw, &m)
+	return m, err
+}
+
+// idKey canonicalises an id for matching: numbers by value, strings quoted.
+func idKey(id json.RawMessage) string {
+	id = bytes.TrimSpace(id)
+	if len(id) > 0 && id[0] != '"' {
+		if f, err := strconv.ParseFloat(string(id), 64); err == nil {
+			return strconv.FormatFloat(f, 'g', -1, 64)
+		}
+	}
+	return string(id)
+}
+
+// Serve plays the script: it reads the live client's messages from r and
+// writes the agent's messages to w.
+func (a *Agent) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	a.w = w
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // releases the reader goroutine whatever ends Serve
+	incoming := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		br := bufio.NewReaderSize(r, 64<<10)
+		for {
+			line, err := br.ReadBytes('\n')
+			if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+				select {
+				case incoming <- trimmed:
+				case <-ctx.Done():
+					readErr <- ctx.Err()
+					return
+				}
+			}
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+				readErr <- err
+				return
+			}
+		}
+	}()
+	next := func() ([]byte, error) {
+		select {
+		case line := <-incoming:
+			return line, nil
+		case err := <-readErr:
+			if err == nil {
+				err = io.EOF
+			}
+			return nil, err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	for {
+		line, err := next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		m, err := parse(line)
+		if err != nil || !m.isRequest() {
+			continue // notifications, stray responses, garbage: ignored
+		}
+		if err := a.answer(m, next); err != nil {
+			return err
+		}
+	}
+}
+
+// answer plays the script for one live client request.
+func (a *Agent) answer(req message, next func() ([]byte, error)) error {
+	k := a.findClientRequest(req.Method)
+	if k < 0 {
+		if req.Method == "session/prompt" {
+			if err := a.play(len(a.entries), next); err != nil {
+				return err
+			}
+		}
+		return a.send(buildResponse(req.ID, Fallback(req.Method, a.sessionHint()), nil))
+	}
+	rec, _ := parse(a.entries[k].Msg)
+	a.live[idKey(rec.ID)] = req.ID
+	a.pos = k + 1
+	if err := a.play(-1, next); err != nil {
+		return err
+	}
+	if id, ok := a.live[idKey(rec.ID)]; ok {
+		// The capture ended (or moved on) without a response: answer so the
+		// client is never left waiting.
+		delete(a.live, idKey(rec.ID))
+		return a.send(buildResponse(id, Fallback(req.Method, a.sessionHint()), nil))
+	}
+	return nil
+}
+
+// findClientRequest returns the index of the next recorded client request
+// with the given method at or after pos, or -1.
+func (a *Agent) findClientRequest(method string) int {
+	for i := a.pos; i < len(a.entries); i++ {
+		e := a.entries[i]
+		if e.From != capture.FromClient {
+			continue
+		}
+		if m, err := parse(e.Msg); err == nil && m.isRequest() && m.Method == method {
+			return i
+		}
+	}
+	return -1
+}
+
+// play sends agent entries from pos on. With limit < 0 it stops at the next
+// recorded client request; otherwise it plays up to index limit.
+func (a *Agent) play(limit int, next func() ([]byte, error)) error {
+	for a.pos < len(a.entries) && (limit < 0 || a.pos < limit) {
+		e := a.entries[a.pos]
+		m, err := parse(e.Msg)
+		if err != nil {
+			a.pos++
+			continue
+		}
+		if e.From == capture.FromClient {
+			if m.isRequest() {
+				if limit < 0 {
+					return nil
+				}
+			}
+			a.pos++
+			continue
+		}
+		a.pos++
+		switch {
+		case m.isResponse():
+			if id, ok := a.live[idKey(m.ID)]; ok {
+				delete(a.live, idKey(m.ID))
+				if err := a.send(buildResponse(id, m.Result, m.Error)); err != nil {
+					return err
+				}
+			}
+		case m.isRequest():
+			if err := a.send(e.Msg); err != nil {
+				return err
+			}
+			if err := a.awaitResponse(m.ID, next); err != nil {
+				return err
+			}
+		default:
+			if err := a.send(e.Msg); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// awaitResponse reads client messages until the response to the agent's
+// request id arrives. Requests the client sends meanwhile are answered with
+// their fallback so neither side waits on the other.
+func (a *Agent) awaitResponse(id json.RawMessage, next func() ([]byte, error)) error {
+	want := idKey(id)
+	for {
+		line, err := next()
+		if err != nil {
+			return err
+		}
+		m, err := parse(line)
+		if err != nil {
+			continue
+		}
+		if m.isResponse() && idKey(m.ID) == want {
+			return nil
+		}
+		if m.isRequest() {
+			if err := a.send(buildResponse(m.ID, Fallback(m.Method, a.sessionHint()), nil)); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// sessionHint is the first session id any agent entry names, used by
+// fallback session/new answers so replayed updates find their session.
+func (a *Agent) sessionHint() string {
+	for _, e := range a.entries {
+		if e.From != capture.FromAgent {
+			continue
+		}
+		var probe struct {
+			Params struct {
+				SessionID string `json:"sessionId"`
+			} `json:"params"`
+			Result struct {
+				SessionID string `json:"sessionId"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(e.Msg, &probe) == nil {
+			if probe.Result.SessionID != "" {
+				return probe.Result.SessionID
+			}
+			if probe.Params.SessionID != "" {
+				return probe.Params.SessionID
+			}
+		}
+	}
+	return "replay-session"
+}
+
+func (a *Agent) send(msg []byte) error {
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
+	line := make([]byte, 0, len(msg)+1)
+	line = append(append(line, msg...), '\n')
+	_, err := a.w.Write(line)
+	return err
+}
+
+// Fallback is the minimal valid result the scripted agent gives a request
+// the capture does not answer: an initialize result for protocol version 1,
+// a session id for session/new (sessionID), an end_turn stop for
+// session/prompt, and {} for everything else.
+func Fallback(method, sessionID string) json.RawMessage {
+	switch method {
+	case "initialize":
+		return json.RawMessage(`{"agentCapabilities":{},"authMethods":[],"protocolVersion":1}`)
+	case "session/new":
+		b, _ := json.Marshal(map[string]string{"sessionId": sessionID})
+		return b
+	case "session/prompt":
+		return json.RawMessage(`{"stopReason":"end_turn"}`)
+	}
+	return json.RawMessage(`{}`)
+}
+
+// buildResponse assembles a response envelope in the SDK's key order.
+func buildResponse(id, result, rpcErr json.RawMessage) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"jsonrpc":"2.0","id":`)
+	b.Write(id)
+	if len(rpcErr) > 0 && !bytes.Equal(rpcErr, []byte("null")) {
+		b.WriteString(`,"error":`)
+		b.Write(rpcErr)
+	} else {
+		if len(result) == 0 {
+			result = json.RawMessage("null")
+		}
+		b.WriteString(`,"result":`)
+		b.Write(result)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
