@@ -1,0 +1,836 @@
+package acp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	// notificationDrainTimeout bounds how long queued notifications keep a
+	// live context after the connection ends.
+	notificationDrainTimeout = 5 * time.Second
+
+	// maxPendingCancelRequests bounds the outbound $/cancel_request queue;
+	// beyond it cancellations are dropped (logged at Debug), as upstream.
+	maxPendingCancelRequests = 1024
+
+	// maxLoggedLineBytes caps how much of a malformed line is logged.
+	maxLoggedLineBytes = 4096
+
+	// methodCancelRequest is the JSON-RPC cancellation notification.
+	methodCancelRequest = "$/cancel_request"
+)
+
+// MethodHandler answers one inbound message. For a request (non-null id) the
+// result, or the error, is sent back; for a notification the result is
+// discarded and an error is only logged. ctx is cancelled when the peer
+// cancels the request ($/cancel_request) or the connection ends.
+type MethodHandler func(ctx context.Context, method string, params json.RawMessage) (any, *RequestError)
+
+// Connection is a JSON-RPC 2.0 connection over newline-delimited JSON, the
+// transport under ClientSideConnection and AgentSideConnection.
+//
+// Inbound requests each run on their own goroutine (at most 1024 at a time by
+// default, see WithMaxInflightRequests); inbound notifications run one at a
+// time, in arrival order, on one goroutine fed by a bounded queue (see
+// WithMaxQueuedNotifications). An outbound request returns only after every
+// notification the peer sent before its response has been handled (the
+// response barrier), so, for example, all session/update notifications sent
+// before a session/prompt result are seen before Prompt returns.
+//
+// A notification handler may call back into the connection: requests it
+// sends with (a context derived from) its own ctx skip the barrier, which
+// could otherwise never be reached while that handler runs. Requests it sends
+// with an unrelated context wait for the barrier and therefore for itself:
+// pass the handler's ctx.
+//
+// A panic in a handler is recovered and logged with its stack; a request is
+// answered -32603 and the connection lives on.
+//
+// Beyond upstream, Close, Wait and Err give control over the lifecycle.
+type Connection struct {
+	w       io.Writer
+	r       io.Reader
+	handler MethodHandler
+	opts    connectionOptions
+	logger  atomic.Pointer[slog.Logger]
+
+	writeMu sync.Mutex
+	nextID  atomic.Uint64
+
+	// ctx ends when the connection ends; its cause is the reason.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	// notifyCtx is given to notification handlers. It outlives ctx until the
+	// queued notifications are drained (or notificationDrainTimeout passes),
+	// so the last messages a peer sent before leaving are still handled.
+	notifyCtx    context.Context
+	notifyCancel context.CancelCauseFunc
+
+	// mu guards pending, inflight, the cancel queue and goroutine accounting.
+	mu                  sync.Mutex
+	pending             map[uint64]*pendingCall
+	inflight            map[string]*inflightRequest
+	inflightCount       int
+	cancelQueue         []uint64
+	cancelSenderRunning bool
+	goroutines          int
+	stoppedClosed       bool
+	stopped             chan struct{}
+
+	// qmu guards the notification queue and the barrier state.
+	qmu          sync.Mutex
+	qcond        sync.Cond
+	queue        notificationRing
+	queueClosed  bool
+	enqueuedSeq  uint64 // notifications accepted so far
+	completedSeq uint64 // notifications whose handler has returned
+	deferred     []*pendingCall
+	drainTimer   *time.Timer
+
+	shutdownOnce sync.Once
+	closeOnce    sync.Once
+	closeErr     error
+}
+
+// pendingCall is an outbound request waiting for its response.
+type pendingCall struct {
+	id uint64
+	// noBarrier is set for calls made from a notification handler's context.
+	noBarrier bool
+	// received is set (under Connection.mu) when the response has arrived.
+	received bool
+	// watermark is the last notification the response must wait for.
+	watermark uint64
+	// result and err are written before done is closed.
+	result json.RawMessage
+	err    *RequestError
+	done   chan struct{}
+}
+
+// inflightRequest is an inbound request whose handler is running.
+type inflightRequest struct {
+	cancel context.CancelCauseFunc
+}
+
+// queuedNotification is an inbound notification waiting for its handler.
+type queuedNotification struct {
+	seq    uint64
+	method string
+	params json.RawMessage
+}
+
+// Context keys.
+type (
+	inboundRequestKey  struct{}
+	notificationCtxKey struct{}
+)
+
+// isInboundRequest reports whether ctx is the context of a MethodHandler
+// call for an inbound request (a message with a non-null id), as opposed to
+// a notification.
+func isInboundRequest(ctx context.Context) bool {
+	v, _ := ctx.Value(inboundRequestKey{}).(bool)
+	return v
+}
+
+// NewConnection starts a connection that writes to peerInput (what the peer
+// reads) and reads from peerOutput (what the peer writes), handing inbound
+// messages to handler. A nil handler answers every request -32601.
+func NewConnection(handler MethodHandler, peerInput io.Writer, peerOutput io.Reader, opts ...ConnectionOption) *Connection {
+	c := &Connection{
+		w:        peerInput,
+		r:        peerOutput,
+		handler:  handler,
+		opts:     applyConnectionOptions(opts),
+		pending:  make(map[uint64]*pendingCall),
+		inflight: make(map[string]*inflightRequest),
+		stopped:  make(chan struct{}),
+	}
+	c.qcond.L = &c.qmu
+	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	inbound, inboundCancel := context.WithCancelCause(context.Background())
+	c.notifyCtx = context.WithValue(inbound, notificationCtxKey{}, c)
+	c.notifyCancel = inboundCancel
+	c.goroutines = 2
+	go c.readLoop()
+	go c.notificationLoop()
+	return c
+}
+
+// SetLogger sets the logger for the connection's diagnostics (default
+// slog.Default()). Unlike upstream it is safe to call at any time.
+func (c *Connection) SetLogger(l *slog.Logger) { c.logger.Store(l) }
+
+func (c *Connection) log() *slog.Logger {
+	if l := c.logger.Load(); l != nil {
+		return l
+	}
+	return slog.Default()
+}
+
+// Done returns a channel closed when the connection ends: the peer closed
+// its output, reading failed, the notification queue overflowed, a line
+// exceeded the frame limit, or Close was called.
+func (c *Connection) Done() <-chan struct{} { return c.ctx.Done() }
+
+// Err returns nil while the connection is open, then why it ended:
+// ErrPeerConnectionClosed, ErrConnectionClosed, ErrNotificationQueueOverflow,
+// ErrLineTooLong or the read error.
+func (c *Connection) Err() error {
+	if c.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(c.ctx)
+}
+
+// Close ends the connection with cause ErrConnectionClosed: pending outbound
+// calls fail with the peer-disconnected errors, in-flight inbound handlers
+// see their context cancelled, and notifications already queued are still
+// handled. It then closes peerInput and peerOutput when they implement
+// io.Closer (once each, once if they are the same value), which unblocks the
+// read goroutine and tells the peer we are gone. Close is idempotent; it
+// returns the error of closing the streams, from the first call.
+func (c *Connection) Close() error {
+	c.shutdown(ErrConnectionClosed)
+	c.closeOnce.Do(func() {
+		var errs []error
+		wc, wok := c.w.(io.Closer)
+		rc, rok := c.r.(io.Closer)
+		if wok {
+			errs = append(errs, wc.Close())
+		}
+		if rok && !(wok && sameValue(wc, rc)) {
+			errs = append(errs, rc.Close())
+		}
+		c.closeErr = errors.Join(errs...)
+	})
+	return c.closeErr
+}
+
+// sameValue reports whether two closers are the same comparable value.
+func sameValue(a, b io.Closer) bool {
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	return ta == tb && ta.Comparable() && a == b
+}
+
+// Wait blocks until the connection has ended and every goroutine it started
+// has returned (handlers included), or ctx ends. It returns nil after a
+// clean end (the peer closed its output, or Close was called), the cause
+// otherwise (see Err), or ctx's error.
+func (c *Connection) Wait(ctx context.Context) error {
+	select {
+	case <-c.stopped:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	err := c.Err()
+	if errors.Is(err, ErrPeerConnectionClosed) || errors.Is(err, ErrConnectionClosed) {
+		return nil
+	}
+	return err
+}
+
+// goroutineDone accounts for a goroutine that returns; the last one after
+// the connection ended closes stopped.
+func (c *Connection) goroutineDone() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.goroutines--
+	if c.goroutines == 0 && c.ctx.Err() != nil && !c.stoppedClosed {
+		c.stoppedClosed = true
+		close(c.stopped)
+	}
+}
+
+// shutdown ends the connection once with cause.
+func (c *Connection) shutdown(cause error) {
+	c.shutdownOnce.Do(func() {
+		c.cancel(cause)
+
+		c.qmu.Lock()
+		c.queueClosed = true
+		if c.completedSeq < c.enqueuedSeq {
+			c.drainTimer = time.AfterFunc(notificationDrainTimeout, func() { c.notifyCancel(cause) })
+		}
+		c.qcond.Broadcast()
+		c.qmu.Unlock()
+
+		c.mu.Lock()
+		c.cancelQueue = nil
+		c.mu.Unlock()
+
+		c.log().Info("connection closed", "cause", cause.Error())
+	})
+}
+
+// readLoop reads and dispatches lines until the stream ends.
+func (c *Connection) readLoop() {
+	defer c.goroutineDone()
+	lr := newLineReader(c.r, maxLineBytes)
+	var env envelope
+	for {
+		line, err := lr.next()
+		if len(line) > 0 && !isBlankLine(line) && c.ctx.Err() == nil {
+			if !c.dispatchLine(line, &env) {
+				return
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = ErrPeerConnectionClosed
+			}
+			c.shutdown(err)
+			return
+		}
+		if c.ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// dispatchLine handles one non-blank line; false stops the read loop.
+func (c *Connection) dispatchLine(line []byte, env *envelope) bool {
+	if err := decodeEnvelope(line, env); err != nil {
+		c.log().Error("failed to parse incoming message", "err", err, "raw", loggedLine(line))
+		return true
+	}
+	switch {
+	case env.id == nil && env.method == methodCancelRequest:
+		c.handleCancelRequest(env.params)
+	case env.id != nil && env.method == "":
+		c.handleResponse(env)
+	case env.method != "" && env.id != nil:
+		c.startRequest(env.id, env.method, env.params)
+	case env.method != "":
+		return c.enqueueNotification(env.method, env.params)
+	default:
+		c.log().Error("received message with neither id nor method", "raw", loggedLine(line))
+	}
+	return true
+}
+
+// loggedLine renders a line for a log record, truncated.
+func loggedLine(line []byte) string {
+	if len(line) <= maxLoggedLineBytes {
+		return string(line)
+	}
+	return fmt.Sprintf("%s…(%d bytes)", line[:maxLoggedLineBytes], len(line))
+}
+
+// enqueueNotification queues a notification for the ordered handler; false
+// when the queue overflowed and the connection was closed.
+func (c *Connection) enqueueNotification(method string, params json.RawMessage) bool {
+	c.qmu.Lock()
+	if c.queueClosed {
+		c.qmu.Unlock()
+		return false
+	}
+	if c.queue.len() >= c.opts.maxQueuedNotifications {
+		queued := c.queue.len()
+		c.qmu.Unlock()
+		c.log().Error("failed to queue notification; closing connection",
+			"err", ErrNotificationQueueOverflow, "capacity", c.opts.maxQueuedNotifications, "queued", queued)
+		c.shutdown(ErrNotificationQueueOverflow)
+		return false
+	}
+	c.enqueuedSeq++
+	c.queue.push(queuedNotification{seq: c.enqueuedSeq, method: method, params: params}, c.opts.maxQueuedNotifications)
+	c.qcond.Signal()
+	c.qmu.Unlock()
+	return true
+}
+
+// notificationLoop runs the notification handlers, one at a time, in order.
+func (c *Connection) notificationLoop() {
+	defer c.goroutineDone()
+	var done uint64
+	for {
+		c.qmu.Lock()
+		if done != 0 {
+			c.completeNotificationLocked(done)
+		}
+		for c.queue.len() == 0 && !c.queueClosed {
+			c.qcond.Wait()
+		}
+		if c.queue.len() == 0 {
+			if c.drainTimer != nil {
+				c.drainTimer.Stop()
+			}
+			c.qmu.Unlock()
+			c.notifyCancel(context.Cause(c.ctx))
+			return
+		}
+		item := c.queue.pop()
+		c.qmu.Unlock()
+
+		c.handleNotification(item.method, item.params)
+		done = item.seq
+	}
+}
+
+// completeNotificationLocked records that notification seq was handled and
+// releases the responses that were waiting for it. c.qmu is held.
+func (c *Connection) completeNotificationLocked(seq uint64) {
+	c.completedSeq = seq
+	n := 0
+	for n < len(c.deferred) && c.deferred[n].watermark <= seq {
+		close(c.deferred[n].done)
+		c.deferred[n] = nil
+		n++
+	}
+	if n > 0 {
+		c.deferred = c.deferred[n:]
+		if len(c.deferred) == 0 {
+			c.deferred = nil
+		}
+	}
+}
+
+// handleNotification runs the handler for one notification.
+func (c *Connection) handleNotification(method string, params json.RawMessage) {
+	if c.handler == nil {
+		return
+	}
+	_, rerr := c.invoke(c.notifyCtx, method, params)
+	if rerr == nil {
+		return
+	}
+	// Unknown extension notifications are ignored silently, as ACP asks.
+	if rerr.Code == -32601 && strings.HasPrefix(method, "_") {
+		return
+	}
+	c.log().Error("failed to handle notification", "method", method, "err", rerr)
+}
+
+// invoke calls the handler, turning a panic into -32603.
+func (c *Connection) invoke(ctx context.Context, method string, params json.RawMessage) (result any, rerr *RequestError) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log().Error("panic in method handler", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			result, rerr = nil, NewInternalError(errorData(fmt.Sprintf("panic in handler for %s: %v", method, p)))
+		}
+	}()
+	return c.handler(ctx, method, params)
+}
+
+// startRequest starts the handler of an inbound request on its own
+// goroutine, or refuses it when too many are running.
+func (c *Connection) startRequest(rawID json.RawMessage, method string, params json.RawMessage) {
+	idKey, err := canonicalIDKey(rawID)
+	if err != nil {
+		c.log().Error("failed to canonicalize inbound request id", "err", err, "id", string(rawID))
+		idKey = string(rawID)
+	}
+	c.mu.Lock()
+	if c.inflightCount >= c.opts.maxInflightRequests {
+		c.mu.Unlock()
+		c.log().Error("refusing inbound request: too many concurrent requests", "method", method, "limit", c.opts.maxInflightRequests)
+		c.writeResponse(rawID, nil, NewInternalError(errorData(fmt.Sprintf("too many concurrent requests (limit %d)", c.opts.maxInflightRequests))))
+		return
+	}
+	reqCtx, cancel := context.WithCancelCause(c.ctx)
+	entry := &inflightRequest{cancel: cancel}
+	c.inflight[idKey] = entry
+	c.inflightCount++
+	c.goroutines++
+	c.mu.Unlock()
+
+	go func() {
+		defer c.goroutineDone()
+		defer func() {
+			c.mu.Lock()
+			if c.inflight[idKey] == entry {
+				delete(c.inflight, idKey)
+			}
+			c.inflightCount--
+			c.mu.Unlock()
+			cancel(nil)
+		}()
+		c.handleRequest(context.WithValue(reqCtx, inboundRequestKey{}, true), rawID, method, params)
+	}()
+}
+
+// handleRequest runs the handler of one request and sends the reply.
+func (c *Connection) handleRequest(ctx context.Context, rawID json.RawMessage, method string, params json.RawMessage) {
+	if c.handler == nil {
+		c.writeResponse(rawID, nil, NewMethodNotFound(method))
+		return
+	}
+	result, rerr := c.invoke(ctx, method, params)
+	c.writeResponse(rawID, result, rerr)
+}
+
+// handleCancelRequest cancels the in-flight inbound request named by an
+// inbound $/cancel_request.
+func (c *Connection) handleCancelRequest(params json.RawMessage) {
+	requestID, err := cancelRequestRequestID(params)
+	if err != nil {
+		c.log().Error("failed to parse $/cancel_request params", "err", err)
+		return
+	}
+	if len(requestID) == 0 {
+		c.log().Error("received $/cancel_request without requestId")
+		return
+	}
+	idKey, err := canonicalIDKey(requestID)
+	if err != nil {
+		c.log().Error("failed to canonicalize $/cancel_request requestId", "err", err, "requestId", string(requestID))
+		idKey = string(requestID)
+	}
+	c.mu.Lock()
+	entry := c.inflight[idKey]
+	c.mu.Unlock()
+	if entry != nil {
+		entry.cancel(context.Canceled)
+	}
+}
+
+// handleResponse hands a response to the call waiting for it, after the
+// notifications received before it (the barrier).
+func (c *Connection) handleResponse(env *envelope) {
+	id, ok, err := responseIDValue(env.id)
+	if err != nil {
+		c.log().Error("failed to canonicalize response id", "err", err, "id", string(env.id))
+		return
+	}
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	pc := c.pending[id]
+	if pc != nil {
+		delete(c.pending, id)
+		pc.received = true
+	}
+	c.mu.Unlock()
+	if pc == nil {
+		return // unknown or late: dropped, as upstream
+	}
+	pc.result = env.result
+	pc.err = env.err
+	if pc.noBarrier {
+		close(pc.done)
+		return
+	}
+	c.qmu.Lock()
+	if c.completedSeq >= c.enqueuedSeq {
+		c.qmu.Unlock()
+		close(pc.done)
+		return
+	}
+	pc.watermark = c.enqueuedSeq
+	c.deferred = append(c.deferred, pc)
+	c.qmu.Unlock()
+}
+
+// encodeBuffer is a pooled buffer for laying out one outbound message.
+type encodeBuffer struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// maxPooledBuffer keeps buffers grown by huge messages out of the pool.
+const maxPooledBuffer = 1 << 20
+
+var encodeBufferPool = sync.Pool{New: func() any {
+	e := &encodeBuffer{}
+	e.enc = json.NewEncoder(&e.buf)
+	return e
+}}
+
+func getEncodeBuffer() *encodeBuffer { return encodeBufferPool.Get().(*encodeBuffer) }
+
+func putEncodeBuffer(e *encodeBuffer) {
+	if e.buf.Cap() > maxPooledBuffer {
+		return
+	}
+	e.buf.Reset()
+	encodeBufferPool.Put(e)
+}
+
+// appendValue appends v as json.Marshal would encode it.
+func (e *encodeBuffer) appendValue(v any) error {
+	if err := e.enc.Encode(v); err != nil {
+		return err
+	}
+	e.buf.Truncate(e.buf.Len() - 1) // Encode's newline
+	return nil
+}
+
+// write sends one complete line.
+func (c *Connection) write(line []byte) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_, err := c.w.Write(line)
+	return err
+}
+
+// writeResponse sends the reply to an inbound request. A result that cannot
+// be marshalled becomes -32603 (as upstream); so does an error whose data
+// cannot be marshalled (upstream sends nothing, leaving the peer waiting).
+func (c *Connection) writeResponse(rawID json.RawMessage, result any, rerr *RequestError) {
+	e := getEncodeBuffer()
+	defer putEncodeBuffer(e)
+	for attempt := 0; ; attempt++ {
+		e.buf.Reset()
+		e.buf.WriteString(`{"jsonrpc":"2.0","id":`)
+		e.buf.Write(appendRawID(e.buf.AvailableBuffer(), rawID))
+		var err error
+		if rerr != nil {
+			e.buf.WriteString(`,"error":`)
+			err = e.appendValue(rerr)
+		} else {
+			e.buf.WriteString(`,"result":`)
+			err = c.appendResult(e, result)
+		}
+		if err != nil && attempt == 0 {
+			rerr = NewInternalError(errorData(err.Error()))
+			continue
+		}
+		if err != nil {
+			c.log().Error("failed to encode response", "err", err)
+			return
+		}
+		break
+	}
+	e.buf.WriteString("}\n")
+	if err := c.write(e.buf.Bytes()); err != nil {
+		c.log().Debug("failed to write response", "err", err)
+	}
+}
+
+// appendResult marshals a handler result, recovering a panicking
+// MarshalJSON.
+func (c *Connection) appendResult(e *encodeBuffer, result any) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log().Error("panic while encoding result", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic while encoding result: %v", p)
+		}
+	}()
+	return e.appendValue(result)
+}
+
+// encodeMessage lays out a request (id > 0) or notification envelope.
+func encodeMessage(e *encodeBuffer, id uint64, method string, params any) error {
+	e.buf.WriteString(`{"jsonrpc":"2.0"`)
+	if id != 0 {
+		e.buf.WriteString(`,"id":`)
+		e.buf.Write(appendUintID(e.buf.AvailableBuffer(), id))
+	}
+	if method != "" {
+		e.buf.WriteString(`,"method":`)
+		e.buf.Write(appendJSONString(e.buf.AvailableBuffer(), method))
+	}
+	if params != nil {
+		e.buf.WriteString(`,"params":`)
+		if err := e.appendValue(params); err != nil {
+			return err
+		}
+	}
+	e.buf.WriteString("}\n")
+	return nil
+}
+
+// SendRequest sends a request and decodes its result into T. It returns
+// after the response arrived and every notification the peer sent before it
+// was handled. Errors are *RequestError values: the peer's error, -32602
+// when params cannot be marshalled, -32603 when the write fails or the
+// result does not decode into T, -32800/-32603 when ctx ends (a
+// $/cancel_request is sent to the peer), and -32603 wrapping
+// ErrPeerDisconnected when the connection ends first. An empty or missing
+// result gives the zero T.
+func SendRequest[T any](c *Connection, ctx context.Context, method string, params any) (T, error) {
+	var result T
+	raw, err := c.call(ctx, method, params)
+	if err != nil {
+		return result, err
+	}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &result); err != nil {
+			var zero T
+			return zero, NewInternalError(errorData(err.Error()))
+		}
+	}
+	return result, nil
+}
+
+// SendRequestNoResult sends a request whose result is ignored; otherwise as
+// SendRequest.
+func (c *Connection) SendRequestNoResult(ctx context.Context, method string, params any) error {
+	_, err := c.call(ctx, method, params)
+	return err
+}
+
+// SendNotification sends a notification. It fails with -32603 when ctx has
+// already ended or the write fails, -32602 when params cannot be marshalled.
+// As upstream, it still attempts the write after the peer disconnected.
+func (c *Connection) SendNotification(ctx context.Context, method string, params any) error {
+	if err := ctx.Err(); err != nil {
+		return NewInternalError(errorData(err.Error()))
+	}
+	e := getEncodeBuffer()
+	defer putEncodeBuffer(e)
+	if err := encodeMessage(e, 0, method, params); err != nil {
+		return NewInvalidParams(errorData(err.Error()))
+	}
+	if err := c.write(e.buf.Bytes()); err != nil {
+		return NewInternalError(errorData(err.Error()))
+	}
+	return nil
+}
+
+func peerDisconnectedBeforeResponse() *RequestError {
+	return internalErrorWithCause("peer disconnected before response", ErrPeerDisconnected)
+}
+
+func peerDisconnectedDuringBarrier() *RequestError {
+	return internalErrorWithCause("peer disconnected while waiting for pre-response notifications", ErrPeerDisconnected)
+}
+
+// call sends a request and waits for its (barrier-released) response.
+func (c *Connection) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	id := c.nextID.Add(1)
+	e := getEncodeBuffer()
+	if err := encodeMessage(e, id, method, params); err != nil {
+		putEncodeBuffer(e)
+		return nil, NewInvalidParams(errorData(err.Error()))
+	}
+	pc := &pendingCall{id: id, done: make(chan struct{})}
+	if owner, _ := ctx.Value(notificationCtxKey{}).(*Connection); owner == c {
+		pc.noBarrier = true
+	}
+	c.mu.Lock()
+	if c.ctx.Err() != nil {
+		c.mu.Unlock()
+		putEncodeBuffer(e)
+		return nil, peerDisconnectedBeforeResponse()
+	}
+	c.pending[id] = pc
+	c.mu.Unlock()
+
+	err := c.write(e.buf.Bytes())
+	putEncodeBuffer(e)
+	if err != nil {
+		c.forgetPending(pc)
+		return nil, NewInternalError(errorData(err.Error()))
+	}
+
+	select {
+	case <-pc.done:
+		return pc.response()
+	case <-c.ctx.Done():
+		return c.abandon(pc, nil)
+	case <-ctx.Done():
+		return c.abandon(pc, ctx)
+	}
+}
+
+// response returns a delivered response.
+func (pc *pendingCall) response() (json.RawMessage, error) {
+	if pc.err != nil {
+		return nil, pc.err
+	}
+	return pc.result, nil
+}
+
+// forgetPending removes a call that will not be answered.
+func (c *Connection) forgetPending(pc *pendingCall) {
+	c.mu.Lock()
+	delete(c.pending, pc.id)
+	c.mu.Unlock()
+}
+
+// abandon ends a wait cut short by the connection ending (ctx nil) or the
+// caller's ctx ending. A delivered response still wins; a disconnect wins
+// over the caller's ctx.
+func (c *Connection) abandon(pc *pendingCall, ctx context.Context) (json.RawMessage, error) {
+	c.mu.Lock()
+	received := pc.received
+	if !received {
+		delete(c.pending, pc.id)
+	}
+	c.mu.Unlock()
+	if received {
+		select {
+		case <-pc.done:
+			return pc.response()
+		default:
+		}
+	}
+	if c.ctx.Err() != nil {
+		if received {
+			return nil, peerDisconnectedDuringBarrier()
+		}
+		return nil, peerDisconnectedBeforeResponse()
+	}
+	if !received {
+		c.queueCancelRequest(pc.id)
+	}
+	return nil, toRequestError(context.Cause(ctx))
+}
+
+// queueCancelRequest sends $/cancel_request for an abandoned call in the
+// background (so a blocked writer cannot hold up the caller), dropping it
+// when too many are queued.
+func (c *Connection) queueCancelRequest(id uint64) {
+	c.mu.Lock()
+	if c.ctx.Err() != nil {
+		c.mu.Unlock()
+		return
+	}
+	if len(c.cancelQueue) >= maxPendingCancelRequests {
+		c.mu.Unlock()
+		c.log().Debug("dropping $/cancel_request due to full queue", "queue_len", maxPendingCancelRequests)
+		return
+	}
+	c.cancelQueue = append(c.cancelQueue, id)
+	start := !c.cancelSenderRunning && !c.stoppedClosed
+	if start {
+		c.cancelSenderRunning = true
+		c.goroutines++
+	}
+	c.mu.Unlock()
+	if start {
+		go c.sendCancelRequests()
+	}
+}
+
+// cancelRequestParams is the params object of $/cancel_request.
+type cancelRequestParams struct {
+	RequestID json.RawMessage `json:"requestId"`
+}
+
+// sendCancelRequests drains the cancel queue, then returns.
+func (c *Connection) sendCancelRequests() {
+	defer c.goroutineDone()
+	for {
+		c.mu.Lock()
+		if len(c.cancelQueue) == 0 || c.ctx.Err() != nil {
+			c.cancelQueue = nil
+			c.cancelSenderRunning = false
+			c.mu.Unlock()
+			return
+		}
+		id := c.cancelQueue[0]
+		c.cancelQueue = c.cancelQueue[1:]
+		c.mu.Unlock()
+		params := cancelRequestParams{RequestID: appendUintID(nil, id)}
+		if err := c.SendNotification(context.Background(), methodCancelRequest, params); err != nil {
+			c.log().Debug("failed to send $/cancel_request", "err", err)
+		}
+	}
+}

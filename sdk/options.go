@@ -1,0 +1,81 @@
+package acp
+
+// Defaults and hard limits of a Connection.
+const (
+	// defaultMaxQueuedNotifications bounds the inbound notification queue when
+	// WithMaxQueuedNotifications is not given (or given n <= 0).
+	defaultMaxQueuedNotifications = 1024
+
+	// defaultMaxInflightRequests bounds the inbound requests whose handlers
+	// run at the same time when WithMaxInflightRequests is not given.
+	defaultMaxInflightRequests = 1024
+
+	// maxLineBytes is the frame limit: the longest line (newline excluded)
+	// a connection accepts from its peer.
+	maxLineBytes = 64 << 20
+)
+
+// ConnectionOption configures a connection. It is accepted by NewConnection,
+// NewClientSideConnection and NewAgentSideConnection; nil options are
+// skipped.
+type ConnectionOption func(*connectionOptions)
+
+// connectionOptions holds the settings ConnectionOptions change.
+type connectionOptions struct {
+	maxQueuedNotifications int
+	maxInflightRequests    int
+}
+
+// defaultConnectionOptions returns the settings of a connection built without
+// options.
+func defaultConnectionOptions() connectionOptions {
+	return connectionOptions{
+		maxQueuedNotifications: defaultMaxQueuedNotifications,
+		maxInflightRequests:    defaultMaxInflightRequests,
+	}
+}
+
+// applyConnectionOptions applies opts over the defaults, skipping nil ones.
+func applyConnectionOptions(opts []ConnectionOption) connectionOptions {
+	o := defaultConnectionOptions()
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
+
+// WithMaxQueuedNotifications sets how many inbound notifications may wait
+// for their (strictly ordered, one at a time) handler; n <= 0 selects the
+// default of 1024. The queue grows on demand up to n and shrinks when it
+// empties, so a large bound such as 131072 costs memory only while that many
+// notifications are actually waiting.
+//
+// Overflow policy: when a notification arrives and n are already waiting,
+// the connection closes with cause ErrNotificationQueueOverflow (logged at
+// Error with the capacity), exactly as upstream. Notifications are never
+// dropped silently, and the reader never blocks on a slow handler (blocking
+// it would also stall the responses a handler may be waiting for).
+func WithMaxQueuedNotifications(n int) ConnectionOption {
+	return func(o *connectionOptions) {
+		if n <= 0 {
+			n = defaultMaxQueuedNotifications
+		}
+		o.maxQueuedNotifications = n
+	}
+}
+
+// WithMaxInflightRequests sets how many inbound requests may have their
+// handler running at the same time; n <= 0 selects the default of 1024.
+// A request arriving beyond the limit is answered at once with -32603
+// {"error":"too many concurrent requests (limit N)"} and its handler is not
+// called; the connection stays up. Upstream has no limit.
+func WithMaxInflightRequests(n int) ConnectionOption {
+	return func(o *connectionOptions) {
+		if n <= 0 {
+			n = defaultMaxInflightRequests
+		}
+		o.maxInflightRequests = n
+	}
+}
