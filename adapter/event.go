@@ -1,0 +1,176 @@
+package adapter
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// EventKind says what an Event reports.
+type EventKind string
+
+// Event kinds.
+const (
+	// EventToolCall is the first event for a card (a tool call or an
+	// announced child session).
+	EventToolCall EventKind = "tool_call"
+	// EventToolUpdate is every later change to a card, including a late
+	// enrichment of a completed one.
+	EventToolUpdate EventKind = "tool_update"
+	// EventSessionMessage reports an inter-session message view (the
+	// subagent-session form's session_message and session_message_chunk).
+	// ToolCallID is empty; Message is set.
+	EventSessionMessage EventKind = "session_message"
+)
+
+// Event is what the Tracker hands to the consumer callback. Every event is a
+// snapshot: Payload, Child, Message and SessionRefs are deep copies that no
+// later frame changes.
+//
+// A tool call that is not a subagent still gets events (with Payload nil),
+// so that a consumer can nest children under their parent card.
+type Event struct {
+	// Kind is tool_call, tool_update or session_message.
+	Kind EventKind `json:"kind"`
+	// SessionID is the session the card or message belongs to: the
+	// notification's session for tool calls, the parent's for a child
+	// session card.
+	SessionID string `json:"session_id"`
+	// ParentSessionID is set when SessionID is a known child session.
+	ParentSessionID string `json:"parent_session_id,omitempty"`
+	// ToolCallID is the card key: the tool call id as emitted (Codex may
+	// derive one, see the codex dialect), or the child session id for a
+	// child session card.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// ParentToolCallID nests this card under another; "" at top level.
+	ParentToolCallID string `json:"parent_tool_call_id"`
+	// Title is the stored title (the latest non-empty one).
+	Title string `json:"title"`
+	// Status is the card's tool status after the monotonic guard, or
+	// ToolStatusUnchanged when the frame said nothing about it. Once a card
+	// is terminal every event carries that terminal status.
+	Status ToolStatus `json:"status"`
+	// Payload is the normalised subagent payload; nil when the card is not
+	// a subagent.
+	Payload *Payload `json:"normalized"`
+	// Child describes the child session behind a subagent-session card.
+	Child *ChildSession `json:"child,omitempty"`
+	// Message is the message view of an EventSessionMessage.
+	Message *MessageView `json:"message,omitempty"`
+	// SessionRefs lists the `session` contents of the tool call's current
+	// content, each resolved against the known child sessions.
+	SessionRefs []SessionRef `json:"session_refs,omitempty"`
+}
+
+// Clone returns a deep copy of e.
+func (e Event) Clone() Event {
+	e.Payload = e.Payload.Clone()
+	e.Child = e.Child.Clone()
+	e.Message = e.Message.Clone()
+	e.SessionRefs = slices.Clone(e.SessionRefs)
+	return e
+}
+
+// ChildSession is the client-side view of a child session announced by
+// subagent_update (subagent-session form), after patch semantics.
+type ChildSession struct {
+	// SessionID is the child's session id.
+	SessionID string `json:"session_id"`
+	// ParentSessionID is the session whose subagent_update announced it.
+	ParentSessionID string `json:"parent_session_id"`
+	// Title and Description are the parent's display metadata.
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	// State is the last state discriminator, verbatim ("running", "idle",
+	// "requires_action", "unknown", or an unrecognised string); "" means no
+	// confirmed state (never reported, or reported null).
+	State string `json:"state,omitempty"`
+	// StopReason is an idle state's stop reason, verbatim.
+	StopReason string `json:"stop_reason,omitempty"`
+	// StateRaw keeps the state object verbatim when State is not one of
+	// the four known discriminators.
+	StateRaw json.RawMessage `json:"state_raw,omitempty"`
+	// Live is true only while the last confirmed state is running or
+	// requires_action. unknown, null and unrecognised states are never
+	// live, and neither is a child after its parent was loaded again.
+	Live bool `json:"live"`
+	// CanCancel is true only while the child advertises capabilities.cancel
+	// as an object; this is the only mutation a client may invoke on it.
+	CanCancel bool `json:"can_cancel"`
+	// Cwd is the child's working directory ("" = inherits the parent's).
+	Cwd string `json:"cwd,omitempty"`
+	// AdditionalDirectories is the last reported list (nil = never set or
+	// cleared; empty = none).
+	AdditionalDirectories []string `json:"additional_directories,omitempty"`
+	// Usage is the idle state's usage object, verbatim.
+	Usage json.RawMessage `json:"usage,omitempty"`
+}
+
+// Clone returns a deep copy of c (nil stays nil).
+func (c *ChildSession) Clone() *ChildSession {
+	if c == nil {
+		return nil
+	}
+	d := *c
+	d.StateRaw = slices.Clone(c.StateRaw)
+	d.AdditionalDirectories = slices.Clone(c.AdditionalDirectories)
+	d.Usage = slices.Clone(c.Usage)
+	return &d
+}
+
+// Message directions of a MessageView.
+const (
+	// MessageOutgoing: the transcript's own session sent it.
+	MessageOutgoing = "outgoing"
+	// MessageIncoming: the transcript's own session received it from a
+	// named sender.
+	MessageIncoming = "incoming"
+	// MessageUnattributed: no sender is known. Shown apart as an
+	// inter-session entry: never a user message, never the parent's.
+	MessageUnattributed = "unattributed"
+)
+
+// MessageView is one view of an inter-session message in one transcript.
+// Views in different transcripts are linked only through
+// senderMessageId/recipientMessageId, never because their message ids are
+// equal.
+type MessageView struct {
+	// SessionID is the transcript (the notification's session).
+	SessionID string `json:"session_id"`
+	// MessageID is local to the transcript.
+	MessageID string `json:"message_id"`
+	// SenderSessionID and RecipientSessionID are the participants, when
+	// known.
+	SenderSessionID    string `json:"sender_session_id,omitempty"`
+	RecipientSessionID string `json:"recipient_session_id,omitempty"`
+	// SenderMessageID (incoming view) and RecipientMessageID (outgoing
+	// view) name the other view.
+	SenderMessageID    string `json:"sender_message_id,omitempty"`
+	RecipientMessageID string `json:"recipient_message_id,omitempty"`
+	// Direction is MessageOutgoing, MessageIncoming or MessageUnattributed.
+	Direction string `json:"direction"`
+	// Text is the message's text content blocks joined with "\n".
+	Text string `json:"text"`
+	// LinkedSessionID and LinkedMessageID name the other view once the
+	// link is established.
+	LinkedSessionID string `json:"linked_session_id,omitempty"`
+	LinkedMessageID string `json:"linked_message_id,omitempty"`
+}
+
+// Clone returns a copy of m (nil stays nil).
+func (m *MessageView) Clone() *MessageView {
+	if m == nil {
+		return nil
+	}
+	d := *m
+	return &d
+}
+
+// SessionRef is a `session` tool-call content item. Known is true only when
+// SessionID names a child announced on this connection; an unknown reference
+// is shown unavailable and grants nothing.
+type SessionRef struct {
+	// SessionID is the referenced session.
+	SessionID string `json:"session_id"`
+	// Known reports whether the session is an announced child.
+	Known bool `json:"known"`
+}
