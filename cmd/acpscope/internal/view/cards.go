@@ -1,0 +1,193 @@
+// Package view turns the adapter's events into what acpscope shows: a
+// running log of the turn, subagent cards, and the --json card lines.
+//
+// The package is a sink: it keeps the latest snapshot of every card it has
+// been shown and never looks at wire JSON or at the connection.
+package view
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/kdlbs/acp-go-sdk/adapter"
+)
+
+// Card is the latest snapshot of one tool call, subagent or not.
+type Card struct {
+	// Event is the last event seen for the card (a deep copy).
+	Event adapter.Event
+	// Status is the card's tool status: the last status any event carried.
+	Status adapter.ToolStatus
+	// order is the arrival order of the card's first event.
+	order int
+}
+
+// IsSubagent reports whether the card carries a normalised subagent payload.
+func (c *Card) IsSubagent() bool {
+	return c.Event.Payload != nil && c.Event.Payload.SubagentTask != nil
+}
+
+// Board holds every card of a connection, in first-seen order.
+type Board struct {
+	cards map[cardKey]*Card
+	next  int
+}
+
+type cardKey struct{ session, toolCall string }
+
+// NewBoard returns an empty board.
+func NewBoard() *Board { return &Board{cards: map[cardKey]*Card{}} }
+
+// Apply records ev and returns its card. Events without a tool call id (the
+// inter-session message views) are not cards; Apply returns nil for them.
+func (b *Board) Apply(ev adapter.Event) *Card {
+	if ev.ToolCallID == "" {
+		return nil
+	}
+	k := cardKey{ev.SessionID, ev.ToolCallID}
+	c, ok := b.cards[k]
+	if !ok {
+		c = &Card{order: b.next}
+		b.next++
+		b.cards[k] = c
+	}
+	c.Event = ev.Clone()
+	if ev.Status != adapter.ToolStatusUnchanged {
+		c.Status = ev.Status
+	}
+	return c
+}
+
+// Cards returns every card in first-seen order.
+func (b *Board) Cards() []*Card {
+	out := make([]*Card, 0, len(b.cards))
+	for _, c := range b.cards {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].order < out[j].order })
+	return out
+}
+
+// Subagents returns the subagent cards in first-seen order.
+func (b *Board) Subagents() []*Card {
+	var out []*Card
+	for _, c := range b.Cards() {
+		if c.IsSubagent() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Children returns the cards nested under parent, in first-seen order.
+func (b *Board) Children(parent *Card) []*Card {
+	var out []*Card
+	for _, c := range b.Cards() {
+		if c.Event.SessionID == parent.Event.SessionID && c.Event.ParentToolCallID == parent.Event.ToolCallID && c != parent {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Running counts the subagent cards whose tool status is not terminal.
+func (b *Board) Running() int {
+	n := 0
+	for _, c := range b.Subagents() {
+		if !c.Status.Terminal() {
+			n++
+		}
+	}
+	return n
+}
+
+// Header is the card's header line: the subagent type (else "Task") and
+// the description (else the title, else "Subagent").
+func Header(c *Card) string {
+	t := c.Event.Payload.SubagentTask
+	kind := t.SubagentType
+	if kind == "" {
+		kind = "Task"
+	}
+	desc := t.Description
+	if desc == "" {
+		desc = c.Event.Title
+	}
+	if desc == "" {
+		desc = "Subagent"
+	}
+	return kind + " — " + desc
+}
+
+// Chips lists the card's facts in display order: background, duration,
+// tokens, tool count, model, child session. childCount is the number of
+// nested cards rendered under it (a tool count equal to it is not repeated).
+func Chips(c *Card, childCount int) []string {
+	t := c.Event.Payload.SubagentTask
+	var chips []string
+	if t.IsAsync || t.Status == "async_launched" {
+		chips = append(chips, "background")
+	}
+	if t.DurationMs > 0 {
+		chips = append(chips, formatDuration(t.DurationMs))
+	}
+	if t.TotalTokens > 0 {
+		chips = append(chips, formatCount(t.TotalTokens)+" tokens")
+	}
+	if t.ToolUseCount != nil && !(childCount > 0 && *t.ToolUseCount == childCount) {
+		unit := "tools"
+		if *t.ToolUseCount == 1 {
+			unit = "tool"
+		}
+		chips = append(chips, fmt.Sprintf("%d %s", *t.ToolUseCount, unit))
+	}
+	if t.Model != "" {
+		chips = append(chips, t.Model)
+	}
+	if t.ChildSessionID != "" {
+		chips = append(chips, "session "+truncate(t.ChildSessionID, 12))
+	}
+	return chips
+}
+
+// formatDuration renders milliseconds as 850ms, 12.3s or 4m05s.
+func formatDuration(ms int64) string {
+	switch {
+	case ms < 1000:
+		return fmt.Sprintf("%dms", ms)
+	case ms < 60_000:
+		return fmt.Sprintf("%.1fs", float64(ms)/1000)
+	default:
+		s := ms / 1000
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	}
+}
+
+// formatCount renders n with thousands separators.
+func formatCount(n int64) string {
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// truncate cuts s to n runes, marking a cut with "…".
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n]) + "…"
+}
+
+// oneLine folds s onto one line and cuts it to n runes.
+func oneLine(s string, n int) string {
+	return truncate(strings.Join(strings.Fields(s), " "), n)
+}

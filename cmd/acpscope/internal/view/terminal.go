@@ -1,0 +1,293 @@
+package view
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/kdlbs/acp-go-sdk/adapter"
+)
+
+// spinnerFrames animate the progress line while subagents run.
+var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// Terminal renders a turn as it happens: agent text, tool calls and
+// subagent cards as log lines, and, when animated, a progress line under
+// them while subagents run. Without animation (output is not a terminal) it
+// writes plain lines only, with no control characters. It is safe for
+// concurrent use.
+type Terminal struct {
+	mu       sync.Mutex
+	w        io.Writer
+	animate  bool
+	board    *Board
+	text     map[string]*strings.Builder // pending agent text per session
+	order    []string                    // sessions with pending text, in order
+	frame    int
+	progress bool // a progress line is on screen
+}
+
+// NewTerminal returns a renderer writing to w. animate enables the progress
+// line and its spinner; pass false when w is not a terminal.
+func NewTerminal(w io.Writer, animate bool) *Terminal {
+	return &Terminal{w: w, animate: animate, board: NewBoard(), text: map[string]*strings.Builder{}}
+}
+
+// Board returns the cards seen so far.
+func (t *Terminal) Board() *Board { return t.board }
+
+// AgentText appends a chunk of the agent's message in a session. Text is
+// shown a line at a time; Flush shows what is left.
+func (t *Terminal) AgentText(sessionID, chunk string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b, ok := t.text[sessionID]
+	if !ok {
+		b = &strings.Builder{}
+		t.text[sessionID] = b
+		t.order = append(t.order, sessionID)
+	}
+	b.WriteString(chunk)
+	s := b.String()
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		for _, line := range strings.Split(s[:i], "\n") {
+			if strings.TrimSpace(line) != "" {
+				t.logLocked("agent: " + line)
+			}
+		}
+		b.Reset()
+		b.WriteString(s[i+1:])
+	}
+}
+
+// Event shows one adapter event.
+func (t *Terminal) Event(ev adapter.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.flushTextLocked()
+	if ev.Kind == adapter.EventSessionMessage && ev.Message != nil {
+		t.logLocked(messageLine(ev.Message))
+		return
+	}
+	before, seen := t.snapshot(ev)
+	c := t.board.Apply(ev)
+	if c == nil {
+		return
+	}
+	depth := t.depth(c)
+	indent := strings.Repeat("  ", depth)
+	switch {
+	case c.IsSubagent():
+		line := fmt.Sprintf("%s◆ %s [%s]", indent, Header(c), statusWord(c.Status))
+		if !seen || line != before {
+			t.logLocked(line)
+		}
+	case !seen || before != string(c.Status):
+		title := c.Event.Title
+		if title == "" {
+			title = c.Event.ToolCallID
+		}
+		t.logLocked(fmt.Sprintf("%s· %s [%s]", indent, oneLine(title, 72), statusWord(c.Status)))
+	}
+}
+
+// snapshot returns what was last shown for the event's card: the subagent
+// line for subagents, the status for other tool calls.
+func (t *Terminal) snapshot(ev adapter.Event) (string, bool) {
+	c, ok := t.board.cards[cardKey{ev.SessionID, ev.ToolCallID}]
+	if !ok {
+		return "", false
+	}
+	if c.IsSubagent() {
+		return fmt.Sprintf("%s◆ %s [%s]", strings.Repeat("  ", t.depth(c)), Header(c), statusWord(c.Status)), true
+	}
+	return string(c.Status), true
+}
+
+// depth is the card's nesting depth (bounded, so a cycle cannot loop).
+func (t *Terminal) depth(c *Card) int {
+	d := 0
+	for p := c.Event.ParentToolCallID; p != "" && d < 8; d++ {
+		parent, ok := t.board.cards[cardKey{c.Event.SessionID, p}]
+		if !ok {
+			return d + 1
+		}
+		p = parent.Event.ParentToolCallID
+	}
+	return d
+}
+
+// Tick advances the spinner; it does nothing without animation or when no
+// subagent runs.
+func (t *Terminal) Tick() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.animate {
+		return
+	}
+	t.frame++
+	t.drawProgressLocked()
+}
+
+// Flush shows pending agent text and removes the progress line.
+func (t *Terminal) Flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.flushTextLocked()
+	t.clearProgressLocked()
+}
+
+func (t *Terminal) flushTextLocked() {
+	for _, s := range t.order {
+		if rest := strings.TrimSpace(t.text[s].String()); rest != "" {
+			t.logLocked("agent: " + rest)
+		}
+		t.text[s].Reset()
+	}
+	t.order = t.order[:0]
+	for k := range t.text {
+		delete(t.text, k)
+	}
+}
+
+// logLocked writes one log line above the progress line.
+func (t *Terminal) logLocked(line string) {
+	t.clearProgressLocked()
+	fmt.Fprintln(t.w, line)
+	t.drawProgressLocked()
+}
+
+func (t *Terminal) clearProgressLocked() {
+	if t.progress {
+		fmt.Fprint(t.w, "\r\033[K")
+		t.progress = false
+	}
+}
+
+func (t *Terminal) drawProgressLocked() {
+	if !t.animate {
+		return
+	}
+	n := t.board.Running()
+	t.clearProgressLocked()
+	if n == 0 {
+		return
+	}
+	unit := "subagents"
+	if n == 1 {
+		unit = "subagent"
+	}
+	fmt.Fprintf(t.w, "%s %d %s running", spinnerFrames[t.frame%len(spinnerFrames)], n, unit)
+	t.progress = true
+}
+
+// Summary writes the subagent cards of the turn.
+func (t *Terminal) Summary() {
+	t.Flush()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	WriteCards(t.w, t.board)
+}
+
+// WriteCards writes every subagent card on b: header and status, chips, and
+// a body (the result, else the nested tool calls, else the prompt).
+func WriteCards(w io.Writer, b *Board) {
+	subs := b.Subagents()
+	fmt.Fprintf(w, "\nSubagents (%d)\n", len(subs))
+	for _, c := range subs {
+		children := b.Children(c)
+		fmt.Fprintf(w, "\n◆ %s [%s]\n", Header(c), statusWord(c.Status))
+		if chips := Chips(c, len(children)); len(chips) > 0 {
+			fmt.Fprintf(w, "  %s\n", strings.Join(chips, " · "))
+		}
+		t := c.Event.Payload.SubagentTask
+		switch {
+		case t.ResultText != "":
+			for _, line := range strings.Split(strings.TrimSpace(t.ResultText), "\n") {
+				fmt.Fprintf(w, "  │ %s\n", line)
+			}
+		case len(children) > 0:
+			for i, ch := range children {
+				branch := "├"
+				if i == len(children)-1 {
+					branch = "└"
+				}
+				title := ch.Event.Title
+				if ch.IsSubagent() {
+					title = Header(ch)
+				}
+				fmt.Fprintf(w, "  %s %s [%s]\n", branch, oneLine(title, 72), statusWord(ch.Status))
+			}
+		case t.Prompt != "":
+			fmt.Fprintf(w, "  prompt: %s\n", oneLine(t.Prompt, 100))
+		}
+	}
+}
+
+// statusWord renders a tool status; an unknown one shows as "pending".
+func statusWord(s adapter.ToolStatus) string {
+	if s == adapter.ToolStatusUnchanged {
+		return "pending"
+	}
+	return string(s)
+}
+
+// messageLine renders an inter-session message view. Messages are shown as
+// "to" or "from" another session, never as the user's own words.
+func messageLine(m *adapter.MessageView) string {
+	text := oneLine(m.Text, 100)
+	switch m.Direction {
+	case adapter.MessageOutgoing:
+		return fmt.Sprintf("→ to %s: %s", orUnknown(m.RecipientSessionID), text)
+	case adapter.MessageIncoming:
+		return fmt.Sprintf("← from %s: %s", orUnknown(m.SenderSessionID), text)
+	}
+	return fmt.Sprintf("⇢ inter-session message (sender unknown): %s", text)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "an unknown session"
+	}
+	return s
+}
+
+// CardLine is one --json output line: a subagent card after the turn.
+type CardLine struct {
+	// SessionID is the session the card belongs to.
+	SessionID string `json:"session_id"`
+	// ToolCallID is the card's tool call id (or child session id).
+	ToolCallID string `json:"tool_call_id"`
+	// ParentToolCallID nests the card; "" at top level.
+	ParentToolCallID string `json:"parent_tool_call_id"`
+	// Agent is the dialect name (cursor, claude, codex, opencode, auggie,
+	// copilot, generic).
+	Agent string `json:"agent"`
+	// ToolStatus is the card's tool status (pending, in_progress, complete,
+	// error, cancelled).
+	ToolStatus string `json:"tool_status"`
+	// Subagent is the normalised payload.
+	Subagent *adapter.Payload `json:"subagent"`
+}
+
+// WriteJSON writes one CardLine per subagent card on b, in first-seen order.
+func WriteJSON(w io.Writer, b *Board, agent string) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, c := range b.Subagents() {
+		line := CardLine{
+			SessionID:        c.Event.SessionID,
+			ToolCallID:       c.Event.ToolCallID,
+			ParentToolCallID: c.Event.ParentToolCallID,
+			Agent:            agent,
+			ToolStatus:       statusWord(c.Status),
+			Subagent:         c.Event.Payload,
+		}
+		if err := enc.Encode(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}

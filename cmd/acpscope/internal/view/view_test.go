@@ -1,0 +1,116 @@
+package view
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kdlbs/acp-go-sdk/adapter"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s differs:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func intp(n int) *int { return &n }
+
+func sub(kind adapter.EventKind, id, parent string, status adapter.ToolStatus, task adapter.SubagentTask) adapter.Event {
+	return adapter.Event{
+		Kind: kind, SessionID: "s1", ToolCallID: id, ParentToolCallID: parent, Title: "Task", Status: status,
+		Payload: &adapter.Payload{Kind: adapter.PayloadKindSubagentTask, SubagentTask: &task},
+	}
+}
+
+// events is a turn with a foreground subagent with nested tool calls and a
+// result, a background one, and a bare Cursor-like one.
+func events() []adapter.Event {
+	return []adapter.Event{
+		sub(adapter.EventToolCall, "toolu_A", "", adapter.ToolStatusPending, adapter.SubagentTask{}),
+		sub(adapter.EventToolUpdate, "toolu_A", "", adapter.ToolStatusUnchanged, adapter.SubagentTask{Description: "Investigate flaky test", Prompt: "Find the root cause", SubagentType: "general-purpose"}),
+		{Kind: adapter.EventToolCall, SessionID: "s1", ToolCallID: "toolu_B", ParentToolCallID: "toolu_A", Title: "Read retry_test.go", Status: adapter.ToolStatusPending},
+		{Kind: adapter.EventToolUpdate, SessionID: "s1", ToolCallID: "toolu_B", ParentToolCallID: "toolu_A", Title: "Read retry_test.go", Status: adapter.ToolStatusComplete},
+		sub(adapter.EventToolCall, "toolu_C", "", adapter.ToolStatusInProgress, adapter.SubagentTask{Description: "Audit the docs", SubagentType: "docs-auditor", Prompt: "Check every README link"}),
+		sub(adapter.EventToolUpdate, "toolu_C", "", adapter.ToolStatusComplete, adapter.SubagentTask{Description: "Audit the docs", SubagentType: "docs-auditor", Prompt: "Check every README link", Status: "async_launched", AgentID: "b7c8", IsAsync: true}),
+		{Kind: adapter.EventSessionMessage, SessionID: "s1", Message: &adapter.MessageView{SessionID: "s1", Direction: adapter.MessageUnattributed, Text: "hello\nthere"}},
+		sub(adapter.EventToolUpdate, "toolu_A", "", adapter.ToolStatusComplete, adapter.SubagentTask{Description: "Investigate flaky test", Prompt: "Find the root cause", SubagentType: "general-purpose", Status: "completed", Model: "claude-opus-4-8", DurationMs: 12345, TotalTokens: 6789, ToolUseCount: intp(11), ResultText: "VERDICT: ok\nsecond line"}),
+		sub(adapter.EventToolCall, "tool_x", "", adapter.ToolStatusComplete, adapter.SubagentTask{Model: "composer-2.5-fast", DurationMs: 41235, IsAsync: true, ToolUseCount: intp(0), ChildSessionID: "ses_0123456789abcdef"}),
+	}
+}
+
+func TestTerminalPlainGolden(t *testing.T) {
+	var buf bytes.Buffer
+	term := NewTerminal(&buf, false)
+	term.AgentText("s1", "I'll fan ")
+	term.AgentText("s1", "this out.\nFirst")
+	for _, ev := range events() {
+		term.Event(ev)
+	}
+	term.AgentText("s1", " line pending")
+	term.Tick() // no animation: writes nothing
+	term.Summary()
+	if strings.ContainsAny(buf.String(), "\r\033") {
+		t.Fatal("plain output contains control characters")
+	}
+	golden(t, "plain.golden", buf.Bytes())
+}
+
+func TestTerminalAnimatedShowsProgress(t *testing.T) {
+	var buf bytes.Buffer
+	term := NewTerminal(&buf, true)
+	evs := events()
+	term.Event(evs[0])
+	term.Tick()
+	if !strings.Contains(buf.String(), "1 subagent running") {
+		t.Fatalf("no progress line: %q", buf.String())
+	}
+	for _, ev := range evs[1:] {
+		term.Event(ev)
+	}
+	term.Flush()
+	if out := buf.String(); !strings.HasSuffix(out, "\n") && !strings.HasSuffix(out, "\r\033[K") {
+		t.Fatalf("progress line left on screen at the end: %q", out)
+	}
+}
+
+func TestWriteJSONGolden(t *testing.T) {
+	b := NewBoard()
+	for _, ev := range events() {
+		b.Apply(ev)
+	}
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, b, "claude"); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "cards.jsonl.golden", buf.Bytes())
+}
+
+func TestChips(t *testing.T) {
+	c := &Card{Event: sub(adapter.EventToolCall, "x", "", adapter.ToolStatusComplete, adapter.SubagentTask{ToolUseCount: intp(2), DurationMs: 61000, TotalTokens: 1234567})}
+	if got := strings.Join(Chips(c, 2), "|"); got != "1m01s|1,234,567 tokens" {
+		t.Fatalf("chips = %q (a tool count equal to the rendered children is not repeated)", got)
+	}
+	if got := strings.Join(Chips(c, 0), "|"); got != "1m01s|1,234,567 tokens|2 tools" {
+		t.Fatalf("chips = %q", got)
+	}
+	if got := formatDuration(850); got != "850ms" {
+		t.Fatal(got)
+	}
+}
