@@ -1,0 +1,125 @@
+// Package claude is the Claude Code dialect (claude-agent-acp) of the
+// subagent adapter, in both of the agent's forms:
+//
+//   - the legacy form, which claude-agent-acp sends to a client that does
+//     not declare clientCapabilities.subagents: the Agent/Task tool call
+//     carries _meta.claudeCode (toolName, parentToolUseId) and the
+//     post-tool-use hook's toolResponse with the subagent's results;
+//   - the subagent-session form, when the consumer opts in by declaring
+//     clientCapabilities.subagents: children are sessions of their own,
+//     announced by subagent_update, talking through session_message views.
+//
+// Both map onto the same adapter.Payload, so one card model serves both.
+// Importing the package registers the dialect as "claude" (also chosen for
+// an agentInfo.name containing "claude" or "mock-agent").
+package claude
+
+import (
+	"strings"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/kdlbs/acp-go-sdk/adapter"
+)
+
+func init() {
+	adapter.Register(adapter.DialectClaude, func() adapter.Dialect { return New() })
+}
+
+// StatusAsyncLaunched is the toolResponse status of a subagent launched in
+// the background: the Agent call is finished while the child runs on.
+const StatusAsyncLaunched = "async_launched"
+
+// Dialect is the Claude dialect for one connection.
+type Dialect struct {
+	adapter.Base
+	sessions *registry
+}
+
+// New returns a Claude dialect for one connection.
+func New() *Dialect { return &Dialect{sessions: newRegistry()} }
+
+// Name returns "claude".
+func (d *Dialect) Name() string { return adapter.DialectClaude }
+
+// Traits: Claude subagents feed liveness accounting (background_work).
+func (d *Dialect) Traits() adapter.Traits { return adapter.Traits{BackgroundWork: true} }
+
+// Apply maps the post-tool-use hook's _meta.claudeCode.toolResponse onto
+// the payload (legacy form). A toolResponse that is not an object is
+// ignored; so is rawOutput, which for Claude is the raw tool result (a
+// string or an array of blocks), never the subagent's result.
+func (d *Dialect) Apply(tx *adapter.Tx, c *adapter.Card, f *adapter.ToolFrame) {
+	ApplyToolResponse(c, f)
+}
+
+// ApplyToolResponse applies _meta.claudeCode.toolResponse of f to the card:
+//
+//   - overwrite when non-empty: agentId, status, outputFile, resolvedModel;
+//   - overwrite when > 0: totalDurationMs, totalTokens;
+//   - set when a valid number, 0 included: totalToolUseCount;
+//   - sticky: isAsync, canReadOutputFile;
+//   - fill-if-empty: agentType, and the text blocks of content joined with
+//     "\n" (blank and non-text blocks skipped) as the result text.
+//
+// A status-less frame whose toolResponse says async_launched completes the
+// tool call. usage and toolStats are not read.
+func ApplyToolResponse(c *adapter.Card, f *adapter.ToolFrame) {
+	task := c.Task()
+	if task == nil {
+		return
+	}
+	r := f.Read
+	cc := r.Map(f.Meta, "claudeCode")
+	tr := r.Map(cc, "toolResponse")
+	if tr == nil {
+		return
+	}
+	adapter.OverwriteString(&task.AgentID, r.String(tr, "agentId"))
+	status := r.String(tr, "status")
+	adapter.OverwriteString(&task.Status, status)
+	adapter.OverwriteString(&task.OutputFile, r.String(tr, "outputFile"))
+	adapter.OverwriteString(&task.Model, r.String(tr, "resolvedModel"))
+	n, ok := r.Int(tr, "totalDurationMs")
+	adapter.OverwritePositive(&task.DurationMs, n, ok)
+	n, ok = r.Int(tr, "totalTokens")
+	adapter.OverwritePositive(&task.TotalTokens, n, ok)
+	n, ok = r.Int(tr, "totalToolUseCount")
+	adapter.SetCount(&task.ToolUseCount, n, ok)
+	adapter.SetSticky(&task.IsAsync, r.True(tr, "isAsync"))
+	adapter.SetSticky(&task.CanReadOutputFile, r.True(tr, "canReadOutputFile"))
+	adapter.FillString(&task.SubagentType, r.String(tr, "agentType"))
+	adapter.FillString(&task.ResultText, textBlocks(r, r.Slice(tr, "content")))
+	if status == StatusAsyncLaunched && f.Status == "" {
+		c.SetStatus(adapter.ToolStatusComplete)
+	}
+}
+
+// textBlocks joins the text of {"type":"text","text":…} blocks with "\n",
+// verbatim, skipping blank and non-text blocks.
+func textBlocks(r *adapter.Reader, blocks []any) string {
+	var parts []string
+	for _, b := range blocks {
+		m := adapter.AsMap(b)
+		if m == nil || r.String(m, "type") != "text" {
+			continue
+		}
+		text := r.String(m, "text")
+		if strings.TrimSpace(text) == "" {
+			continue
+		}
+		parts = append(parts, text)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// HandleUpdate handles the subagent-session kinds when the client declared
+// the capability; without it they are dropped and counted by the Tracker.
+func (d *Dialect) HandleUpdate(tx *adapter.Tx, n *acp.SessionNotification) bool {
+	return d.handleSessionForm(tx, n)
+}
+
+// SessionCleared drops the child registry of the cleared sessions.
+func (d *Dialect) SessionCleared(tx *adapter.Tx, sessionID string) {
+	d.sessions.clear(sessionID)
+}
