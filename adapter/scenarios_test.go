@@ -1,21 +1,141 @@
 package adapter_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
 )
 
-// Scenarios 42 and 48: OpenCode task frames; isBackground from OpenCode is
-// not read.
-func TestScenario42_OpenCodeTask(t *testing.T) {
-	res := replay(t, "opencode_task", adapter.Config{})
-	got := payloadJSON(t, last(t, res, "call_1"))
-	want := `{"kind":"subagent_task","subagent_task":{"description":"Explore","prompt":"Find X","subagent_type":"general","model":"opencode/big-pickle","child_session_id":"ses_child"}}`
-	if got != want {
-		t.Errorf("payload\n got %s\nwant %s", got, want)
+func statuses(res *adapter.ReplayResult, id string) []adapter.ToolStatus {
+	var out []adapter.ToolStatus
+	for _, e := range res.Events {
+		if e.ToolCallID == id {
+			out = append(out, e.Status)
+		}
 	}
-	if res.Dialect != adapter.DialectOpenCode {
-		t.Errorf("dialect %q", res.Dialect)
+	return out
+}
+
+func hasEvent(res *adapter.ReplayResult, id string) bool {
+	for _, e := range res.Events {
+		if e.ToolCallID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Table over the other-agent and bad-input captures (subagents.md §7,
+// scenarios 42–54 outside Claude and Cursor). Each row replays
+// testdata/<capture>.jsonl, compares the events with the golden file, then
+// checks final payloads, parents, emitted statuses and counters.
+func TestOtherAgentScenarios(t *testing.T) {
+	tests := []struct {
+		name     string
+		capture  string
+		dialect  string
+		payloads map[string]string // id → final payload JSON ("null" = not a subagent)
+		parents  map[string]string
+		statuses map[string][]adapter.ToolStatus
+		absent   []string // ids that must have no event
+		counters map[string]int64
+	}{
+		{
+			name: "42_OpenCodeTask", capture: "opencode_task", dialect: "opencode",
+			payloads: map[string]string{
+				"call_1": `{"kind":"subagent_task","subagent_task":{"description":"Explore","prompt":"Find X","subagent_type":"general","model":"opencode/big-pickle","child_session_id":"ses_child"}}`,
+			},
+		},
+		{
+			name: "43_AuggieTitle", capture: "auggie", dialect: "auggie",
+			payloads: map[string]string{
+				"g1": `{"kind":"subagent_task","subagent_task":{"description":"find the bug (trunc...","prompt":"","subagent_type":"explore","result_text":"Bug is at foo.go:42"}}`,
+				"n1": `null`, "n2": `null`, "n3": `null`,
+			},
+		},
+		{
+			name: "44_45_CodexSpawnActivityReuseParent", capture: "codex", dialect: "codex",
+			payloads: map[string]string{
+				"call-spawn": `{"kind":"subagent_task","subagent_task":{"description":"Audit the adapter","prompt":"Audit the adapter","subagent_type":"","status":"completed","model":"gpt-5.2-codex","child_session_id":"thread-child"}}`,
+				"call-spawn~codex-subagent~10-dGhyZWFkLXR3bw": `{"kind":"subagent_task","subagent_task":{"description":"Second child","prompt":"Second child","subagent_type":"","child_session_id":"thread-two"}}`,
+				"call-act":    `{"kind":"subagent_task","subagent_task":{"description":"reviewer","prompt":"","subagent_type":"reviewer","status":"completed","child_session_id":"thread-rev"}}`,
+				"call-nested": `{"kind":"subagent_task","subagent_task":{"description":"grandchild","prompt":"grandchild","subagent_type":"","child_session_id":"thread-grand"}}`,
+				"call-wait":   `null`,
+				"call-bad":    `{"kind":"subagent_task","subagent_task":{"description":"","prompt":"","subagent_type":""}}`,
+			},
+			parents:  map[string]string{"call-nested": "call-spawn", "call-spawn": ""},
+			statuses: map[string][]adapter.ToolStatus{"call-spawn": {"in_progress", "complete", "complete"}},
+			absent:   []string{"call-act-done", "call-orphan"},
+			counters: map[string]int64{adapter.CounterCodexSuppressedTerminal: 1},
+		},
+		{
+			name: "44_CodexMetaFromOtherAgentStaysGeneric", capture: "codex_meta_elsewhere", dialect: "generic",
+			payloads: map[string]string{"call-spawn": `null`},
+		},
+		{
+			name: "46_CopilotTitles", capture: "copilot_titles", dialect: "copilot",
+			payloads: map[string]string{
+				"k1": `{"kind":"subagent_task","subagent_task":{"description":"","prompt":"","subagent_type":"","duration_ms":250}}`,
+				"k2": `null`,
+				"k3": `{"kind":"subagent_task","subagent_task":{"description":"","prompt":"","subagent_type":""}}`,
+				"k4": `null`,
+			},
+		},
+		{
+			name: "48_52_OpenCodeBackgroundAndDurations", capture: "opencode_background", dialect: "opencode",
+			payloads: map[string]string{
+				"o1": `{"kind":"subagent_task","subagent_task":{"description":"","prompt":"","subagent_type":"","duration_ms":100}}`,
+			},
+			counters: map[string]int64{adapter.CounterNegativeValues: 1, adapter.CounterBadFields: 1},
+		},
+		{
+			name: "BadInputFieldByField", capture: "generic_bad_input", dialect: "generic",
+			payloads: map[string]string{
+				"b1":           `{"kind":"subagent_task","subagent_task":{"description":"late","prompt":"ok","subagent_type":""}}`,
+				"never-called": `null`,
+				"b2":           `{"kind":"subagent_task","subagent_task":{"description":"","prompt":"","subagent_type":""}}`,
+			},
+			parents:  map[string]string{"b2": ""},
+			statuses: map[string][]adapter.ToolStatus{"b1": {"in_progress", "in_progress", "complete", "complete", "complete"}, "never-called": {"in_progress"}},
+			absent:   []string{"", "b3"},
+			counters: map[string]int64{
+				adapter.CounterBadStatus: 1, adapter.CounterOrphanUpdates: 1, adapter.CounterDuplicateCalls: 1,
+				adapter.CounterBadSessionID: 1, adapter.CounterLoweredStatus: 2,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := replay(t, tt.capture, adapter.Config{})
+			if res.Dialect != tt.dialect {
+				t.Errorf("dialect %q, want %q", res.Dialect, tt.dialect)
+			}
+			for id, want := range tt.payloads {
+				if got := payloadJSON(t, last(t, res, id)); got != want {
+					t.Errorf("%s payload\n got %s\nwant %s", id, got, want)
+				}
+			}
+			for id, want := range tt.parents {
+				if got := last(t, res, id).ParentToolCallID; got != want {
+					t.Errorf("%s parent %q, want %q", id, got, want)
+				}
+			}
+			for id, want := range tt.statuses {
+				if got := statuses(res, id); !slices.Equal(got, want) {
+					t.Errorf("%s statuses %q, want %q", id, got, want)
+				}
+			}
+			for _, id := range tt.absent {
+				if hasEvent(res, id) {
+					t.Errorf("unexpected event for %q", id)
+				}
+			}
+			for name, want := range tt.counters {
+				if got := res.Counters[name]; got != want {
+					t.Errorf("counter %s = %d, want %d", name, got, want)
+				}
+			}
+		})
 	}
 }
