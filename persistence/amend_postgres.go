@@ -1,0 +1,209 @@
+package persistence
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// PostgreSQL side of the migration procedures: the catalog probe (scoped
+// to current_schema(), so search_path test schemas work), the in-place
+// amendment (DDL is transactional), the metric widening and the metadata
+// guard function.
+
+func (postgresEngine) probe(ctx context.Context, q queryer) (tableShape, error) {
+	sh := tableShape{columns: map[string]columnInfo{}}
+	rows, err := q.QueryContext(ctx, `SELECT column_name, is_nullable, data_type
+FROM information_schema.columns
+WHERE table_schema = current_schema() AND table_name = 'task_session_subagents'`)
+	if err != nil {
+		return sh, err
+	}
+	for rows.Next() {
+		var name, nullable, typ string
+		if err := rows.Scan(&name, &nullable, &typ); err != nil {
+			rows.Close()
+			return sh, err
+		}
+		sh.columns[name] = columnInfo{notNull: nullable == "NO", dataType: typ}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return sh, err
+	}
+	sh.exists = len(sh.columns) > 0
+	if !sh.exists {
+		return sh, nil
+	}
+	rows, err = q.QueryContext(ctx, `SELECT quote_ident(n.nspname) || '.' || quote_ident(ic.relname),
+       COALESCE(c.conname, ''),
+       (SELECT string_agg(a.attname, ',' ORDER BY k.ord)
+          FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
+          JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum)
+FROM pg_index i
+JOIN pg_class t      ON t.oid = i.indrelid
+JOIN pg_class ic     ON ic.oid = i.indexrelid
+JOIN pg_namespace n  ON n.oid = t.relnamespace
+LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid AND c.conrelid = t.oid AND c.contype IN ('u', 'p')
+WHERE n.nspname = current_schema() AND t.relname = 'task_session_subagents'
+  AND i.indisunique AND i.indpred IS NULL`)
+	if err != nil {
+		return sh, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u uniqueIndex
+		var cols *string
+		if err := rows.Scan(&u.index, &u.constraint, &cols); err != nil {
+			return sh, err
+		}
+		if cols != nil {
+			u.columns = strings.Split(*cols, ",")
+		}
+		sh.uniques = append(sh.uniques, u)
+	}
+	return sh, rows.Err()
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// amend makes a pre-amendment table execution-aware in one transaction;
+// a rollback restores the old shape.
+func (postgresEngine) amend(ctx context.Context, s *Store, sh tableShape) error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SET LOCAL lock_timeout = '10s'`); err != nil {
+		return err
+	}
+	col, has := sh.columns["agent_execution_id"]
+	switch {
+	case !has:
+		// Existing rows take the default: the sentinel.
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE task_session_subagents ADD COLUMN IF NOT EXISTS agent_execution_id TEXT NOT NULL DEFAULT 'unknown'`); err != nil {
+			return err
+		}
+	case !col.notNull:
+		for _, q := range []string{
+			`UPDATE task_session_subagents SET agent_execution_id = 'unknown' WHERE agent_execution_id IS NULL OR agent_execution_id = ''`,
+			`ALTER TABLE task_session_subagents ALTER COLUMN agent_execution_id SET DEFAULT 'unknown'`,
+			`ALTER TABLE task_session_subagents ALTER COLUMN agent_execution_id SET NOT NULL`,
+		} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.failpoint("execution_identity.column"); err != nil {
+		return err
+	}
+	for _, u := range sh.uniques {
+		if !equalCols(u.columns, pairKey) {
+			continue
+		}
+		q := `DROP INDEX ` + u.index
+		if u.constraint != "" {
+			q = `ALTER TABLE task_session_subagents DROP CONSTRAINT ` + quoteIdent(u.constraint)
+		}
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	if err := s.failpoint("execution_identity.drop_pair"); err != nil {
+		return err
+	}
+	if !sh.hasUnique(tripleKey) {
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE task_session_subagents ADD UNIQUE (task_session_id, agent_execution_id, tool_call_id)`); err != nil {
+			return err
+		}
+	}
+	if err := s.failpoint("execution_identity.unique"); err != nil {
+		return err
+	}
+	if q := widenSQL(sh); q != "" {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	if _, err := s.putKey(ctx, tx, KeyExecutionSince, keyText(s.now())); err != nil {
+		return err
+	}
+	if err := s.failpoint("execution_identity.key"); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func equalCols(a, b []string) bool {
+	return strings.Join(a, ",") == strings.Join(b, ",")
+}
+
+// widenSQL is the ALTER that makes int4 metrics bigint, "" when none is
+// narrower (so a converged database runs no DDL).
+func widenSQL(sh tableShape) string {
+	var parts []string
+	for _, c := range []string{"total_tokens", "tool_use_count", "duration_ms"} {
+		if info, ok := sh.columns[c]; ok && info.dataType != "bigint" {
+			parts = append(parts, fmt.Sprintf("ALTER COLUMN %s TYPE BIGINT", c))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return `ALTER TABLE task_session_subagents ` + strings.Join(parts, ", ")
+}
+
+func (e postgresEngine) widen(ctx context.Context, s *Store) (bool, error) {
+	sh, err := e.probe(ctx, s.writer)
+	if err != nil || !sh.exists {
+		return false, err
+	}
+	q := widenSQL(sh)
+	if q == "" {
+		return false, nil
+	}
+	_, err = s.writer.ExecContext(ctx, q)
+	return err == nil, err
+}
+
+// prepare creates the metadata guard function once (no DDL when present).
+// PostgreSQL 16+ checks validity with pg_input_is_valid; older servers
+// catch the cast error in an exception block.
+func (e postgresEngine) prepare(ctx context.Context, s *Store) error {
+	var exists bool
+	if err := s.writer.QueryRowContext(ctx, `SELECT EXISTS (
+	SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+	WHERE n.nspname = current_schema() AND p.proname = $1)`, e.jsonFunc).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil
+	}
+	body := `CREATE FUNCTION ` + e.jsonFunc + `(doc text) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE j jsonb;
+BEGIN
+	IF doc IS NULL OR doc = '' THEN RETURN '{}'::jsonb; END IF;
+	BEGIN
+		j := doc::jsonb;
+	EXCEPTION WHEN others THEN
+		RETURN '{}'::jsonb;
+	END;
+	IF jsonb_typeof(j) = 'object' THEN RETURN j; END IF;
+	RETURN '{}'::jsonb;
+END $$`
+	if e.hasInputIsValid {
+		body = `CREATE FUNCTION ` + e.jsonFunc + `(doc text) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+	SELECT CASE WHEN pg_input_is_valid(doc, 'jsonb') AND jsonb_typeof(doc::jsonb) = 'object'
+	            THEN doc::jsonb ELSE '{}'::jsonb END
+$$`
+	}
+	_, err := s.writer.ExecContext(ctx, body)
+	if err != nil && e.classify(err) == errAlreadyExists {
+		return nil
+	}
+	return err
+}

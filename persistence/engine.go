@@ -1,0 +1,354 @@
+package persistence
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/mattn/go-sqlite3"
+)
+
+// This file holds every difference between the two engines that is a matter
+// of SQL text, binding or error codes. The two procedures that differ as
+// algorithms (the shape probe and the execution-identity amendment) live in
+// amend_sqlite.go and amend_postgres.go. Everything else in the package is
+// written once, against the engine interface below.
+
+// Engine names a database engine the store runs on.
+type Engine string
+
+const (
+	// SQLite is the embedded default (github.com/mattn/go-sqlite3).
+	SQLite Engine = "sqlite"
+	// Postgres is PostgreSQL through github.com/jackc/pgx/v5/stdlib.
+	Postgres Engine = "postgres"
+)
+
+// engine is what the rest of the package may ask of an engine.
+type engine interface {
+	kind() Engine
+	// rebind turns the package's `?` placeholders into the engine's.
+	rebind(query string) string
+	// bindTime is the value written into a TIMESTAMP column.
+	bindTime(t time.Time) any
+	// bindCompare is the value compared against canon(column).
+	bindCompare(t time.Time) any
+	// canon is an expression that compares and orders a timestamp column
+	// correctly whatever text form it holds.
+	canon(expr string) string
+	// binary orders a text expression by bytes, like SQLite's BINARY.
+	binary(expr string) string
+	// later is the later of two timestamp expressions.
+	later(a, b string) string
+	// metricType is the SQL type of the three metric columns.
+	metricType() string
+	// metadataObject turns a metadata text column into a JSON object, or
+	// into the engine's "empty object" when it is NULL, empty, invalid or
+	// not an object, so no history row can abort a statement.
+	metadataObject(col string) string
+	// jsonStr is a JSON string at path, NULL for any other type or "".
+	jsonStr(md string, path ...string) string
+	// jsonRaw is the text of the value at path, whatever its type.
+	jsonText(md string, path ...string) string
+	// jsonInt is an integral JSON number >= min that fits int64, else NULL.
+	jsonInt(md string, min int, path ...string) string
+	// jsonTrue is 1 for JSON true, 1, "true" or "1", else 0.
+	jsonTrue(md string, path ...string) string
+	// stored turns a canon() expression back into the column's stored form.
+	stored(canonExpr string) string
+	// snapshot is the transaction that gives the health queries one
+	// snapshot (.44).
+	snapshot() *sql.TxOptions
+	// probe, amend, widen and prepare are the per-engine migration
+	// procedures (amend_sqlite.go, amend_postgres.go).
+	probe(ctx context.Context, q queryer) (tableShape, error)
+	amend(ctx context.Context, s *Store, sh tableShape) error
+	widen(ctx context.Context, s *Store) (bool, error)
+	prepare(ctx context.Context, s *Store) error
+	// fence keeps a subquery from being flattened into its parent, so an
+	// expensive per-row expression (the metadata guard) runs once per row.
+	fence() string
+	// classify maps a driver error to the package's error classes.
+	classify(err error) errClass
+}
+
+// errClass is the one classification every step uses (.23).
+type errClass int
+
+const (
+	errOther errClass = iota
+	errAlreadyExists
+	errNoConflictTarget
+	errUniqueViolation
+	errBusy
+)
+
+// --- SQLite -----------------------------------------------------------------
+
+type sqliteEngine struct{}
+
+func (sqliteEngine) kind() Engine                 { return SQLite }
+func (sqliteEngine) rebind(q string) string       { return q }
+func (sqliteEngine) binary(expr string) string    { return expr }
+func (sqliteEngine) metricType() string           { return "INTEGER" }
+func (sqliteEngine) fence() string                { return "" }
+func (sqliteEngine) stored(c string) string       { return "(" + c + " || '+00:00')" }
+func (sqliteEngine) snapshot() *sql.TxOptions     { return nil } // mattn ignores TxOptions; WAL fixes the snapshot at the first read
+func (sqliteEngine) bindTime(t time.Time) any     { return sqliteText(t) }
+func (sqliteEngine) bindCompare(t time.Time) any  { return sqliteCanonText(t) }
+func (e sqliteEngine) later(a, b string) string {
+	return fmt.Sprintf("CASE WHEN %s > %s THEN %s ELSE %s END", e.canon(a), e.canon(b), a, b)
+}
+
+// canon is the canonicaliser C(x): UTC "YYYY-MM-DD HH:MM:SS.ffffff" for any
+// text strftime understands (T or space, Z, ±HH:MM or no offset, any
+// fraction length), NULL for garbage.
+func (sqliteEngine) canon(x string) string {
+	frac := fmt.Sprintf("CASE WHEN substr(%[1]s, 20, 1) = '.' THEN substr(substr(%[1]s, 21), 1, "+
+		"length(substr(%[1]s, 21)) - length(ltrim(substr(%[1]s, 21), '0123456789'))) ELSE '' END", x)
+	return fmt.Sprintf("(strftime('%%Y-%%m-%%d %%H:%%M:%%S', %s) || '.' || substr((%s) || '000000', 1, 6))", x, frac)
+}
+
+func (sqliteEngine) metadataObject(col string) string {
+	return fmt.Sprintf("CASE WHEN json_valid(%[1]s) AND json_type(%[1]s) = 'object' THEN %[1]s ELSE '{}' END", col)
+}
+
+func sqlitePath(path []string) string { return "'$." + strings.Join(path, ".") + "'" }
+
+func (sqliteEngine) jsonStr(md string, path ...string) string {
+	p := sqlitePath(path)
+	return fmt.Sprintf("CASE WHEN json_type(%[1]s, %[2]s) = 'text' THEN NULLIF(json_extract(%[1]s, %[2]s), '') END", md, p)
+}
+
+func (sqliteEngine) jsonText(md string, path ...string) string {
+	return fmt.Sprintf("json_extract(%s, %s)", md, sqlitePath(path))
+}
+
+func (sqliteEngine) jsonInt(md string, min int, path ...string) string {
+	v := fmt.Sprintf("json_extract(%s, %s)", md, sqlitePath(path))
+	t := fmt.Sprintf("json_type(%s, %s)", md, sqlitePath(path))
+	return fmt.Sprintf("CASE WHEN %[2]s = 'integer' AND typeof(%[1]s) = 'integer' AND %[1]s >= %[3]d THEN %[1]s "+
+		"WHEN %[2]s = 'real' AND %[1]s >= %[3]d AND %[1]s < 9223372036854775807.0 AND %[1]s = CAST(%[1]s AS INTEGER) "+
+		"THEN CAST(%[1]s AS INTEGER) END", v, t, min)
+}
+
+func (sqliteEngine) jsonTrue(md string, path ...string) string {
+	v := fmt.Sprintf("json_extract(%s, %s)", md, sqlitePath(path))
+	t := fmt.Sprintf("json_type(%s, %s)", md, sqlitePath(path))
+	return fmt.Sprintf("CASE WHEN %[2]s = 'true' THEN 1 WHEN %[2]s = 'integer' AND %[1]s = 1 THEN 1 "+
+		"WHEN %[2]s = 'text' AND %[1]s IN ('true', '1') THEN 1 ELSE 0 END", v, t)
+}
+
+func (sqliteEngine) classify(err error) errClass {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch {
+		case se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked:
+			return errBusy
+		case se.ExtendedCode == sqlite3.ErrConstraintUnique || se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey:
+			return errUniqueViolation
+		}
+	}
+	if err == nil {
+		return errOther
+	}
+	// SQLite reports these only as text; the matching stays in this function.
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "already exists"), strings.Contains(msg, "duplicate column name"):
+		return errAlreadyExists
+	case strings.Contains(msg, "ON CONFLICT clause does not match any PRIMARY KEY or UNIQUE constraint"):
+		return errNoConflictTarget
+	}
+	return errOther
+}
+
+// sqliteLayout is how the package writes every SQLite timestamp: fixed
+// width, UTC, microseconds.
+const sqliteLayout = "2006-01-02 15:04:05.000000+00:00"
+
+// sqliteCanonLayout is the output of the canonicaliser C().
+const sqliteCanonLayout = "2006-01-02 15:04:05.000000"
+
+func sqliteText(t time.Time) string { return normTime(t).Format(sqliteLayout) }
+
+func sqliteCanonText(t time.Time) string { return normTime(t).Format(sqliteCanonLayout) }
+
+// --- PostgreSQL -------------------------------------------------------------
+
+type postgresEngine struct {
+	// jsonFunc is the name of the metadata-validity function created by the
+	// migration (pg_input_is_valid on 16+, an exception block before).
+	jsonFunc string
+	// hasInputIsValid is true on PostgreSQL 16+.
+	hasInputIsValid bool
+}
+
+// pgJSONFunc guards metadata on PostgreSQL: valid JSON objects pass, all
+// else (NULL, '', 'null', '{', '[1]') reads as '{}'.
+const pgJSONFunc = "subagent_context_json_object"
+
+
+func (postgresEngine) kind() Engine               { return Postgres }
+func (postgresEngine) metricType() string         { return "BIGINT" }
+func (postgresEngine) fence() string              { return " OFFSET 0" }
+func (postgresEngine) stored(c string) string      { return c }
+func (postgresEngine) snapshot() *sql.TxOptions {
+	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+}
+func (postgresEngine) bindTime(t time.Time) any    { return normTime(t) }
+func (postgresEngine) bindCompare(t time.Time) any { return normTime(t) }
+func (postgresEngine) canon(expr string) string    { return expr }
+func (postgresEngine) binary(expr string) string   { return expr + ` COLLATE "C"` }
+func (postgresEngine) later(a, b string) string    { return fmt.Sprintf("GREATEST(%s, %s)", a, b) }
+
+func (postgresEngine) rebind(q string) string {
+	var b strings.Builder
+	n := 0
+	inQuote := false
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		if c == '\'' {
+			inQuote = !inQuote
+		}
+		if c == '?' && !inQuote {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func (e postgresEngine) metadataObject(col string) string {
+	return fmt.Sprintf("%s(%s::text)", e.jsonFunc, col)
+}
+
+func pgPath(path []string) string { return "'{" + strings.Join(path, ",") + "}'" }
+
+func (postgresEngine) jsonStr(md string, path ...string) string {
+	p := pgPath(path)
+	return fmt.Sprintf("CASE WHEN jsonb_typeof(%[1]s #> %[2]s) = 'string' THEN NULLIF(%[1]s #>> %[2]s, '') END", md, p)
+}
+
+func (postgresEngine) jsonText(md string, path ...string) string {
+	return fmt.Sprintf("(%s #>> %s)", md, pgPath(path))
+}
+
+func (postgresEngine) jsonInt(md string, min int, path ...string) string {
+	v := fmt.Sprintf("(%s #> %s)", md, pgPath(path))
+	return fmt.Sprintf("CASE WHEN jsonb_typeof(%[1]s) = 'number' AND %[1]s::numeric >= %[2]d "+
+		"AND %[1]s::numeric <= 9223372036854775807 AND %[1]s::numeric = trunc(%[1]s::numeric) "+
+		"THEN %[1]s::numeric::bigint END", v, min)
+}
+
+func (postgresEngine) jsonTrue(md string, path ...string) string {
+	v := fmt.Sprintf("(%s #> %s)", md, pgPath(path))
+	return fmt.Sprintf("CASE WHEN jsonb_typeof(%[1]s) = 'boolean' AND %[1]s = 'true'::jsonb THEN 1 "+
+		"WHEN jsonb_typeof(%[1]s) = 'number' AND %[1]s::text = '1' THEN 1 "+
+		"WHEN jsonb_typeof(%[1]s) = 'string' AND %[1]s #>> '{}' IN ('true', '1') THEN 1 ELSE 0 END", v)
+}
+
+func (postgresEngine) classify(err error) errClass {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return errOther
+	}
+	switch pe.Code {
+	case "42P07", "42701", "42710", "42P06", "42723":
+		return errAlreadyExists
+	case "42P10":
+		return errNoConflictTarget
+	case "23505":
+		return errUniqueViolation
+	case "40001", "40P01", "55P03":
+		return errBusy
+	}
+	return errOther
+}
+
+// --- shared -----------------------------------------------------------------
+
+// normTime is the one time normalisation before every bind: UTC, truncated
+// to microseconds (the resolution both engines keep).
+func normTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// keyLayout is the lexical form of every activation key the package writes:
+// RFC 3339, UTC, always six fraction digits. time.RFC3339Nano parses it and
+// the second-precision keys older builds wrote.
+const keyLayout = "2006-01-02T15:04:05.000000Z07:00"
+
+func keyText(t time.Time) string { return normTime(t).Format(keyLayout) }
+
+// parseDBTime reads a timestamp the way either engine returns it: a
+// time.Time from a declared TIMESTAMP column, or text from an expression
+// (SQLite aggregates and C()).
+func parseDBTime(v any) (time.Time, bool) {
+	switch x := v.(type) {
+	case time.Time:
+		if x.IsZero() {
+			return time.Time{}, false
+		}
+		return x.UTC(), true
+	case string:
+		return parseTimeText(x)
+	case []byte:
+		return parseTimeText(string(x))
+	}
+	return time.Time{}, false
+}
+
+var timeTextLayouts = []string{
+	sqliteCanonLayout,
+	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02T15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04:05Z07:00",
+	"2006-01-02 15:04:05",
+}
+
+func parseTimeText(s string) (time.Time, bool) {
+	s = strings.TrimSpace(s)
+	for _, layout := range timeTextLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// nullTime scans a nullable timestamp from either engine.
+type nullTime struct {
+	Time  time.Time
+	Valid bool
+}
+
+// Scan implements sql.Scanner.
+func (n *nullTime) Scan(v any) error {
+	if v == nil {
+		*n = nullTime{}
+		return nil
+	}
+	t, ok := parseDBTime(v)
+	if !ok {
+		return fmt.Errorf("persistence: unreadable timestamp %v", v)
+	}
+	*n = nullTime{Time: t, Valid: true}
+	return nil
+}
+
+func (n nullTime) ptr() *time.Time {
+	if !n.Valid {
+		return nil
+	}
+	t := n.Time
+	return &t
+}

@@ -1,0 +1,187 @@
+package persistence
+
+import (
+	"crypto/rand"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Frame is one observation of a subagent on an agent's tool-call stream, in
+// the shape this package stores. Field names follow the normalised
+// subagent_task payload keys; the command maps adapter events onto it.
+//
+// Zero values mean "not reported": "" for text, 0 for TotalTokens and
+// DurationMs, nil for ToolUseCount (whose non-nil 0 is a reported zero).
+// The payload keys prompt, result_text, output_file and
+// can_read_output_file are not stored and so have no field here.
+type Frame struct {
+	// TaskSessionID, TaskID and ToolCallID are the identity; a frame with
+	// any of them "" is skipped (.3).
+	TaskSessionID string
+	TaskID        string
+	ToolCallID    string
+	// ExecutionID is the agent execution that emitted the frame; "" is
+	// stored as the 'unknown' sentinel (.47).
+	ExecutionID string
+	// TurnID is the turn the frame arrived in; the first non-empty one
+	// sticks (.4).
+	TurnID string
+	// ParentToolCallID is the launching tool call of a nested subagent.
+	ParentToolCallID string
+	// ToolStatus is the ACP tool status; a value in TerminalToolStatuses
+	// settles the row.
+	ToolStatus string
+
+	Description    string
+	SubagentType   string
+	Status         string // the agent's own status word, stored as agent_status
+	AgentID        string
+	Model          string
+	ChildSessionID string
+	DurationMs     int64
+	TotalTokens    int64
+	ToolUseCount   *int
+	IsAsync        bool
+
+	// ObservedAt is when the orchestrator first recognised this frame as a
+	// subagent (not when the subagent started); zero means now.
+	ObservedAt time.Time
+}
+
+// TerminalToolStatuses is the exact, case-sensitive set of tool statuses
+// that settle a row. Callers that classify tool statuses themselves should
+// use it (or pin their own set equal to it in a test).
+var TerminalToolStatuses = []string{"complete", "completed", "success", "error", "failed", "cancelled"}
+
+// IsTerminalToolStatus reports whether status settles a row.
+func IsTerminalToolStatus(status string) bool { return slices.Contains(TerminalToolStatuses, status) }
+
+// UnknownExecution is the agent_execution_id stored when a frame or a
+// backfilled message carries no execution identity.
+const UnknownExecution = "unknown"
+
+// Source values of a row.
+const (
+	SourceLive     = "live"
+	SourceBackfill = "backfill"
+)
+
+// SubagentContext is one stored row of task_session_subagents.
+type SubagentContext struct {
+	ID               string
+	TaskSessionID    string
+	TaskID           string
+	TurnID           *string
+	ToolCallID       string
+	AgentExecutionID string
+	ParentToolCallID *string
+	SubagentType     *string
+	Description      *string
+	AgentID          *string
+	ChildSessionID   *string
+	Model            *string
+	AgentStatus      *string
+	ToolStatus       *string
+	IsAsync          bool
+	TotalTokens      *int64
+	ToolUseCount     *int64
+	DurationMs       *int64
+	// Source is SourceLive or SourceBackfill; backfilled rows hold only what
+	// survived in message metadata.
+	Source string
+	// ObservedAt is the orchestrator's first recognition, never a start time.
+	ObservedAt time.Time
+	SettledAt  *time.Time
+	UpdatedAt  time.Time
+}
+
+// row is a frame after normalisation: exactly the values bound into the
+// upsert. It is built once, by normalise, for every write path.
+type row struct {
+	id, sessionID, taskID, toolCallID, executionID string
+	turnID, parentToolCallID                       *string
+	subagentType, description, agentID             *string
+	childSessionID, model, agentStatus, toolStatus *string
+	isAsync                                        int
+	totalTokens, toolUseCount, durationMs          *int64
+	observedAt                                     time.Time
+	settledAt                                      *time.Time
+	anomalous                                      bool
+}
+
+// normalise applies every field rule that must hold before SQL (§3.2):
+// "" → NULL, non-positive tokens/duration → NULL, negative count → NULL,
+// the execution sentinel, one now sample, UTC µs, settled_at from the
+// terminal set. It never mutates f.
+func normalise(f *Frame, now func() time.Time) row {
+	r := row{
+		id:               newUUID(),
+		sessionID:        f.TaskSessionID,
+		taskID:           f.TaskID,
+		toolCallID:       f.ToolCallID,
+		executionID:      f.ExecutionID,
+		turnID:           nonEmpty(f.TurnID),
+		parentToolCallID: nonEmpty(f.ParentToolCallID),
+		subagentType:     nonEmpty(f.SubagentType),
+		description:      nonEmpty(f.Description),
+		agentID:          nonEmpty(f.AgentID),
+		childSessionID:   nonEmpty(f.ChildSessionID),
+		model:            nonEmpty(f.Model),
+		agentStatus:      nonEmpty(f.Status),
+		toolStatus:       nonEmpty(f.ToolStatus),
+	}
+	if r.executionID == "" {
+		r.executionID = UnknownExecution
+	}
+	if f.IsAsync {
+		r.isAsync = 1
+	}
+	r.totalTokens, r.anomalous = positive(f.TotalTokens, r.anomalous)
+	r.durationMs, r.anomalous = positive(f.DurationMs, r.anomalous)
+	if f.ToolUseCount != nil {
+		if n := int64(*f.ToolUseCount); n >= 0 {
+			r.toolUseCount = &n
+		} else {
+			r.anomalous = true
+		}
+	}
+	r.observedAt = f.ObservedAt
+	if r.observedAt.IsZero() {
+		r.observedAt = now()
+	}
+	r.observedAt = normTime(r.observedAt)
+	if IsTerminalToolStatus(f.ToolStatus) {
+		t := r.observedAt
+		r.settledAt = &t
+	}
+	return r
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// positive keeps v when > 0; 0 is "not reported" and a negative value is an
+// anomaly; both become NULL.
+func positive(v int64, anomalous bool) (*int64, bool) {
+	switch {
+	case v > 0:
+		return &v, anomalous
+	case v < 0:
+		return nil, true
+	}
+	return nil, anomalous
+}
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

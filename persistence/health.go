@@ -1,0 +1,186 @@
+package persistence
+
+import (
+	"context"
+	"time"
+)
+
+// ActivationState is what the three activation keys say about an
+// installation. It is chosen from the keys, never from row presence.
+type ActivationState string
+
+const (
+	// StateFullyActivated: capture_since and execution_since present.
+	StateFullyActivated ActivationState = "fully_activated"
+	// StateAmendmentIncomplete: capture_since only. The installation
+	// captures subagent contexts but the execution-aware amendment has not
+	// applied, so agent_execution_id is not an execution identity (.34).
+	StateAmendmentIncomplete ActivationState = "amendment_incomplete"
+	// StateBackfillIncomplete: execution_since only. The backfill has not
+	// succeeded and no coverage boundary exists.
+	StateBackfillIncomplete ActivationState = "backfill_incomplete"
+	// StateNotActivated: neither key; the feature never activated.
+	StateNotActivated ActivationState = "not_activated"
+)
+
+// HealthReport is one evaluation of the writer's health, taken inside a
+// single read transaction.
+//
+// Consumer contract (.39): activity before CaptureSince has unknown
+// fan-out, not zero, and a missing row there proves nothing;
+// NoPreCaptureCoverage means the backfill found nothing to cover; rows with
+// source 'backfill' hold only what survived in message metadata, so
+// comparisons with live rows must disclose the source split.
+type HealthReport struct {
+	State ActivationState
+	// CaptureSince, BackfillThrough and ExecutionSince are the parsed keys
+	// (nil when absent, the sentinel, or unparseable).
+	CaptureSince    *time.Time
+	BackfillThrough *time.Time
+	ExecutionSince  *time.Time
+	// NoPreCaptureCoverage is true when backfill_through holds the ""
+	// sentinel.
+	NoPreCaptureCoverage bool
+	// ExecutionIDsReliable is false unless the execution-aware shape is in
+	// place (execution_since present).
+	ExecutionIDsReliable bool
+	// Problem describes an unparseable or inconsistent key; "" if none.
+	Problem string
+
+	// Compared is true when the anti-joins ran (capture_since present and
+	// valid). The counts below are meaningful only then.
+	Compared bool
+	// Shortfall counts expected (session, tool_call_id) pairs from messages
+	// since CaptureSince that have no row: the alarm direction (.42).
+	Shortfall int64
+	// Excess counts row pairs since CaptureSince with no message, for
+	// attribution only; it never nets against Shortfall.
+	Excess int64
+	// Collisions counts rows since CaptureSince beyond one per pair
+	// (several executions sharing a tool-call id).
+	Collisions int64
+	// MaxObserved is MAX(observed_at) of rows since CaptureSince; nil
+	// ("none") is the strongest divergence signal, never healthy (.45).
+	MaxObserved *time.Time
+}
+
+// Healthy reports whether the comparison ran and found no shortfall.
+func (h HealthReport) Healthy() bool { return h.Compared && h.Problem == "" && h.Shortfall == 0 }
+
+// healthMessagesCTE reads messages since the bound instant with the
+// validity guard applied; m.ok marks those passing the identity filters.
+func healthMessagesCTE(e engine) string {
+	return `src AS (
+	SELECT m.task_session_id, m.task_id, ` + e.metadataObject("m.metadata") + ` AS md
+	FROM task_session_messages m
+	WHERE ` + e.canon("m.created_at") + ` >= ?` + e.fence() + `
+), msg AS (
+	SELECT task_session_id, task_id, ` + e.jsonStr("md", "tool_call_id") + ` AS tcid
+	FROM src
+	WHERE ` + e.jsonText("md", "normalized", "kind") + ` = 'subagent_task'
+)`
+}
+
+// shortfallSQL: expected message pairs minus row pairs (.42).
+func shortfallSQL(e engine) string {
+	return `WITH ` + healthMessagesCTE(e) + `
+SELECT COUNT(*) FROM (
+	SELECT task_session_id, tcid FROM msg
+	WHERE task_session_id <> '' AND task_id <> '' AND tcid IS NOT NULL
+	EXCEPT
+	SELECT task_session_id, tool_call_id FROM task_session_subagents
+	WHERE ` + e.canon("observed_at") + ` >= ?
+) AS d`
+}
+
+// excessSQL: row pairs minus message pairs without the identity filters.
+func excessSQL(e engine) string {
+	return `WITH ` + healthMessagesCTE(e) + `
+SELECT COUNT(*) FROM (
+	SELECT task_session_id, tool_call_id FROM task_session_subagents
+	WHERE ` + e.canon("observed_at") + ` >= ?
+	EXCEPT
+	SELECT task_session_id, tcid FROM msg
+) AS d`
+}
+
+func rowsSinceSQL(e engine) string {
+	return `SELECT COUNT(*), MAX(` + e.canon("observed_at") + `),
+	(SELECT COUNT(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM task_session_subagents
+	                       WHERE ` + e.canon("observed_at") + ` >= ?) AS p)
+FROM task_session_subagents
+WHERE ` + e.canon("observed_at") + ` >= ?`
+}
+
+// Health reads the activation keys and, when capture_since is present,
+// runs both directed anti-joins and MAX(observed_at), all inside one read
+// transaction (REPEATABLE READ on PostgreSQL; a WAL snapshot on SQLite).
+func (s *Store) Health(ctx context.Context) (HealthReport, error) {
+	var h HealthReport
+	tx, err := s.reader.BeginTx(ctx, s.eng.snapshot())
+	if err != nil {
+		return h, err
+	}
+	defer tx.Rollback()
+	keys, err := readKeys(ctx, tx, s.eng)
+	if err != nil {
+		return h, err
+	}
+	capture, hasCapture := keys[KeyCaptureSince]
+	through, hasThrough := keys[KeyBackfillThrough]
+	exec, hasExec := keys[KeyExecutionSince]
+	switch {
+	case hasCapture && hasExec:
+		h.State = StateFullyActivated
+	case hasCapture:
+		h.State = StateAmendmentIncomplete
+	case hasExec:
+		h.State = StateBackfillIncomplete
+	default:
+		h.State = StateNotActivated
+	}
+	h.ExecutionIDsReliable = hasExec
+	if t, ok := parseKey(exec); ok {
+		h.ExecutionSince = &t
+	}
+	if hasThrough {
+		if through == "" {
+			h.NoPreCaptureCoverage = true
+		} else if t, ok := parseKey(through); ok {
+			h.BackfillThrough = &t
+		} else {
+			h.Problem = "backfill_through is not a timestamp"
+		}
+	}
+	if !hasCapture {
+		return h, tx.Commit() // the key's absence is the signal (.43)
+	}
+	since, ok := parseKey(capture)
+	if !ok {
+		h.Problem = "capture_since is not a timestamp"
+		return h, tx.Commit()
+	}
+	h.CaptureSince = &since
+	if !hasThrough {
+		h.Problem = "capture_since without backfill_through (inconsistent)"
+	}
+	bound := s.eng.bindCompare(since)
+	if err := tx.QueryRowContext(ctx, s.eng.rebind(shortfallSQL(s.eng)), bound, bound).Scan(&h.Shortfall); err != nil {
+		return h, err
+	}
+	if s.hooks.betweenHealthQueries != nil {
+		s.hooks.betweenHealthQueries()
+	}
+	if err := tx.QueryRowContext(ctx, s.eng.rebind(excessSQL(s.eng)), bound, bound).Scan(&h.Excess); err != nil {
+		return h, err
+	}
+	var rows, pairs int64
+	var maxObserved nullTime
+	if err := tx.QueryRowContext(ctx, s.eng.rebind(rowsSinceSQL(s.eng)), bound, bound).Scan(&rows, &maxObserved, &pairs); err != nil {
+		return h, err
+	}
+	h.Collisions = rows - pairs
+	h.MaxObserved = maxObserved.ptr()
+	h.Compared = true
+	return h, tx.Commit()
+}

@@ -1,0 +1,475 @@
+package persistence
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Migration step names, as they appear in WARN records and in
+// MigrationReport. A pass runs them in this order.
+const (
+	StepMeta              = "task_session_subagents.meta"
+	StepHostTables        = "task_session_subagents.host_tables"
+	StepJSONGuard         = "task_session_subagents.json_guard"
+	StepSchema            = "task_session_subagents.schema"
+	StepWidenMetrics      = "task_session_subagents.widen_metrics"
+	StepExecutionIdentity = "task_session_subagents.execution_identity"
+	StepExecutionSince    = "task_session_subagents.execution_since"
+	StepBackfillGuard     = "task_session_subagents.backfill.guard"
+	StepBackfill          = "task_session_subagents.backfill"
+)
+
+// Activation keys in kandev_meta.
+const (
+	// KeyCaptureSince: live capture is authoritative from this instant.
+	KeyCaptureSince = "subagent_context_capture_since"
+	// KeyBackfillThrough: the newest backfilled created_at, or "" when no
+	// message qualified (no pre-capture coverage; never parsed).
+	KeyBackfillThrough = "subagent_context_backfill_through"
+	// KeyExecutionSince: the execution-aware shape is in place.
+	KeyExecutionSince = "subagent_context_execution_since"
+)
+
+// StepResult is the outcome of one migration step.
+type StepResult struct {
+	Name    string
+	Err     error  // nil when the step succeeded or was skipped
+	Skipped bool   // the step had nothing to do, or its gate was closed
+	Note    string // what the step did or why it skipped
+}
+
+// MigrationReport lists every step of one pass in order.
+type MigrationReport struct{ Steps []StepResult }
+
+// OK reports whether no step failed.
+func (r MigrationReport) OK() bool {
+	for _, s := range r.Steps {
+		if s.Err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Step returns the result of the named step.
+func (r MigrationReport) Step(name string) (StepResult, bool) {
+	for _, s := range r.Steps {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return StepResult{}, false
+}
+
+// Migrate runs one pass of the migration sequence. Every step is
+// idempotent; a failing step is logged at WARN ("migration failed" with
+// name and error), leaves its key absent and is retried by the next pass.
+// Nothing propagates: the report is for callers and tests that want it.
+func (s *Store) Migrate(ctx context.Context) MigrationReport {
+	var rep MigrationReport
+	run := func(name string, f func() (skipped bool, note string, err error)) StepResult {
+		skipped, note, err := safeStep(f)
+		res := StepResult{Name: name, Err: err, Skipped: skipped, Note: note}
+		if err != nil {
+			s.log.Warn("migration failed", "name", name, "error", err)
+		}
+		rep.Steps = append(rep.Steps, res)
+		return res
+	}
+	run(StepMeta, func() (bool, string, error) { return false, "", s.execDDL(ctx, metaDDL) })
+	if s.hostTables {
+		run(StepHostTables, func() (bool, string, error) { return false, "", s.execDDL(ctx, hostTablesDDL(s.eng)...) })
+	}
+	if s.eng.kind() == Postgres {
+		run(StepJSONGuard, func() (bool, string, error) { return false, "", s.eng.prepare(ctx, s) })
+	}
+	run(StepSchema, func() (bool, string, error) {
+		return false, "", s.execDDL(ctx, append([]string{subagentsTableDDL(s.eng, "task_session_subagents")}, indexDDL...)...)
+	})
+	run(StepWidenMetrics, func() (bool, string, error) {
+		changed, err := s.eng.widen(ctx, s)
+		return !changed, "", err
+	})
+	run(StepExecutionIdentity, func() (bool, string, error) {
+		sh, err := s.eng.probe(ctx, s.writer)
+		switch {
+		case err != nil:
+			return false, "", err
+		case sh.amended():
+			return true, "already execution-aware", nil
+		case sh.preAmendment():
+			return false, "amended", s.eng.amend(ctx, s, sh)
+		case !sh.exists:
+			return false, "", errors.New("table task_session_subagents is missing")
+		}
+		return false, "", errors.New("unrecognised shape of task_session_subagents; no DDL run")
+	})
+	amended := false
+	run(StepExecutionSince, func() (bool, string, error) {
+		sh, err := s.eng.probe(ctx, s.writer)
+		if err != nil {
+			return false, "", err
+		}
+		if !sh.amended() {
+			return false, "", errors.New("execution-aware shape does not hold; key not written")
+		}
+		amended = true
+		n, err := s.putKey(ctx, s.writer, KeyExecutionSince, keyText(s.now()))
+		return n == 0, "", err
+	})
+	runBackfill := false
+	run(StepBackfillGuard, func() (bool, string, error) {
+		if !amended {
+			return true, "execution-aware shape does not hold (AC-33c)", nil
+		}
+		keys, err := readKeys(ctx, s.writer, s.eng)
+		if err != nil {
+			return false, "", err
+		}
+		if _, ok := keys[KeyExecutionSince]; !ok {
+			return true, "execution_since absent (AC-33c)", nil
+		}
+		_, c := keys[KeyCaptureSince]
+		_, b := keys[KeyBackfillThrough]
+		if c && b {
+			return true, "already backfilled", nil
+		}
+		runBackfill = true
+		return false, "", nil
+	})
+	if runBackfill {
+		run(StepBackfill, func() (bool, string, error) {
+			n, err := s.backfill(ctx)
+			return false, fmt.Sprintf("%d rows", n), err
+		})
+	}
+	return rep
+}
+
+// safeStep runs f, turning a panic into the step's error.
+func safeStep(f func() (bool, string, error)) (skipped bool, note string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return f()
+}
+
+func (s *Store) execDDL(ctx context.Context, stmts ...string) error {
+	for _, q := range stmts {
+		if _, err := s.writer.ExecContext(ctx, q); err != nil && s.eng.classify(err) != errAlreadyExists {
+			return err
+		}
+	}
+	return nil
+}
+
+// putKey inserts an activation key unless present; an existing value is
+// kept byte for byte. It reports how many rows it inserted.
+func (s *Store) putKey(ctx context.Context, x execer, key, value string) (int64, error) {
+	res, err := x.ExecContext(ctx, s.eng.rebind(`INSERT INTO kandev_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`), key, value)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// readKeys returns the activation keys present (a present key may be "").
+func readKeys(ctx context.Context, q queryer, e engine) (map[string]string, error) {
+	rows, err := q.QueryContext(ctx, e.rebind(`SELECT key, value FROM kandev_meta WHERE key IN (?, ?, ?)`),
+		KeyCaptureSince, KeyBackfillThrough, KeyExecutionSince)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	keys := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
+		}
+		keys[k] = v
+	}
+	return keys, rows.Err()
+}
+
+// --- DDL ----------------------------------------------------------------------
+
+const metaDDL = `CREATE TABLE IF NOT EXISTS kandev_meta (
+	key   TEXT PRIMARY KEY,
+	value TEXT NOT NULL DEFAULT ''
+)`
+
+// hostTablesDDL creates the minimal host tables of standalone mode. The
+// messages table keeps metadata as JSON text on both engines.
+func hostTablesDDL(e engine) []string {
+	return []string{
+		`CREATE TABLE IF NOT EXISTS task_sessions (
+	id         TEXT PRIMARY KEY,
+	task_id    TEXT NOT NULL DEFAULT '',
+	started_at TIMESTAMP,
+	updated_at TIMESTAMP
+)`,
+		`CREATE TABLE IF NOT EXISTS task_session_turns (
+	id              TEXT PRIMARY KEY,
+	task_session_id TEXT NOT NULL REFERENCES task_sessions(id) ON DELETE CASCADE,
+	task_id         TEXT NOT NULL DEFAULT '',
+	started_at      TIMESTAMP,
+	created_at      TIMESTAMP,
+	updated_at      TIMESTAMP
+)`,
+		`CREATE TABLE IF NOT EXISTS task_session_messages (
+	id              TEXT PRIMARY KEY,
+	task_session_id TEXT NOT NULL REFERENCES task_sessions(id) ON DELETE CASCADE,
+	task_id         TEXT DEFAULT '',
+	turn_id         TEXT REFERENCES task_session_turns(id) ON DELETE CASCADE,
+	metadata        TEXT DEFAULT '{}',
+	created_at      TIMESTAMP NOT NULL,
+	updated_at      TIMESTAMP NOT NULL
+)`,
+	}
+}
+
+// subagentsTableDDL is the final, execution-aware shape (22 columns). The
+// metric columns have no default: a default of 0 would fabricate a
+// measurement. There are no CHECK constraints; the write API enforces the
+// rules.
+func subagentsTableDDL(e engine, name string) string {
+	m := e.metricType()
+	return `CREATE TABLE IF NOT EXISTS ` + name + ` (
+	id                  TEXT PRIMARY KEY,
+	task_session_id     TEXT NOT NULL REFERENCES task_sessions(id) ON DELETE CASCADE,
+	task_id             TEXT NOT NULL,
+	turn_id             TEXT,
+	tool_call_id        TEXT NOT NULL,
+	agent_execution_id  TEXT NOT NULL DEFAULT 'unknown',
+	parent_tool_call_id TEXT,
+	subagent_type       TEXT,
+	description         TEXT,
+	agent_id            TEXT,
+	child_session_id    TEXT,
+	model               TEXT,
+	agent_status        TEXT,
+	tool_status         TEXT,
+	is_async            INTEGER NOT NULL DEFAULT 0,
+	total_tokens        ` + m + `,
+	tool_use_count      ` + m + `,
+	duration_ms         ` + m + `,
+	source              TEXT NOT NULL DEFAULT 'live',
+	observed_at         TIMESTAMP NOT NULL,
+	settled_at          TIMESTAMP,
+	updated_at          TIMESTAMP NOT NULL,
+	UNIQUE (task_session_id, agent_execution_id, tool_call_id)
+)`
+}
+
+// indexDDL keeps the names existing databases carry; none mentions
+// agent_execution_id, which a pre-amendment table lacks.
+var indexDDL = []string{
+	`CREATE INDEX IF NOT EXISTS idx_subagents_session_id ON task_session_subagents (task_session_id)`,
+	`CREATE INDEX IF NOT EXISTS idx_subagents_task_id ON task_session_subagents (task_id)`,
+	`CREATE INDEX IF NOT EXISTS idx_subagents_turn_id ON task_session_subagents (turn_id)`,
+}
+
+// finalColumns is the column list of the final shape, in order.
+var finalColumns = []string{
+	"id", "task_session_id", "task_id", "turn_id", "tool_call_id", "agent_execution_id",
+	"parent_tool_call_id", "subagent_type", "description", "agent_id", "child_session_id", "model",
+	"agent_status", "tool_status", "is_async", "total_tokens", "tool_use_count", "duration_ms",
+	"source", "observed_at", "settled_at", "updated_at",
+}
+
+// --- shape probe ------------------------------------------------------------
+
+type columnInfo struct {
+	notNull  bool
+	dataType string
+}
+
+type uniqueIndex struct {
+	index      string // index name (schema-qualified and quoted on PostgreSQL)
+	constraint string // owning constraint, "" for a bare unique index
+	columns    []string
+}
+
+// tableShape is what the probe learns from the catalogs; DDL text is never
+// parsed.
+type tableShape struct {
+	exists  bool
+	columns map[string]columnInfo
+	uniques []uniqueIndex
+}
+
+var (
+	tripleKey = []string{"task_session_id", "agent_execution_id", "tool_call_id"}
+	pairKey   = []string{"task_session_id", "tool_call_id"}
+)
+
+func (t tableShape) hasUnique(cols []string) bool {
+	for _, u := range t.uniques {
+		if slices.Equal(u.columns, cols) {
+			return true
+		}
+	}
+	return false
+}
+
+// amended is the end state E: the execution column is NOT NULL, a unique
+// covers exactly the triple, none covers exactly the pair.
+func (t tableShape) amended() bool {
+	c, ok := t.columns["agent_execution_id"]
+	return t.exists && ok && c.notNull && t.hasUnique(tripleKey) && !t.hasUnique(pairKey)
+}
+
+// preAmendment is P: the table exists and lacks the column or has the pair
+// unique.
+func (t tableShape) preAmendment() bool {
+	_, ok := t.columns["agent_execution_id"]
+	return t.exists && (!ok || t.hasUnique(pairKey))
+}
+
+// --- backfill ---------------------------------------------------------------
+
+// qualifyingCTE selects the messages the backfill may derive a row from:
+// valid-object metadata (anything else reads as {}), kind subagent_task,
+// non-empty session and task ids, a non-empty string tool_call_id and (on
+// SQLite) a parseable created_at. Others are skipped silently.
+func qualifyingCTE(e engine) string {
+	return `src AS (
+	SELECT m.id, m.task_session_id, m.task_id, m.turn_id, m.created_at, m.updated_at,
+	       ` + e.metadataObject("m.metadata") + ` AS md
+	FROM task_session_messages m
+	WHERE m.task_session_id <> '' AND m.task_id <> ''` + e.fence() + `
+), q AS (
+	SELECT id, task_session_id, task_id, turn_id, created_at, updated_at, md,
+	       ` + e.jsonStr("md", "tool_call_id") + ` AS tcid,
+	       ` + e.canon("created_at") + ` AS created_c
+	FROM src
+	WHERE ` + e.jsonText("md", "normalized", "kind") + ` = 'subagent_task'
+)`
+}
+
+func terminalList() string {
+	quoted := make([]string, len(TerminalToolStatuses))
+	for i, s := range TerminalToolStatuses {
+		quoted[i] = "'" + s + "'"
+	}
+	return "(" + strings.Join(quoted, ", ") + ")"
+}
+
+func backfillMaxSQL(e engine) string {
+	return `WITH ` + qualifyingCTE(e) + `
+SELECT MAX(created_c) FROM q WHERE tcid IS NOT NULL AND created_c IS NOT NULL`
+}
+
+// backfillInsertSQL is the one unbounded INSERT … SELECT (.30): rank 1 per
+// (session, tool_call_id) by created_at then id, both descending (.26),
+// every value derived by the same rules as live writes (.29), and a
+// target-less ON CONFLICT DO NOTHING (.28) so an earlier live or backfill
+// row, or a primary-key collision, is kept rather than raised.
+func backfillInsertSQL(e engine) string {
+	st := func(p ...string) string { return e.jsonStr("md", append([]string{"normalized", "subagent_task"}, p...)...) }
+	updated := "COALESCE(" + e.canon("updated_at") + ", created_c)"
+	return `WITH ` + qualifyingCTE(e) + `, ranked AS (
+	SELECT q.*, ROW_NUMBER() OVER (
+		PARTITION BY task_session_id, tcid
+		ORDER BY created_c DESC, ` + e.binary("id") + ` DESC) AS rn
+	FROM q
+	WHERE tcid IS NOT NULL AND created_c IS NOT NULL
+)
+INSERT INTO task_session_subagents (
+	id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id,
+	parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model,
+	agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms,
+	source, observed_at, settled_at, updated_at)
+SELECT id, task_session_id, task_id, NULLIF(turn_id, ''), tcid, 'unknown',
+	` + e.jsonStr("md", "parent_tool_call_id") + `,
+	` + st("subagent_type") + `,
+	` + st("description") + `,
+	` + st("agent_id") + `,
+	` + st("child_session_id") + `,
+	` + st("model") + `,
+	` + st("status") + `,
+	` + e.jsonStr("md", "status") + `,
+	` + e.jsonTrue("md", "normalized", "subagent_task", "is_async") + `,
+	` + e.jsonInt("md", 1, "normalized", "subagent_task", "total_tokens") + `,
+	` + e.jsonInt("md", 0, "normalized", "subagent_task", "tool_use_count") + `,
+	` + e.jsonInt("md", 1, "normalized", "subagent_task", "duration_ms") + `,
+	'backfill',
+	` + e.stored("created_c") + `,
+	CASE WHEN ` + e.jsonStr("md", "status") + ` IN ` + terminalList() + ` THEN ` + e.stored(updated) + ` END,
+	` + e.stored(updated) + `
+FROM ranked
+WHERE rn = 1
+ON CONFLICT DO NOTHING`
+}
+
+// backfill runs the AC-21 backfill as one writer transaction: high-water
+// mark, INSERT … SELECT, capture_since sampled after the insert, both keys
+// (existing values kept), commit. Any error rolls all of it back (.36).
+func (s *Store) backfill(ctx context.Context) (int64, error) {
+	tx, err := s.writer.BeginTx(ctx, nil) // SQLite: BEGIN IMMEDIATE (writer DSN)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	var high nullTime
+	if err := tx.QueryRowContext(ctx, backfillMaxSQL(s.eng)).Scan(&high); err != nil {
+		return 0, fmt.Errorf("high-water mark: %w", err)
+	}
+	through := ""
+	if high.Valid {
+		through = keyText(high.Time)
+	}
+	if err := s.failpoint("backfill.max"); err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, backfillInsertSQL(s.eng))
+	if err != nil {
+		return 0, fmt.Errorf("insert: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	if err := s.failpoint("backfill.insert"); err != nil {
+		return 0, err
+	}
+	if _, err := s.putKey(ctx, tx, KeyCaptureSince, keyText(s.now())); err != nil {
+		return 0, err
+	}
+	if err := s.failpoint("backfill.capture_since"); err != nil {
+		return 0, err
+	}
+	if _, err := s.putKey(ctx, tx, KeyBackfillThrough, through); err != nil {
+		return 0, err
+	}
+	if err := s.failpoint("backfill.backfill_through"); err != nil {
+		return 0, err
+	}
+	return n, tx.Commit()
+}
+
+// parseKey reads an activation key value as a timestamp (RFC 3339, any
+// fraction length); "" is the sentinel and never parses.
+func parseKey(v string) (time.Time, bool) {
+	if v == "" {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.UTC(), true
+}

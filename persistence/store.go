@@ -1,0 +1,399 @@
+package persistence
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	_ "github.com/mattn/go-sqlite3"    // registers the "sqlite3" driver
+)
+
+// Store records and reads subagent contexts. Its methods are safe for
+// concurrent use. A nil *Store records nothing.
+type Store struct {
+	eng          engine
+	writer       *sql.DB // SQLite: one connection; PostgreSQL: the pool
+	reader       *sql.DB // SQLite: separate read pool; PostgreSQL: the pool
+	owned        []*sql.DB
+	log          *slog.Logger
+	hostTables   bool
+	writeTimeout time.Duration
+	now          func() time.Time
+	counters     storeCounters
+	upsertSQL    string
+	hooks        hooks
+}
+
+// hooks are test failpoints. Production code leaves them nil.
+type hooks struct {
+	// fail is consulted at each named point of a migration step; a non-nil
+	// result aborts the step there, as a failing statement would.
+	fail func(point string) error
+	// betweenHealthQueries runs inside the health transaction after the
+	// shortfall query.
+	betweenHealthQueries func()
+}
+
+func (s *Store) failpoint(point string) error {
+	if s.hooks.fail == nil {
+		return nil
+	}
+	return s.hooks.fail(point)
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithLogger sets the logger that receives WARN records for failed
+// migrations and failed writes. The default is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.log = l } }
+
+// WithWriteTimeout bounds each Record write (default 10s). Record detaches
+// from the caller's cancellation, so only this bound applies.
+func WithWriteTimeout(d time.Duration) Option { return func(s *Store) { s.writeTimeout = d } }
+
+// WithHostTables says whether the store creates the host tables it reads
+// (task_sessions, task_session_turns, task_session_messages) when absent.
+// Open defaults to true (standalone); OpenDB to false (hosted: only
+// kandev_meta and the store's own table are ever created).
+func WithHostTables(create bool) Option { return func(s *Store) { s.hostTables = create } }
+
+// Open connects to the database named by dsn, migrates it and returns the
+// store. dsn is `postgres://…` / `postgresql://…` for PostgreSQL, or for
+// SQLite `sqlite:///abs/path`, `sqlite://rel/path`, `file:…` or a plain
+// file path. Open fails only when the database cannot be reached;
+// migration failures are logged at WARN and retried on the next Open.
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	kind, target, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	var writer, reader *sql.DB
+	switch kind {
+	case SQLite:
+		writer, err = sql.Open("sqlite3", sqliteDSN(target, "immediate"))
+		if err != nil {
+			return nil, err
+		}
+		writer.SetMaxOpenConns(1)
+		writer.SetMaxIdleConns(1)
+		writer.SetConnMaxLifetime(0)
+		writer.SetConnMaxIdleTime(0)
+		if isSQLiteMemory(target) {
+			reader = writer
+		} else {
+			reader, err = sql.Open("sqlite3", sqliteDSN(target, "deferred"))
+			if err != nil {
+				writer.Close()
+				return nil, err
+			}
+			reader.SetMaxOpenConns(4)
+		}
+	case Postgres:
+		writer, err = sql.Open("pgx", target)
+		if err != nil {
+			return nil, err
+		}
+		reader = writer
+	}
+	closeAll := func() {
+		writer.Close()
+		if reader != writer {
+			reader.Close()
+		}
+	}
+	if err := writer.PingContext(ctx); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("persistence: open %s: %w", kind, err)
+	}
+	s, err := newStore(ctx, kind, writer, reader, append([]Option{WithHostTables(true)}, opts...))
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	s.owned = []*sql.DB{writer}
+	if reader != writer {
+		s.owned = append(s.owned, reader)
+	}
+	s.Migrate(ctx)
+	return s, nil
+}
+
+// OpenDB builds a store on handles the host already owns and migrates. On
+// SQLite, writer must be the host's single writer handle (a second writer
+// yields SQLITE_BUSY) opened with foreign keys on; reader may equal writer.
+// On PostgreSQL both may be the same pool. Close does not close them.
+func OpenDB(ctx context.Context, kind Engine, writer, reader *sql.DB, opts ...Option) (*Store, error) {
+	if writer == nil {
+		return nil, errors.New("persistence: OpenDB needs a writer handle")
+	}
+	if reader == nil {
+		reader = writer
+	}
+	if kind != SQLite && kind != Postgres {
+		return nil, fmt.Errorf("persistence: unknown engine %q", kind)
+	}
+	s, err := newStore(ctx, kind, writer, reader, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.Migrate(ctx)
+	return s, nil
+}
+
+func newStore(ctx context.Context, kind Engine, writer, reader *sql.DB, opts []Option) (*Store, error) {
+	s := &Store{
+		writer:       writer,
+		reader:       reader,
+		log:          slog.Default(),
+		writeTimeout: 10 * time.Second,
+		now:          time.Now,
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	switch kind {
+	case SQLite:
+		s.eng = sqliteEngine{}
+	case Postgres:
+		var version int
+		if err := writer.QueryRowContext(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&version); err != nil {
+			return nil, fmt.Errorf("persistence: server version: %w", err)
+		}
+		s.eng = postgresEngine{jsonFunc: pgJSONFunc, hasInputIsValid: version >= 160000}
+	}
+	s.upsertSQL = s.eng.rebind(upsertSQL(s.eng))
+	return s, nil
+}
+
+// Engine reports which engine the store runs on.
+func (s *Store) Engine() Engine { return s.eng.kind() }
+
+// Close releases the handles Open created; handles given to OpenDB stay open.
+func (s *Store) Close() error {
+	var errs []error
+	for _, db := range s.owned {
+		errs = append(errs, db.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Counters returns this store's writer counters. The process-global expvar
+// map ExpvarName holds the sum over every store.
+func (s *Store) Counters() Counters { return s.counters.snapshot() }
+
+func parseDSN(dsn string) (Engine, string, error) {
+	switch {
+	case dsn == "":
+		return "", "", errors.New("persistence: empty DSN")
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return Postgres, dsn, nil
+	case strings.HasPrefix(dsn, "sqlite://"):
+		return SQLite, strings.TrimPrefix(dsn, "sqlite://"), nil
+	case strings.HasPrefix(dsn, "sqlite:"):
+		return SQLite, strings.TrimPrefix(dsn, "sqlite:"), nil
+	}
+	return SQLite, dsn, nil
+}
+
+func isSQLiteMemory(target string) bool {
+	return strings.HasPrefix(target, ":memory:") || strings.Contains(target, "mode=memory")
+}
+
+// sqliteDSN adds the connection settings the store relies on: foreign keys
+// (else the cascade never fires), WAL, a busy timeout, and the transaction
+// lock mode (immediate for the writer, deferred for readers).
+func sqliteDSN(target, txlock string) string {
+	params := url.Values{}
+	params.Set("_foreign_keys", "on")
+	params.Set("_journal_mode", "WAL")
+	params.Set("_busy_timeout", "5000")
+	params.Set("_txlock", txlock)
+	sep := "?"
+	if strings.Contains(target, "?") {
+		sep = "&"
+	}
+	return target + sep + params.Encode()
+}
+
+// EnsureSession inserts a task_sessions row when absent, for standalone use
+// where no host writes sessions (rows reference their session by foreign
+// key, so a frame for an unknown session cannot be stored).
+func (s *Store) EnsureSession(ctx context.Context, sessionID, taskID string) error {
+	q := s.eng.rebind(`INSERT INTO task_sessions (id, task_id) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`)
+	_, err := s.writer.ExecContext(ctx, q, sessionID, taskID)
+	return err
+}
+
+// ErrNoIdentity is returned by Upsert for a frame without a session, task
+// or tool-call id.
+var ErrNoIdentity = errors.New("persistence: frame lacks session, task or tool-call id")
+
+// Record stores one subagent frame. It returns nothing on purpose: a
+// failed write is logged at WARN (with session_id and tool_call_id) and
+// counted, and never fails the caller's message write, turn or stream.
+// It runs on a context detached from ctx's cancellation, bounded by the
+// write timeout, and recovers panics. A nil frame is ignored.
+func (s *Store) Record(ctx context.Context, f *Frame) {
+	if s == nil || f == nil {
+		return
+	}
+	s.counters.add(CounterAttempted)
+	if f.TaskSessionID == "" || f.TaskID == "" || f.ToolCallID == "" {
+		s.counters.add(CounterSkippedNoIdentity)
+		return
+	}
+	settled := false
+	defer func() {
+		if p := recover(); p != nil && !settled {
+			s.counters.add(CounterFailed)
+			s.log.Warn("subagent context persist failed", "session_id", f.TaskSessionID,
+				"tool_call_id", f.ToolCallID, "error", fmt.Sprint("panic: ", p))
+		}
+	}()
+	r := normalise(f, s.now)
+	if r.anomalous {
+		s.counters.add(CounterAnomalousValue)
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.writeTimeout)
+	defer cancel()
+	err := s.write(wctx, r)
+	settled = true
+	if err != nil {
+		s.counters.add(CounterFailed)
+		s.log.Warn("subagent context persist failed", "session_id", f.TaskSessionID,
+			"tool_call_id", f.ToolCallID, "error", err)
+		return
+	}
+	s.counters.add(CounterPersisted)
+	if f.ExecutionID == "" {
+		s.counters.add(CounterUnknownExecution)
+	}
+}
+
+// Upsert normalises f exactly as Record does and writes it, returning the
+// error instead of counting it. It moves no counter. Callers bypassing
+// Record therefore cannot blank stored values with "" or 0.
+func (s *Store) Upsert(ctx context.Context, f Frame) error {
+	if f.TaskSessionID == "" || f.TaskID == "" || f.ToolCallID == "" {
+		return ErrNoIdentity
+	}
+	return s.write(ctx, normalise(&f, s.now))
+}
+
+func (s *Store) write(ctx context.Context, r row) error {
+	var settled any
+	if r.settledAt != nil {
+		settled = s.eng.bindTime(*r.settledAt)
+	}
+	observed := s.eng.bindTime(r.observedAt)
+	_, err := s.writer.ExecContext(ctx, s.upsertSQL,
+		r.id, r.sessionID, r.taskID, r.turnID, r.toolCallID, r.executionID,
+		r.parentToolCallID, r.subagentType, r.description, r.agentID, r.childSessionID, r.model,
+		r.agentStatus, r.toolStatus, r.isAsync, r.totalTokens, r.toolUseCount, r.durationMs,
+		observed, settled, observed)
+	return err
+}
+
+// upsertSQL is the single atomic statement of every live write (.18): it
+// inserts all 22 columns and merges in the conflict clause, without a prior
+// read. Every SET expression sees the pre-update row. Columns absent from
+// SET (id, identity, source, observed_at) are write-once.
+func upsertSQL(e engine) string {
+	const t = "task_session_subagents"
+	return `INSERT INTO task_session_subagents (
+	id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id,
+	parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model,
+	agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms,
+	source, observed_at, settled_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'live', ?, ?, ?)
+ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO UPDATE SET
+	turn_id             = COALESCE(` + t + `.turn_id, excluded.turn_id),
+	parent_tool_call_id = COALESCE(excluded.parent_tool_call_id, ` + t + `.parent_tool_call_id),
+	subagent_type       = COALESCE(excluded.subagent_type, ` + t + `.subagent_type),
+	description         = COALESCE(excluded.description, ` + t + `.description),
+	agent_id            = COALESCE(excluded.agent_id, ` + t + `.agent_id),
+	child_session_id    = COALESCE(excluded.child_session_id, ` + t + `.child_session_id),
+	model               = COALESCE(excluded.model, ` + t + `.model),
+	agent_status        = COALESCE(excluded.agent_status, ` + t + `.agent_status),
+	tool_status         = CASE WHEN ` + t + `.settled_at IS NOT NULL THEN ` + t + `.tool_status
+	                           ELSE COALESCE(excluded.tool_status, ` + t + `.tool_status) END,
+	settled_at          = COALESCE(` + t + `.settled_at, excluded.settled_at),
+	is_async            = CASE WHEN excluded.is_async = 1 THEN 1 ELSE ` + t + `.is_async END,
+	total_tokens        = COALESCE(excluded.total_tokens, ` + t + `.total_tokens),
+	tool_use_count      = COALESCE(excluded.tool_use_count, ` + t + `.tool_use_count),
+	duration_ms         = COALESCE(excluded.duration_ms, ` + t + `.duration_ms),
+	updated_at          = ` + e.later("excluded.updated_at", t+".updated_at")
+}
+
+// selectColumns names every column, never *, because a migrated PostgreSQL
+// table has agent_execution_id last.
+const selectColumns = `id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id,
+	parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model,
+	agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms,
+	source, observed_at, settled_at, updated_at`
+
+// ListBySession returns a session's subagent contexts ordered by
+// observed_at, tool_call_id, agent_execution_id (ascending, byte order).
+func (s *Store) ListBySession(ctx context.Context, sessionID string) ([]SubagentContext, error) {
+	return s.list(ctx, "task_session_id", sessionID)
+}
+
+// ListByTurn returns the subagent contexts first observed in a turn, in the
+// same order as ListBySession. A row stays under its first turn.
+func (s *Store) ListByTurn(ctx context.Context, turnID string) ([]SubagentContext, error) {
+	return s.list(ctx, "turn_id", turnID)
+}
+
+func (s *Store) list(ctx context.Context, column, value string) ([]SubagentContext, error) {
+	q := s.eng.rebind(`SELECT ` + selectColumns + `
+FROM task_session_subagents
+WHERE ` + column + ` = ?
+ORDER BY ` + s.eng.canon("observed_at") + `, ` + s.eng.binary("tool_call_id") + `, ` + s.eng.binary("agent_execution_id"))
+	rows, err := s.reader.QueryContext(ctx, q, value)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []SubagentContext
+	for rows.Next() {
+		var c SubagentContext
+		var turn, parent, typ, desc, agent, child, model, astatus, tstatus sql.NullString
+		var tokens, count, dur sql.NullInt64
+		var isAsync int64
+		var observed, settled, updated nullTime
+		if err := rows.Scan(&c.ID, &c.TaskSessionID, &c.TaskID, &turn, &c.ToolCallID, &c.AgentExecutionID,
+			&parent, &typ, &desc, &agent, &child, &model, &astatus, &tstatus, &isAsync,
+			&tokens, &count, &dur, &c.Source, &observed, &settled, &updated); err != nil {
+			return nil, err
+		}
+		c.TurnID, c.ParentToolCallID, c.SubagentType = strPtr(turn), strPtr(parent), strPtr(typ)
+		c.Description, c.AgentID, c.ChildSessionID = strPtr(desc), strPtr(agent), strPtr(child)
+		c.Model, c.AgentStatus, c.ToolStatus = strPtr(model), strPtr(astatus), strPtr(tstatus)
+		c.IsAsync = isAsync != 0
+		c.TotalTokens, c.ToolUseCount, c.DurationMs = intPtr(tokens), intPtr(count), intPtr(dur)
+		c.ObservedAt, c.UpdatedAt, c.SettledAt = observed.Time, updated.Time, settled.ptr()
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func strPtr(n sql.NullString) *string {
+	if !n.Valid {
+		return nil
+	}
+	return &n.String
+}
+
+func intPtr(n sql.NullInt64) *int64 {
+	if !n.Valid {
+		return nil
+	}
+	return &n.Int64
+}
