@@ -30,6 +30,10 @@ func init() {
 // the background: the Agent call is finished while the child runs on.
 const StatusAsyncLaunched = "async_launched"
 
+// valueTypeFromAgentType marks a card whose subagent_type came from
+// toolResponse.agentType, so that a later rawInput.subagent_type replaces it.
+const valueTypeFromAgentType = "claude.typeFromAgentType"
+
 // Dialect is the Claude dialect for one connection.
 type Dialect struct {
 	adapter.Base
@@ -59,8 +63,9 @@ func (d *Dialect) Apply(tx *adapter.Tx, c *adapter.Card, f *adapter.ToolFrame) {
 //   - overwrite when > 0: totalDurationMs, totalTokens;
 //   - set when a valid number, 0 included: totalToolUseCount;
 //   - sticky: isAsync, canReadOutputFile;
-//   - fill-if-empty: agentType, and the text blocks of content joined with
-//     "\n" (blank and non-text blocks skipped) as the result text.
+//   - fill-if-empty: agentType (a later rawInput.subagent_type still
+//     replaces it), and the text blocks of content joined with "\n" (blank
+//     and non-text blocks skipped) as the result text.
 //
 // A status-less frame whose toolResponse says async_launched completes the
 // tool call. usage and toolStats are not read.
@@ -70,6 +75,14 @@ func ApplyToolResponse(c *adapter.Card, f *adapter.ToolFrame) {
 		return
 	}
 	r := f.Read
+	// rawInput's subagent_type (what was asked for) outranks agentType
+	// whatever the arrival order, so every order gives one payload.
+	if c.Value(valueTypeFromAgentType) == true {
+		if typ := r.String(f.RawInputMap(), "subagent_type"); typ != "" {
+			task.SubagentType = typ
+			c.SetValue(valueTypeFromAgentType, false)
+		}
+	}
 	cc := r.Map(f.Meta, "claudeCode")
 	tr := r.Map(cc, "toolResponse")
 	if tr == nil {
@@ -88,7 +101,9 @@ func ApplyToolResponse(c *adapter.Card, f *adapter.ToolFrame) {
 	adapter.SetCount(&task.ToolUseCount, n, ok)
 	adapter.SetSticky(&task.IsAsync, r.True(tr, "isAsync"))
 	adapter.SetSticky(&task.CanReadOutputFile, r.True(tr, "canReadOutputFile"))
-	adapter.FillString(&task.SubagentType, r.String(tr, "agentType"))
+	if adapter.FillString(&task.SubagentType, r.String(tr, "agentType")) {
+		c.SetValue(valueTypeFromAgentType, true)
+	}
 	adapter.FillString(&task.ResultText, textBlocks(r, r.Slice(tr, "content")))
 	if status == StatusAsyncLaunched && f.Status == "" {
 		c.SetStatus(adapter.ToolStatusComplete)

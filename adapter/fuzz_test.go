@@ -1,0 +1,73 @@
+package adapter_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/kdlbs/acp-go-sdk/adapter"
+)
+
+// FuzzNormalize feeds arbitrary session/update params to a Tracker of every
+// dialect, twice (so the second pass merges into held cards), then a prompt
+// end and a late update. Nothing may panic (recovered panics count as
+// failures) and every event must encode.
+func FuzzNormalize(f *testing.F) {
+	for _, dir := range []string{"testdata", filepath.Join("claude", "testdata")} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+		for _, file := range files {
+			addParams(f, file)
+		}
+	}
+	f.Add([]byte(`{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"x","title":"task","rawOutput":{"durationMs":1e308}}}`))
+	f.Add([]byte(`{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"x","rawInput":{"description":[1,{}]}}}`))
+	f.Fuzz(func(t *testing.T, params []byte) {
+		var n acp.SessionNotification
+		if json.Unmarshal(params, &n) != nil {
+			return
+		}
+		for _, name := range []string{"generic", "claude", "codex", "opencode", "auggie"} {
+			tr, err := adapter.NewTracker(adapter.Config{DialectName: name, MaxCompleted: 2, OnEvent: func(e adapter.Event) {
+				if _, err := json.Marshal(e); err != nil {
+					t.Fatalf("%s: event does not encode: %v", name, err)
+				}
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr.SessionUpdate(n)
+			tr.SessionUpdate(n)
+			tr.PromptEnded(string(n.SessionId))
+			tr.SessionUpdate(n)
+			if p := tr.Counters()[adapter.CounterRecoveredPanics]; p != 0 {
+				t.Fatalf("%s: %d panics while normalising %s", name, p, params)
+			}
+		}
+	})
+}
+
+// addParams seeds the corpus with the session/update params of a capture.
+func addParams(f *testing.F, file string) {
+	fh, err := os.Open(file)
+	if err != nil {
+		return
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var line struct {
+			Msg struct {
+				Method string          `json:"method"`
+				Params json.RawMessage `json:"params"`
+			} `json:"msg"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg.Method == "session/update" {
+			f.Add([]byte(line.Msg.Params))
+		}
+	}
+}

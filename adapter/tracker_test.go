@@ -1,0 +1,281 @@
+package adapter_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/kdlbs/acp-go-sdk/adapter"
+	_ "github.com/kdlbs/acp-go-sdk/adapter/claude"
+)
+
+// collector gathers events under a lock.
+type collector struct {
+	mu     sync.Mutex
+	events []adapter.Event
+}
+
+func (c *collector) add(e adapter.Event) {
+	c.mu.Lock()
+	c.events = append(c.events, e)
+	c.mu.Unlock()
+}
+
+func (c *collector) all() []adapter.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]adapter.Event(nil), c.events...)
+}
+
+func newTracker(t *testing.T, cfg adapter.Config) (*adapter.Tracker, *collector) {
+	t.Helper()
+	c := &collector{}
+	cfg.OnEvent = c.add
+	tr, err := adapter.NewTracker(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr, c
+}
+
+// notif decodes a session/update params object.
+func notif(t testing.TB, js string) acp.SessionNotification {
+	t.Helper()
+	var n acp.SessionNotification
+	if err := json.Unmarshal([]byte(js), &n); err != nil {
+		t.Fatalf("decode %s: %v", js, err)
+	}
+	return n
+}
+
+func toolCall(t testing.TB, sid, id, title string) acp.SessionNotification {
+	return notif(t, fmt.Sprintf(`{"sessionId":%q,"update":{"sessionUpdate":"tool_call","toolCallId":%q,"title":%q}}`, sid, id, title))
+}
+
+func toolUpdate(t testing.TB, sid, id, status string) acp.SessionNotification {
+	return notif(t, fmt.Sprintf(`{"sessionId":%q,"update":{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":%q}}`, sid, id, status))
+}
+
+func TestDialectSelection(t *testing.T) {
+	for agent, want := range map[string]string{
+		"@agentclientprotocol/claude-agent-acp": "claude",
+		"Cursor Agent":                          "cursor",
+		"codex-acp":                             "codex",
+		"opencode":                              "opencode",
+		"auggie":                                "auggie",
+		"GitHub Copilot":                        "copilot",
+		"mock-agent":                            "claude",
+		"gemini-cli":                            "generic",
+		"":                                      "generic",
+	} {
+		if got := adapter.DialectForAgent(agent); got != want {
+			t.Errorf("DialectForAgent(%q) = %q, want %q", agent, got, want)
+		}
+	}
+	if _, err := adapter.NewTracker(adapter.Config{DialectName: "nope"}); err == nil {
+		t.Error("unregistered explicit dialect accepted")
+	}
+	// Explicit wins over agentInfo.
+	tr, _ := newTracker(t, adapter.Config{DialectName: "codex"})
+	tr.Initialize(nil, &acp.InitializeResponse{AgentInfo: &acp.Implementation{Name: "claude-agent-acp"}})
+	if got := tr.Dialect(); got != "codex" {
+		t.Errorf("explicit: %q", got)
+	}
+	// agentInfo, else generic.
+	tr, _ = newTracker(t, adapter.Config{})
+	tr.Initialize(&acp.InitializeRequest{}, &acp.InitializeResponse{AgentInfo: &acp.Implementation{Name: "claude-agent-acp"}})
+	if got := tr.Dialect(); got != "claude" {
+		t.Errorf("agentInfo: %q", got)
+	}
+	tr, _ = newTracker(t, adapter.Config{})
+	tr.SessionUpdate(toolCall(t, "s1", "x", "task"))
+	if got := tr.Dialect(); got != "generic" {
+		t.Errorf("no initialize: %q", got)
+	}
+}
+
+func TestEventsAreDeepCopies(t *testing.T) {
+	tr, c := newTracker(t, adapter.Config{DialectName: "claude"})
+	tr.SessionUpdate(notif(t, `{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"a","title":"Task","_meta":{"claudeCode":{"toolName":"Agent","toolResponse":{"totalToolUseCount":3}}}}}`))
+	first := c.all()[0]
+	*first.Payload.SubagentTask.ToolUseCount = 99
+	first.Payload.SubagentTask.Description = "mutated"
+	tr.SessionUpdate(notif(t, `{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"a","_meta":{"claudeCode":{"toolName":"Agent","toolResponse":{"totalToolUseCount":4}}}}}`))
+	ev := c.all()
+	if got := *ev[1].Payload.SubagentTask.ToolUseCount; got != 4 {
+		t.Errorf("second event count %d", got)
+	}
+	if ev[1].Payload.SubagentTask.Description != "" {
+		t.Error("mutation of an event leaked into the tracker")
+	}
+	if *ev[0].Payload.SubagentTask.ToolUseCount != 99 {
+		t.Error("later merge changed an earlier event")
+	}
+}
+
+func TestCompletedSetBoundAndSweep(t *testing.T) {
+	tr, _ := newTracker(t, adapter.Config{MaxCompleted: 2})
+	for _, id := range []string{"a", "b", "c"} {
+		tr.SessionUpdate(toolCall(t, "s1", id, "task"))
+		tr.SessionUpdate(toolUpdate(t, "s1", id, "completed"))
+	}
+	if got := tr.Counters()[adapter.CounterCompletedEvicted]; got != 1 {
+		t.Errorf("completed_evicted = %d", got)
+	}
+	found := map[string]bool{}
+	tr.Do(func(tx *adapter.Tx) {
+		for _, id := range []string{"a", "b", "c"} {
+			_, found[id] = tx.Card("s1", id)
+		}
+	})
+	if found["a"] || !found["b"] || !found["c"] {
+		t.Errorf("after eviction: %v", found)
+	}
+	tr.PromptEnded("s1")
+	tr.Do(func(tx *adapter.Tx) {
+		if _, ok := tx.FindCard("b"); ok {
+			t.Error("completed card survived the prompt-end sweep")
+		}
+	})
+}
+
+func TestActiveAndSessionBounds(t *testing.T) {
+	tr, _ := newTracker(t, adapter.Config{MaxActive: 3, MaxSessions: 2})
+	for i := range 10 {
+		tr.SessionUpdate(toolCall(t, "s1", fmt.Sprint(i), "Read"))
+	}
+	if got := tr.Counters()[adapter.CounterActiveEvicted]; got != 7 {
+		t.Errorf("active_evicted = %d", got)
+	}
+	tr.SessionUpdate(toolCall(t, "s2", "x", "Read"))
+	tr.SessionUpdate(toolCall(t, "s3", "x", "Read"))
+	if got := tr.Counters()[adapter.CounterSessionsEvicted]; got != 1 {
+		t.Errorf("sessions_evicted = %d", got)
+	}
+}
+
+func TestLifecycleClearsOnlyThatSessionAndItsChildren(t *testing.T) {
+	tr, _ := newTracker(t, adapter.Config{})
+	for _, sid := range []string{"p", "child", "other"} {
+		tr.SessionUpdate(toolCall(t, sid, "t", "Read"))
+	}
+	tr.Do(func(tx *adapter.Tx) { tx.SetParentSession("child", "p") })
+	tr.SessionClosed("p")
+	tr.Do(func(tx *adapter.Tx) {
+		_, p := tx.Card("p", "t")
+		_, ch := tx.Card("child", "t")
+		_, o := tx.Card("other", "t")
+		if p || ch || !o {
+			t.Errorf("after close: parent %v child %v other %v", p, ch, o)
+		}
+	})
+	tr.Reset()
+	tr.Do(func(tx *adapter.Tx) {
+		if _, ok := tx.FindCard("t"); ok {
+			t.Error("Reset kept a card")
+		}
+	})
+}
+
+// A late enrichment through Tx (what the Cursor dialect does for a
+// cursor/task after completion) emits one update with the terminal status.
+func TestLateEnrichmentThroughTx(t *testing.T) {
+	tr, c := newTracker(t, adapter.Config{})
+	tr.PromptStarted("s1")
+	tr.SessionUpdate(notif(t, `{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"t1","title":"Task: Subagent task","rawInput":{"_toolName":"task"}}}`))
+	tr.SessionUpdate(toolUpdate(t, "s1", "t1", "completed"))
+	tr.Do(func(tx *adapter.Tx) {
+		card, ok := tx.FindCard("t1")
+		if !ok || !card.IsSubagent() {
+			t.Fatal("completed card not found")
+		}
+		if adapter.FillString(&card.Task().Description, "late") {
+			tx.Emit(adapter.EventToolUpdate, card)
+		}
+	})
+	ev := c.all()
+	if len(ev) != 3 || ev[2].Status != adapter.ToolStatusComplete || ev[2].Payload.SubagentTask.Description != "late" || ev[2].Title != "Task: Subagent task" {
+		t.Fatalf("late enrichment events: %+v", ev)
+	}
+}
+
+func TestCallbackMayReenterAndPanicsAreContained(t *testing.T) {
+	var tr *adapter.Tracker
+	n := 0
+	tr, _ = adapter.NewTracker(adapter.Config{OnEvent: func(e adapter.Event) {
+		n++
+		_ = tr.Counters()
+		if e.ToolCallID == "a" && e.Kind == adapter.EventToolCall {
+			tr.SessionUpdate(toolCall(t, "s1", "b", "Read")) // re-entrant feed
+		}
+		if e.ToolCallID == "boom" {
+			panic("consumer bug")
+		}
+	}})
+	tr.SessionUpdate(toolCall(t, "s1", "a", "Read"))
+	tr.SessionUpdate(toolCall(t, "s1", "boom", "Read"))
+	tr.SessionUpdate(toolCall(t, "s1", "c", "Read"))
+	if n != 4 {
+		t.Errorf("delivered %d events, want 4", n)
+	}
+	if got := tr.Counters()[adapter.CounterCallbackPanics]; got != 1 {
+		t.Errorf("callback_panics = %d", got)
+	}
+}
+
+// Session updates and extension-style Do calls from many goroutines: every
+// card's emitted statuses stay monotonic and delivery is serialised.
+func TestConcurrentFeedersKeepOrder(t *testing.T) {
+	var mu sync.Mutex
+	inCallback := false
+	rank := map[adapter.ToolStatus]int{"pending": 1, "in_progress": 2, "complete": 3, "error": 3}
+	seen := map[string]int{}
+	tr, _ := adapter.NewTracker(adapter.Config{OnEvent: func(e adapter.Event) {
+		mu.Lock()
+		if inCallback {
+			t.Error("callback entered twice at once")
+		}
+		inCallback = true
+		mu.Unlock()
+		if r := rank[e.Status]; r > 0 {
+			if r < seen[e.ToolCallID] {
+				t.Errorf("%s: status went back to %s", e.ToolCallID, e.Status)
+			}
+			seen[e.ToolCallID] = r
+		}
+		mu.Lock()
+		inCallback = false
+		mu.Unlock()
+	}})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				id := fmt.Sprintf("t%d-%d", g, i)
+				tr.SessionUpdate(toolCall(t, "s1", id, "task"))
+				tr.SessionUpdate(toolUpdate(t, "s1", id, "completed"))
+				tr.SessionUpdate(toolUpdate(t, "s1", id, "in_progress"))
+			}
+		}()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				id := fmt.Sprintf("t%d-%d", g, i)
+				tr.Do(func(tx *adapter.Tx) {
+					if c, ok := tx.FindCard(id); ok && c.IsSubagent() {
+						if adapter.FillString(&c.Task().Model, "m") {
+							tx.Emit(adapter.EventToolUpdate, c)
+						}
+					}
+				})
+			}
+		}()
+	}
+	wg.Wait()
+}
