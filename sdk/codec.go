@@ -1,0 +1,442 @@
+package acp
+
+// JSON helpers the generated codecs use (types_gen.go).
+//
+// Numbers in dynamically typed fields (rawInput, rawOutput, _meta, any other
+// any or map[string]any): they decode as float64, exactly as with
+// encoding/json, except integers whose magnitude exceeds 2^53. Those would
+// lose digits as float64, so they decode as json.Number, which re-encodes
+// byte for byte. Consumers that type-assert float64 keep working for every
+// number float64 can hold exactly.
+//
+// Unions decode in one pass: a small scanner reads the discriminator (or the
+// set of top-level keys) and the payload is decoded once into the variant.
+// They encode in one pass too: the variant struct, whose fields are sorted by
+// JSON name, is marshalled with its tag set, so keys come out alphabetically
+// without the detour through map[string]any.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strconv"
+	"unicode/utf8"
+)
+
+// maxExactInt is 2^53, the largest magnitude below which every integer is a float64.
+const maxExactInt = 1 << 53
+
+// unknownVariant keeps a union variant this SDK does not know.
+type unknownVariant struct {
+	tag string
+	raw []byte
+}
+
+// decodeParams decodes inbound method params.
+func decodeParams(params json.RawMessage, v any) error {
+	return decodeExact(params, v)
+}
+
+// decodeExact decodes data into v. Integers beyond 2^53 in interface-typed
+// values stay exact as json.Number; every other number is a float64.
+func decodeExact(data []byte, v any) error {
+	if !hasLongDigitRun(data) {
+		return json.Unmarshal(data, v)
+	}
+	if !json.Valid(data) {
+		return json.Unmarshal(data, v) // the standard error
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	normalizeNumbers(reflect.ValueOf(v))
+	return nil
+}
+
+// hasLongDigitRun reports whether data holds 16 or more consecutive digits,
+// the only way to write an integer beyond 2^53 (9007199254740992). Digits
+// inside strings give false positives, which only cost the slower path.
+func hasLongDigitRun(data []byte) bool {
+	run := 0
+	for _, c := range data {
+		if c >= '0' && c <= '9' {
+			run++
+			if run >= 16 {
+				return true
+			}
+			continue
+		}
+		run = 0
+	}
+	return false
+}
+
+// exactNumber converts a json.Number to float64 unless that would lose an integer.
+func exactNumber(n json.Number) any {
+	s := string(n)
+	isInt := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '.' || c == 'e' || c == 'E' {
+			isInt = false
+			break
+		}
+	}
+	if isInt {
+		i, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || i > maxExactInt || i < -maxExactInt {
+			return n
+		}
+		return float64(i)
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return n
+	}
+	return f
+}
+
+// fixAny rewrites json.Number values inside a dynamically typed JSON value.
+func fixAny(x any) any {
+	switch t := x.(type) {
+	case json.Number:
+		return exactNumber(t)
+	case map[string]any:
+		for k, v := range t {
+			t[k] = fixAny(v)
+		}
+		return t
+	case []any:
+		for i, v := range t {
+			t[i] = fixAny(v)
+		}
+		return t
+	}
+	return x
+}
+
+var (
+	anyType    = reflect.TypeOf((*any)(nil)).Elem()
+	numberType = reflect.TypeOf(json.Number(""))
+)
+
+// normalizeNumbers walks a decoded value and applies fixAny to every
+// interface-typed value in it.
+func normalizeNumbers(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			normalizeNumbers(v.Elem())
+		}
+	case reflect.Interface:
+		if v.IsNil() || !v.CanSet() {
+			return
+		}
+		if v.Type() == anyType {
+			v.Set(reflect.ValueOf(fixAny(v.Interface())))
+			if v.IsNil() {
+				return
+			}
+		}
+		inner := v.Elem()
+		if inner.Kind() == reflect.Pointer {
+			normalizeNumbers(inner)
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if f := v.Field(i); f.CanSet() {
+				normalizeNumbers(f)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			normalizeNumbers(v.Index(i))
+		}
+	case reflect.Map:
+		if v.IsNil() {
+			return
+		}
+		elem := v.Type().Elem()
+		iter := v.MapRange()
+		for iter.Next() {
+			val := iter.Value()
+			switch {
+			case elem == anyType:
+				v.SetMapIndex(iter.Key(), reflect.ValueOf(fixAny(val.Interface())))
+			case elem.Kind() == reflect.Pointer || elem.Kind() == reflect.Map || elem.Kind() == reflect.Slice:
+				normalizeNumbers(val)
+			case elem.Kind() == reflect.Struct:
+				cp := reflect.New(elem).Elem()
+				cp.Set(val)
+				normalizeNumbers(cp)
+				v.SetMapIndex(iter.Key(), cp)
+			}
+		}
+	}
+	_ = numberType
+}
+
+// jsonKind classifies a JSON value by its first significant byte: '{', '[',
+// '"', 'n' (null), 't'/'f' (booleans) or '0' (numbers); 0 when empty.
+func jsonKind(data []byte) byte {
+	for _, c := range data {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{', '[', '"', 'n', 't', 'f':
+			return c
+		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			return '0'
+		default:
+			return c
+		}
+	}
+	return 0
+}
+
+var errBadJSON = errors.New("acp: malformed JSON")
+
+// scanner walks JSON text without building values. Every method is bounded
+// by the input and never panics on malformed input.
+type scanner struct {
+	data []byte
+	pos  int
+}
+
+func (s *scanner) skipSpace() {
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ' ', '\t', '\r', '\n':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+// readString reads a string starting at pos (on the opening quote) and
+// returns its raw contents (escapes unresolved) and whether it had escapes.
+func (s *scanner) readString() (raw []byte, escaped bool, err error) {
+	if s.pos >= len(s.data) || s.data[s.pos] != '"' {
+		return nil, false, errBadJSON
+	}
+	start := s.pos + 1
+	for i := start; i < len(s.data); i++ {
+		switch s.data[i] {
+		case '\\':
+			escaped = true
+			i++
+		case '"':
+			s.pos = i + 1
+			return s.data[start:i], escaped, nil
+		}
+	}
+	return nil, false, errBadJSON
+}
+
+// skipValue moves past one JSON value, iteratively (no recursion, so deep
+// nesting cannot exhaust the stack).
+func (s *scanner) skipValue() error {
+	depth := 0
+	for {
+		s.skipSpace()
+		if s.pos >= len(s.data) {
+			return errBadJSON
+		}
+		switch c := s.data[s.pos]; c {
+		case '"':
+			if _, _, err := s.readString(); err != nil {
+				return err
+			}
+		case '{', '[':
+			depth++
+			s.pos++
+			continue
+		case '}', ']':
+			if depth == 0 {
+				return errBadJSON
+			}
+			depth--
+			s.pos++
+		case ',', ':':
+			if depth == 0 {
+				return errBadJSON
+			}
+			s.pos++
+			continue
+		default:
+			start := s.pos
+			for s.pos < len(s.data) {
+				c := s.data[s.pos]
+				if c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ':' {
+					break
+				}
+				s.pos++
+			}
+			if s.pos == start {
+				return errBadJSON
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+// eachField calls fn for every top-level member of the object in data.
+// fn returns false to stop early.
+func eachField(data []byte, fn func(key string, value []byte) bool) error {
+	s := scanner{data: data}
+	s.skipSpace()
+	if s.pos >= len(s.data) || s.data[s.pos] != '{' {
+		return errBadJSON
+	}
+	s.pos++
+	s.skipSpace()
+	if s.pos < len(s.data) && s.data[s.pos] == '}' {
+		return nil
+	}
+	for {
+		s.skipSpace()
+		rawKey, escaped, err := s.readString()
+		if err != nil {
+			return err
+		}
+		key := string(rawKey)
+		if escaped || !utf8.Valid(rawKey) {
+			if err := json.Unmarshal(data[s.pos-len(rawKey)-2:s.pos], &key); err != nil {
+				return err
+			}
+		}
+		s.skipSpace()
+		if s.pos >= len(s.data) || s.data[s.pos] != ':' {
+			return errBadJSON
+		}
+		s.pos++
+		s.skipSpace()
+		start := s.pos
+		if err := s.skipValue(); err != nil {
+			return err
+		}
+		if !fn(key, s.data[start:s.pos]) {
+			return nil
+		}
+		s.skipSpace()
+		if s.pos >= len(s.data) {
+			return errBadJSON
+		}
+		switch s.data[s.pos] {
+		case ',':
+			s.pos++
+		case '}':
+			return nil
+		default:
+			return errBadJSON
+		}
+	}
+}
+
+// peekString returns the string value of the top-level member key.
+// isString is false when the key is missing or not a string. Like
+// encoding/json, the last occurrence of a duplicated key wins.
+func peekString(data []byte, key string) (value string, isString bool, err error) {
+	var raw []byte
+	found := false
+	err = eachField(data, func(k string, v []byte) bool {
+		if k == key {
+			raw = v
+			found = true
+		}
+		return true
+	})
+	if err != nil {
+		// Let encoding/json report malformed input precisely.
+		var x any
+		if jerr := json.Unmarshal(data, &x); jerr != nil {
+			return "", false, jerr
+		}
+		return "", false, err
+	}
+	if !found || len(raw) == 0 || raw[0] != '"' {
+		return "", false, nil
+	}
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1]), true, nil
+	}
+	if err := json.Unmarshal(raw, &value); err != nil {
+		return "", false, err
+	}
+	return value, true, nil
+}
+
+// presentKeys returns the object's top-level keys, each mapped to whether
+// its value is non-null: present[k] is false for a missing or null key, and
+// hasKey tells a null key from a missing one.
+func presentKeys(data []byte) (map[string]bool, error) {
+	keys := map[string]bool{}
+	err := eachField(data, func(k string, v []byte) bool {
+		keys[k] = string(v) != "null"
+		return true
+	})
+	if err != nil {
+		var x map[string]json.RawMessage
+		if jerr := json.Unmarshal(data, &x); jerr != nil {
+			return nil, jerr
+		}
+		return nil, err
+	}
+	return keys, nil
+}
+
+// objectFields splits an object into its top-level members.
+func objectFields(data []byte) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// arrayItemKeys returns, for an array of objects, each element's key set; an
+// element that is not an object gets a nil set.
+func arrayItemKeys(data []byte) ([]map[string]bool, error) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(data, &items); err != nil {
+		return nil, err
+	}
+	out := make([]map[string]bool, len(items))
+	for i, it := range items {
+		if jsonKind(it) != '{' {
+			continue
+		}
+		keys, err := presentKeys(it)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = keys
+	}
+	return out, nil
+}
+
+// hasKey reports whether the key occurs, with any value including null.
+func hasKey(present map[string]bool, key string) bool {
+	_, ok := present[key]
+	return ok
+}
+
+// allHaveKeys reports whether every element is an object carrying every key.
+func allHaveKeys(items []map[string]bool, keys ...string) bool {
+	for _, it := range items {
+		if it == nil {
+			return false
+		}
+		for _, k := range keys {
+			if !hasKey(it, k) {
+				return false
+			}
+		}
+	}
+	return true
+}
