@@ -1,10 +1,6 @@
 package cursor
 
-import (
-	"time"
-
-	acp "github.com/coder/acp-go-sdk"
-)
+import "time"
 
 // Default bounds of the pending store, per session.
 const (
@@ -14,6 +10,10 @@ const (
 	// DefaultMaxPendingBytes bounds the string bytes a session's pending
 	// entries keep (ids and metadata); the oldest are evicted beyond it.
 	DefaultMaxPendingBytes = 8 << 20
+	// DefaultMaxPendingSessions bounds how many sessions of one connection
+	// hold pending entries at once; beyond it the session whose newest entry
+	// is oldest loses its entries.
+	DefaultMaxPendingSessions = 16
 	// DefaultMaxPendingAge is how long an unmatched request waits for its
 	// tool_call. Cursor sends both within the same turn, seconds apart; the
 	// prompt-end sweep normally clears the store long before this.
@@ -28,6 +28,9 @@ type Limits struct {
 	MaxPendingBytes int
 	// MaxPendingAge is the per-entry age cap (default DefaultMaxPendingAge).
 	MaxPendingAge time.Duration
+	// MaxPendingSessions bounds the sessions holding pending entries
+	// (default DefaultMaxPendingSessions).
+	MaxPendingSessions int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -39,6 +42,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxPendingAge <= 0 {
 		l.MaxPendingAge = DefaultMaxPendingAge
+	}
+	if l.MaxPendingSessions <= 0 {
+		l.MaxPendingSessions = DefaultMaxPendingSessions
 	}
 	return l
 }
@@ -66,7 +72,7 @@ type sessionPending struct {
 type pendingStore struct {
 	limits   Limits
 	now      func() time.Time
-	sessions map[acp.SessionId]*sessionPending
+	sessions map[string]*sessionPending
 	stats    *Stats
 }
 
@@ -77,16 +83,19 @@ func newPendingStore(limits Limits, now func() time.Time, stats *Stats) *pending
 	return &pendingStore{
 		limits:   limits.withDefaults(),
 		now:      now,
-		sessions: make(map[acp.SessionId]*sessionPending),
+		sessions: make(map[string]*sessionPending),
 		stats:    stats,
 	}
 }
 
 // put stores p under session, merging into an existing entry for the same
 // id first-non-empty per field. It reports whether anything changed.
-func (s *pendingStore) put(session acp.SessionId, p TaskParams) bool {
+func (s *pendingStore) put(session string, p TaskParams) bool {
 	sp := s.sessions[session]
 	if sp == nil {
+		for len(s.sessions) >= s.limits.MaxPendingSessions {
+			s.evictStalestSession()
+		}
 		sp = &sessionPending{byID: make(map[string]*pendingEntry)}
 		s.sessions[session] = sp
 	}
@@ -119,7 +128,7 @@ func (s *pendingStore) put(session acp.SessionId, p TaskParams) bool {
 }
 
 // take removes and returns the pending metadata for (session, id).
-func (s *pendingStore) take(session acp.SessionId, id string) (TaskParams, bool) {
+func (s *pendingStore) take(session string, id string) (TaskParams, bool) {
 	sp := s.sessions[session]
 	if sp == nil {
 		return TaskParams{}, false
@@ -138,7 +147,7 @@ func (s *pendingStore) take(session acp.SessionId, id string) (TaskParams, bool)
 }
 
 // clearSession drops every pending entry of session, counting them as swept.
-func (s *pendingStore) clearSession(session acp.SessionId) {
+func (s *pendingStore) clearSession(session string) {
 	if sp := s.sessions[session]; sp != nil {
 		s.stats.PendingSwept += uint64(len(sp.byID))
 		delete(s.sessions, session)
@@ -153,7 +162,7 @@ func (s *pendingStore) clearAll() {
 }
 
 // len reports how many entries session holds.
-func (s *pendingStore) len(session acp.SessionId) int {
+func (s *pendingStore) len(session string) int {
 	if sp := s.sessions[session]; sp != nil {
 		return len(sp.byID)
 	}
@@ -169,6 +178,20 @@ func (s *pendingStore) total() int {
 	return n
 }
 
+// evictStalestSession drops the session whose newest entry is the oldest.
+func (s *pendingStore) evictStalestSession() {
+	var stalest string
+	var newest time.Time
+	first := true
+	for id, sp := range s.sessions {
+		if t := sp.tail.added; first || t.Before(newest) || (t.Equal(newest) && id < stalest) {
+			stalest, newest, first = id, t, false
+		}
+	}
+	s.stats.PendingEvictedSession += uint64(len(s.sessions[stalest].byID))
+	delete(s.sessions, stalest)
+}
+
 // expire evicts entries older than the age cap, oldest first.
 func (s *pendingStore) expire(sp *sessionPending) {
 	deadline := s.now().Add(-s.limits.MaxPendingAge)
@@ -182,7 +205,7 @@ func (s *pendingStore) evictOldest(sp *sessionPending) {
 	sp.remove(sp.head)
 }
 
-func (s *pendingStore) dropIfEmpty(session acp.SessionId, sp *sessionPending) {
+func (s *pendingStore) dropIfEmpty(session string, sp *sessionPending) {
 	if len(sp.byID) == 0 {
 		delete(s.sessions, session)
 	}

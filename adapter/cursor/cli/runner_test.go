@@ -1,0 +1,488 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func out(line string) string { return "out " + line }
+
+// Scenario 11.
+func TestRunSuccessWithUsageDropsEcho(t *testing.T) {
+	f := newFixture(t, out(lineInit), out(lineEcho), out(lineThinking), out(lineThinkDone),
+		out(lineReadStart), out(lineReadDone), out(lineAssistant), out(lineResultOK))
+	res := f.run(SessionState{}, "what does main.go do?")
+	if !res.Success() || res.Class != ClassSuccess || res.IsError {
+		t.Fatalf("not success: %+v", res)
+	}
+	if res.FinalText != "main.go prints a greeting." {
+		t.Fatalf("final = %q", res.FinalText)
+	}
+	if res.Usage == nil || res.Usage.InputTokens == nil || *res.Usage.InputTokens != 14948 || *res.Usage.CacheWriteTokens != 0 {
+		t.Fatalf("usage = %+v", res.Usage)
+	}
+	if res.SessionID != sid || !slices.Equal(f.ids, []string{sid}) {
+		t.Fatalf("session id %q, recorded %v", res.SessionID, f.ids)
+	}
+	want := []EventKind{EventSessionStarted, EventThinkingDelta, EventThinkingCompleted, EventToolStarted, EventToolCompleted, EventAssistantText}
+	if !slices.Equal(f.kinds(), want) {
+		t.Fatalf("events = %v, want %v", f.kinds(), want)
+	}
+	for _, e := range f.events {
+		b, _ := json.Marshal(e)
+		if strings.Contains(string(b), "ECHOED-ENVELOPE") {
+			t.Fatalf("prompt echo projected: %s", b)
+		}
+	}
+	tool := f.events[4].Tool
+	if tool.Status != ToolSucceeded || tool.Name != "read" || tool.Path != "main.go" {
+		t.Fatalf("tool = %+v", tool)
+	}
+}
+
+// Scenario 10 (argv transport): the prompt reaches the CLI as the last
+// argument, and the recorded argv shows only a placeholder.
+func TestRunArgvTransportRedactsPrompt(t *testing.T) {
+	f := newFixture(t, "record", out(lineInit), out(lineResultOK))
+	res := f.run(SessionState{}, "secret user words")
+	if !res.Success() {
+		t.Fatalf("not success: %+v", res)
+	}
+	rec := readRecord(t, f.record)
+	last := rec.Args[len(rec.Args)-1]
+	if !strings.HasPrefix(last, envelopeHeader) || !strings.HasSuffix(last, "secret user words") {
+		t.Fatalf("prompt argument = %q", last)
+	}
+	if rec.Stdin != "" {
+		t.Fatalf("stdin under argv transport = %q", rec.Stdin)
+	}
+	if rec.Env["NO_COLOR"] != "1" {
+		t.Fatalf("NO_COLOR not set: %v", rec.Env)
+	}
+	joined := strings.Join(res.Argv, " ")
+	if strings.Contains(joined, "secret") || !strings.Contains(joined, "<prompt: ") || res.Argv[0] != "cursor-agent" {
+		t.Fatalf("redacted argv = %v", res.Argv)
+	}
+	if strings.Contains(joined, "/") {
+		t.Fatalf("argv leaks a path: %v", res.Argv)
+	}
+}
+
+// Scenario 10 (stdin transport): the fake reads the envelope, then EOF.
+func TestRunStdinTransport(t *testing.T) {
+	f := newFixture(t, "record", out(lineInit), out(lineResultOK))
+	f.runner.Transport = TransportStdin
+	res := f.run(SessionState{}, "stdin words")
+	if !res.Success() {
+		t.Fatalf("not success: %+v", res)
+	}
+	rec := readRecord(t, f.record)
+	if !strings.HasPrefix(rec.Stdin, envelopeHeader) || !strings.HasSuffix(rec.Stdin, "stdin words") {
+		t.Fatalf("stdin = %q", rec.Stdin)
+	}
+	for _, a := range rec.Args {
+		if strings.Contains(a, "stdin words") {
+			t.Fatalf("prompt on argv under stdin transport: %v", rec.Args)
+		}
+	}
+}
+
+func readRecord(t *testing.T, path string) fakeRecord {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("fake record: %v", err)
+	}
+	var rec fakeRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// Scenario 12.
+func TestRunPlanModeInteractionPairDropped(t *testing.T) {
+	req := `{"type":"interaction_query","subtype":"request","query_type":"plan","prompt":"SECRET-QUERY https://example.invalid/x","session_id":"` + sid + `"}`
+	resp := `{"type":"interaction_query","subtype":"response","answer":"SECRET-ANSWER","session_id":"` + sid + `"}`
+	f := newFixture(t, out(lineInit), out(req), out(resp), out(lineAssistant), out(lineResultOK))
+	res := f.run(SessionState{PermissionMode: ModePlan}, "plan it")
+	if !res.Success() {
+		t.Fatalf("not success: %+v", res)
+	}
+	b, _ := json.Marshal(struct {
+		E []Event
+		R Result
+	}{f.events, res})
+	if strings.Contains(string(b), "SECRET") {
+		t.Fatalf("interaction payload leaked: %s", b)
+	}
+}
+
+// Scenario 13.
+func TestRunShellRejectedIsDeclinedTurnSucceeds(t *testing.T) {
+	f := newFixture(t, out(lineInit), out(lineShellStart), out(lineShellRej), out(lineResultOK))
+	res := f.run(SessionState{}, "run tests")
+	if !res.Success() {
+		t.Fatalf("not success: %+v", res)
+	}
+	last := f.events[len(f.events)-1]
+	if last.Kind != EventToolCompleted || last.Tool.Status != ToolDeclined || last.Tool.Outcome != "rejected" {
+		t.Fatalf("last event = %+v", last)
+	}
+}
+
+// Scenario 14.
+func TestRunNeedsConfirmationFailsClosed(t *testing.T) {
+	confirm := `{"type":"tool_call","subtype":"completed","call_id":"call-2","tool_call":{"shellToolCall":{"result":{"needsConfirmation":{"command":"rm -rf /"}}}},"session_id":"` + sid + `"}`
+	f := newFixture(t, out(lineInit), out(lineShellStart), out(confirm), "hang")
+	res := f.run(SessionState{}, "x")
+	assertFailure(t, res, ClassApprovalRequired)
+	if !res.KilledByRunner {
+		t.Fatalf("group not killed: %+v", res)
+	}
+}
+
+// Scenario 15.
+func TestRunUnknownEventTypeIsSchemaErrorKeepsSessionID(t *testing.T) {
+	f := newFixture(t, out(lineInit), out(`{"type":"brand_new_event","session_id":"`+sid+`"}`), "hang")
+	res := f.run(SessionState{}, "x")
+	assertFailure(t, res, ClassSchemaError)
+	if res.SessionID != sid || len(f.ids) != 1 {
+		t.Fatalf("session id not kept: %q %v", res.SessionID, f.ids)
+	}
+	if !strings.Contains(res.Detail, "brand_new_event") {
+		t.Fatalf("detail = %q", res.Detail)
+	}
+	st := SessionState{}
+	st.Commit(TurnPlan{InstructionHash: "h"}, res)
+	if st.CursorSessionID != sid || st.InstructionHash != "" {
+		t.Fatalf("commit after failure = %+v", st)
+	}
+}
+
+// Scenario 16 (runner side): unknown fields and a grepToolCall are accepted;
+// tolerated unknown subtypes are counted.
+func TestRunAcceptsUnknownFieldsAndGenericTools(t *testing.T) {
+	grepStart := `{"type":"tool_call","subtype":"started","call_id":"g1","new_field":{"x":1},"tool_call":{"grepToolCall":{"args":{"pattern":"main"}}},"session_id":"` + sid + `"}`
+	grepDone := `{"type":"tool_call","subtype":"completed","call_id":"g1","tool_call":{"grepToolCall":{"result":{"success":{"matches":3}}}},"session_id":"` + sid + `"}`
+	note := `{"type":"system","subtype":"some_future_note","session_id":"` + sid + `"}`
+	f := newFixture(t, out(lineInit), out(grepStart), out(grepDone), out(note), out(lineResultOK))
+	res := f.run(SessionState{}, "x")
+	if !res.Success() || res.IgnoredEvents != 1 {
+		t.Fatalf("res = %+v", res)
+	}
+	if f.events[2].Tool.Name != "grep" {
+		t.Fatalf("tool = %+v", f.events[2].Tool)
+	}
+}
+
+// Scenario 17 (runner side): a malformed result is a schema error.
+func TestRunMalformedResultIsSchemaError(t *testing.T) {
+	bad := `{"type":"result","subtype":"success","is_error":"false","result":"x","session_id":"` + sid + `"}`
+	f := newFixture(t, out(lineInit), out(bad), "hang")
+	res := f.run(SessionState{}, "x")
+	assertFailure(t, res, ClassSchemaError)
+}
+
+// Scenario 18.
+func TestRunLogicalErrorEmptiesFinalText(t *testing.T) {
+	f := newFixture(t, out(lineInit), out(lineAssistant), out(lineResultErr), "exit 1")
+	res := f.run(SessionState{}, "x")
+	assertFailure(t, res, ClassLogicalError)
+	if f.events[1].Kind != EventAssistantText {
+		t.Fatalf("streamed text should stay in the timeline: %v", f.kinds())
+	}
+}
+
+// Scenario 19.
+func TestRunInvalidSessionIDNotStored(t *testing.T) {
+	for name, id := range map[string]string{
+		"too long":   strings.Repeat("a", 300),
+		"flag-like":  "-rf",
+		"whitespace": "a b",
+	} {
+		t.Run(name, func(t *testing.T) {
+			init := `{"type":"system","subtype":"init","session_id":"` + id + `","model":"Auto"}`
+			f := newFixture(t, out(init), "hang")
+			res := f.run(SessionState{}, "x")
+			assertFailure(t, res, ClassInvalidSessionID)
+			if res.SessionID != "" || len(f.ids) != 0 {
+				t.Fatalf("invalid id stored: %q %v", res.SessionID, f.ids)
+			}
+		})
+	}
+}
+
+// Scenario 20: init then exit 1 / exit 0 without result; the id is stored,
+// the hash is not, and the retry resumes and re-injects the prelude.
+func TestRunNoResultKeepsIDRetryResumes(t *testing.T) {
+	for _, tc := range []struct {
+		exit string
+		want Class
+	}{{"exit 1", ClassExitNonzero}, {"exit 0", ClassNoResult}} {
+		t.Run(tc.exit, func(t *testing.T) {
+			f := newFixture(t, "record", out(lineInit), tc.exit)
+			st := SessionState{}
+			plan := st.PlanTurn(Instructions{SystemPrompt: "sys"}, "hello")
+			res, err := f.runner.Run(testCtx(t), Turn{Plan: plan, Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertFailure(t, res, tc.want)
+			st.Commit(plan, res)
+			if st.CursorSessionID != sid || st.InstructionHash != "" {
+				t.Fatalf("state after failure = %+v", st)
+			}
+			retry := st.PlanTurn(Instructions{SystemPrompt: "sys"}, "hello")
+			if retry.ResumeID != sid || !retry.InjectedStable || !strings.Contains(retry.Envelope, sectionPrelude) {
+				t.Fatalf("retry plan = %+v", retry)
+			}
+			f.setScript("record", out(lineInit), out(lineResultOK))
+			res, err = f.runner.Run(testCtx(t), Turn{Plan: retry, Dir: t.TempDir()})
+			if err != nil || !res.Success() {
+				t.Fatalf("retry: %+v %v", res, err)
+			}
+			rec := readRecord(t, f.record)
+			if i := slices.Index(rec.Args, "--resume"); i < 0 || rec.Args[i+1] != sid {
+				t.Fatalf("retry argv = %v", rec.Args)
+			}
+			st.Commit(retry, res)
+			if st.InstructionHash == "" {
+				t.Fatalf("hash not committed after success")
+			}
+			again := st.PlanTurn(Instructions{SystemPrompt: "sys"}, "next")
+			if again.InjectedStable || strings.Contains(again.Envelope, "sys\n") {
+				t.Fatalf("stable parts repeated on ordinary resume: %q", again.Envelope)
+			}
+		})
+	}
+}
+
+// Scenario 21.
+func TestRunSilentFakeIsNoInit(t *testing.T) {
+	f := newFixture(t, "hang")
+	f.runner.Timeouts.Startup = 300 * time.Millisecond
+	res := f.run(SessionState{}, "x")
+	assertFailure(t, res, ClassNoInit)
+}
+
+// Scenario 21 variant: exit before init.
+func TestRunExitBeforeInitIsNoInit(t *testing.T) {
+	f := newFixture(t, "err boom", "exit 2")
+	res := f.run(SessionState{}, "x")
+	assertFailure(t, res, ClassNoInit)
+	if res.ExitCode != 2 || !strings.Contains(res.StderrTail, "boom") {
+		t.Fatalf("res = %+v", res)
+	}
+}
+
+// Scenario 22.
+func TestRunNonJSONLineIsSchemaErrorBlankSkipped(t *testing.T) {
+	f := newFixture(t, out(lineInit), "out ", "out    ", "out Error: something \x01 broke", "hang")
+	res := f.run(SessionState{}, "x")
+	assertFailure(t, res, ClassSchemaError)
+	if !strings.Contains(res.Detail, "something") || strings.Contains(res.Detail, "\x01") {
+		t.Fatalf("detail = %q", res.Detail)
+	}
+}
+
+// Scenario 23.
+func TestRunOversizedLine(t *testing.T) {
+	f := newFixture(t, out(lineInit), "bigline 20971520", "hang")
+	f.runner.Limits.MaxLineBytes = 1 << 20
+	res := f.run(SessionState{}, "x")
+	assertFailure(t, res, ClassLineTooLong)
+}
+
+// Scenario 24.
+func TestRunTruncatedFinalFragmentIsNotAnEvent(t *testing.T) {
+	f := newFixture(t, out(lineInit), `raw {"type":"result","subtype":"succ`, "exit 137")
+	res := f.run(SessionState{}, "x")
+	if res.Success() {
+		t.Fatalf("fragment treated as result: %+v", res)
+	}
+	assertFailure(t, res, ClassExitNonzero)
+}
+
+// Scenario 25.
+func TestRunRawStderrTailAttached(t *testing.T) {
+	f := newFixture(t, "err \x1b[31mT: plan limit reached\x1b[0m", "exit 1")
+	res := f.run(SessionState{}, "x")
+	assertFailure(t, res, ClassNoInit)
+	if !strings.Contains(res.StderrTail, "T: plan limit reached") || strings.Contains(res.StderrTail, "\x1b") {
+		t.Fatalf("stderr tail = %q", res.StderrTail)
+	}
+	if res.Hint == "" {
+		t.Fatalf("no hint for plan limit")
+	}
+}
+
+// Scenario 26.
+func TestRunStderrFloodDoesNotBlock(t *testing.T) {
+	f := newFixture(t, out(lineInit), "stderrflood 52428800", out(lineResultOK))
+	f.runner.Timeouts.Idle = 30 * time.Second // the flood takes a while under -race
+	f.runner.Timeouts.IdleWarning = 20 * time.Second
+	res := f.run(SessionState{}, "x")
+	if !res.Success() {
+		t.Fatalf("not success: %+v", res)
+	}
+	if res.StderrBytes != 50<<20 || len(res.StderrTail) > DefaultLimits.StderrTailBytes {
+		t.Fatalf("stderr bytes %d, tail %d", res.StderrBytes, len(res.StderrTail))
+	}
+}
+
+// Scenario 27.
+func TestRunIdleWarningThenTimeout(t *testing.T) {
+	f := newFixture(t, out(lineInit), "hang")
+	res := f.run(SessionState{}, "x")
+	assertFailure(t, res, ClassIdleTimeout)
+	n := 0
+	for _, e := range f.events {
+		if e.Kind == EventIdleWarning {
+			n++
+		}
+	}
+	if n != 1 || res.IdleWarnings != 1 {
+		t.Fatalf("idle warnings: events %d, result %d", n, res.IdleWarnings)
+	}
+}
+
+// Scenario 27 variant: idle with an unanswered interaction request.
+func TestRunIdleWithOpenInteractionIsApprovalRequired(t *testing.T) {
+	req := `{"type":"interaction_query","subtype":"request","session_id":"` + sid + `"}`
+	f := newFixture(t, out(lineInit), out(req), "hang")
+	res := f.run(SessionState{}, "x")
+	assertFailure(t, res, ClassApprovalRequired)
+}
+
+// Scenario 28: an open shell call whose timeout exceeds the idle limit
+// extends it; the result follows and the turn succeeds.
+func TestRunOpenShellCallExtendsIdle(t *testing.T) {
+	start := `{"type":"tool_call","subtype":"started","call_id":"sh","tool_call":{"shellToolCall":{"args":{"command":"sleep 1","timeout":3000}}},"session_id":"` + sid + `"}`
+	done := `{"type":"tool_call","subtype":"completed","call_id":"sh","tool_call":{"shellToolCall":{"result":{"success":{"exitCode":0,"stdout":"","stderr":""}}}},"session_id":"` + sid + `"}`
+	f := newFixture(t, out(lineInit), out(start), "sleep 1200", out(done), out(lineResultOK))
+	res := f.run(SessionState{}, "x")
+	if !res.Success() {
+		t.Fatalf("not success: %+v", res)
+	}
+}
+
+// Scenario 28 counterpart: a background shell call does not extend idle.
+func TestRunBackgroundShellDoesNotExtendIdle(t *testing.T) {
+	start := `{"type":"tool_call","subtype":"started","call_id":"sh","tool_call":{"shellToolCall":{"args":{"command":"server","timeout":60000,"isBackground":true}}},"session_id":"` + sid + `"}`
+	f := newFixture(t, out(lineInit), out(start), "hang")
+	res := f.run(SessionState{}, "x")
+	assertFailure(t, res, ClassIdleTimeout)
+}
+
+// Scenario 29.
+func TestRunEndlessRetriesHitWallClock(t *testing.T) {
+	f := newFixture(t, out(lineInit), "retry-forever 50")
+	f.runner.Timeouts.WallClock = 800 * time.Millisecond
+	res := f.run(SessionState{}, "x")
+	assertFailure(t, res, ClassWallClockTimeout)
+}
+
+// Scenario 30.
+func TestRunLingerAfterResultIgnoringTERMStaysSuccess(t *testing.T) {
+	f := newFixture(t, "ignore-term", out(lineInit), out(lineResultOK), "hang")
+	res := f.run(SessionState{}, "x")
+	if !res.Success() || !res.KilledByRunner || res.FinalText == "" {
+		t.Fatalf("res = %+v", res)
+	}
+}
+
+// Scenario 31: the fake exits after result leaving setsid grandchildren
+// holding stdout (one ignoring SIGTERM, one orphaned by a double fork).
+func TestRunDetachedGrandchildrenHoldingStdout(t *testing.T) {
+	f := newFixture(t, out(lineInit), "spawn-detached ignore-term", "spawn-doublefork", "spawn-child", out(lineResultOK), "exit 0")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := f.runner.Run(ctx, f.turn(SessionState{}, "x"))
+	if err != nil || !res.Success() {
+		t.Fatalf("res = %+v err %v", res, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Run hung until the guard context expired")
+	}
+}
+
+// Scenario 32.
+func TestRunStopMidTurnIgnoringTERM(t *testing.T) {
+	f := newFixture(t, "ignore-term", out(lineInit), out(lineAssistant), "hang")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tu := f.turn(SessionState{}, "x")
+	tu.OnEvent = func(e Event) {
+		if e.Kind == EventAssistantText {
+			cancel()
+		}
+	}
+	res, err := f.runner.Run(ctx, tu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertFailure(t, res, ClassStopped)
+	if res.SessionID != sid || !res.KilledByRunner || res.ExitCode != 128+9 {
+		t.Fatalf("res = %+v", res)
+	}
+}
+
+// Scenario 40.
+func TestRunAggregateCapOneNotice(t *testing.T) {
+	big := strings.Repeat("y", 40<<10)
+	var script []string
+	script = append(script, out(lineInit))
+	for i := 0; i < 20; i++ {
+		id := "c" + string(rune('a'+i))
+		script = append(script,
+			out(`{"type":"tool_call","subtype":"started","call_id":"`+id+`","tool_call":{"readToolCall":{"args":{"path":"f"}}}}`),
+			out(`{"type":"tool_call","subtype":"completed","call_id":"`+id+`","tool_call":{"readToolCall":{"result":{"success":{"content":"`+big+`","totalLines":7}}}}}`))
+	}
+	script = append(script, out(lineResultOK))
+	f := newFixture(t, script...)
+	f.runner.Limits.MaxAggregateBytes = 256 << 10
+	res := f.run(SessionState{}, "x")
+	if !res.Success() || !res.Truncated {
+		t.Fatalf("res = %+v", res)
+	}
+	notices, total := 0, 0
+	for _, e := range f.events {
+		if e.Kind == EventTruncated {
+			notices++
+		}
+		if e.Tool != nil {
+			total += len(e.Tool.Args) + len(e.Tool.Output)
+		}
+	}
+	if notices != 1 || total > 256<<10 {
+		t.Fatalf("notices %d, payload bytes %d", notices, total)
+	}
+}
+
+// Scenario 41.
+func TestRunParallelCallsMatchByCallID(t *testing.T) {
+	s1 := `{"type":"tool_call","subtype":"started","call_id":"p1","model_call_id":"m","tool_call":{"readToolCall":{"args":{"path":"a.go"}}}}`
+	s2 := `{"type":"tool_call","subtype":"started","call_id":"p2","model_call_id":"m","tool_call":{"globToolCall":{"args":{"globPattern":"*.go"}}}}`
+	d2 := `{"type":"tool_call","subtype":"completed","call_id":"p2","model_call_id":"m","tool_call":{"globToolCall":{"result":{"success":{"files":["a.go"],"totalFiles":1}}}}}`
+	d1 := `{"type":"tool_call","subtype":"completed","call_id":"p1","model_call_id":"m","tool_call":{"readToolCall":{"result":{"error":{"errorMessage":"boom"}}}}}`
+	f := newFixture(t, out(lineInit), out(s1), out(s2), out(d2), out(d1), out(lineResultOK))
+	res := f.run(SessionState{}, "x")
+	if !res.Success() {
+		t.Fatalf("res = %+v", res)
+	}
+	got := map[string]ToolStatus{}
+	for _, e := range f.events {
+		if e.Kind == EventToolCompleted {
+			got[e.Tool.CallID+"/"+e.Tool.Name] = e.Tool.Status
+		}
+	}
+	if got["p1/read"] != ToolFailed || got["p2/glob"] != ToolSucceeded {
+		t.Fatalf("completions = %v", got)
+	}
+}
