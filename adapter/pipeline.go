@@ -266,8 +266,13 @@ func joinModel(provider, model string) string {
 // Subagent-session kinds without the capability are dropped and counted
 // (see subagent.go).
 func (t *Tracker) unhandledUpdate(tx *Tx, n *acp.SessionNotification) {
-	if isSubagentSessionUpdate(&n.Update) {
+	switch {
+	case isSubagentSessionUpdate(&n.Update):
 		t.counters[CounterSubagentFramesOff]++
+	default:
+		if _, _, ok := n.Update.Unknown(); ok {
+			t.counters[CounterUnknownUpdates]++
+		}
 	}
 }
 

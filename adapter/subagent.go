@@ -2,14 +2,34 @@ package adapter
 
 import acp "github.com/coder/acp-go-sdk"
 
+// CounterUnknownUpdates counts session updates of a kind the SDK does not
+// know (kept by the SDK as raw bytes); they change nothing here.
+const CounterUnknownUpdates = "unknown_updates"
+
 // isSubagentSessionUpdate reports the subagent-session kinds
-// (subagent_update, session_message, session_message_chunk).
+// (subagent_update, session_message, session_message_chunk), recognised by
+// their explicit discriminators.
 func isSubagentSessionUpdate(u *acp.SessionUpdate) bool {
-	return false
+	return u.SubagentUpdate != nil || u.SessionMessage != nil || u.SessionMessageChunk != nil
 }
 
-// resolveSessionRefs resolves `session` contents against the known child
-// sessions.
+// resolveSessionRefs resolves `session` tool-call contents against the
+// announced child sessions. A reference never creates, reparents or grants
+// anything: an unknown target is reported with Known false (shown
+// unavailable). Without the client capability the contents are dropped and
+// counted.
 func resolveSessionRefs(tx *Tx, content []acp.ToolCallContent) []SessionRef {
-	return nil
+	var refs []SessionRef
+	for _, c := range content {
+		if c.Session == nil {
+			continue
+		}
+		if !tx.t.conn.SubagentsDeclared {
+			tx.t.counters[CounterSubagentFramesOff]++
+			continue
+		}
+		id := string(c.Session.SessionId)
+		refs = append(refs, SessionRef{SessionID: id, Known: id != "" && tx.ParentSession(id) != ""})
+	}
+	return refs
 }

@@ -1,7 +1,6 @@
 package adapter
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"sync"
@@ -149,23 +148,10 @@ func (t *Tracker) Initialize(req *acp.InitializeRequest, resp *acp.InitializeRes
 	})
 }
 
-// declaresSubagents reports whether caps carries "subagents" as a JSON
-// object (claude-agent-acp's own test: non-null, not an array).
+// declaresSubagents reports whether the client declared
+// clientCapabilities.subagents as an object.
 func declaresSubagents(caps acp.ClientCapabilities) bool {
-	b, err := json.Marshal(caps)
-	if err != nil {
-		return false
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(b, &m) != nil {
-		return false
-	}
-	raw, ok := m["subagents"]
-	if !ok {
-		return false
-	}
-	var obj map[string]json.RawMessage
-	return json.Unmarshal(raw, &obj) == nil && obj != nil
+	return caps.Subagents != nil
 }
 
 // Dialect returns the connection's dialect name ("" before one is chosen).
