@@ -26,13 +26,13 @@ const (
 const (
 	CounterChildrenAnnounced   = "children_announced"
 	CounterChildrenEvicted     = "children_evicted"
-	CounterChildReparent       = "child_reparent_ignored"    // subagent_update for a known child from another parent
-	CounterBadSubagentUpdate   = "bad_subagent_update"       // no or self-referencing session id
-	CounterBadState            = "bad_state"                 // a state union with no variant
-	CounterBadMessage          = "bad_session_message"       // no message id
-	CounterChunkWithoutMessage = "chunk_without_message"     // chunk for a message not seen: kept apart
-	CounterMessagesEvicted     = "messages_evicted"          // message views forgotten by the bound
-	CounterMessageTruncated    = "message_text_truncated"    // text cut at MaxMessageTextBytes
+	CounterChildReparent       = "child_reparent_ignored" // subagent_update for a known child from another parent
+	CounterBadSubagentUpdate   = "bad_subagent_update"    // no or self-referencing session id
+	CounterBadState            = "bad_state"              // a state union with no variant
+	CounterBadMessage          = "bad_session_message"    // no message id
+	CounterChunkWithoutMessage = "chunk_without_message"  // chunk for a message not seen: kept apart
+	CounterMessagesEvicted     = "messages_evicted"       // message views forgotten by the bound
+	CounterMessageTruncated    = "message_text_truncated" // text cut at MaxMessageTextBytes
 )
 
 // registry holds what the subagent-session form announced on one
