@@ -39,6 +39,8 @@ func fakeBin(t testing.TB, dir, name string, env ...string) string {
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n")
 	fmt.Fprintf(&b, "export %s=1\n", fakeEnv)
+	// The race runtime sleeps a second at exit by default.
+	b.WriteString("export GORACE=atexit_sleep_ms=0\n")
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(v))
@@ -145,14 +147,21 @@ func environContains(pid int, kv []byte) bool {
 
 // fastTimeouts keeps every timer short; outcomes, not durations, are
 // asserted.
+// Tests that need the idle timer to fire shorten it themselves (shortIdle).
 var fastTimeouts = Timeouts{
-	Startup:     3 * time.Second,
-	IdleWarning: 200 * time.Millisecond,
-	Idle:        500 * time.Millisecond,
+	Startup:     10 * time.Second,
+	IdleWarning: 1 * time.Second,
+	Idle:        2 * time.Second,
 	ToolSlack:   100 * time.Millisecond,
 	WallClock:   20 * time.Second,
 	Grace:       300 * time.Millisecond,
 	TermGrace:   200 * time.Millisecond,
+}
+
+// shortIdle makes the idle timer fire quickly.
+func (f *turnFixture) shortIdle() {
+	f.runner.Timeouts.IdleWarning = 150 * time.Millisecond
+	f.runner.Timeouts.Idle = 400 * time.Millisecond
 }
 
 // testCtx bounds a test's own waiting (a hang guard, not an assertion).

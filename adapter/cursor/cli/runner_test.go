@@ -339,6 +339,7 @@ func TestRunStderrFloodDoesNotBlock(t *testing.T) {
 // Scenario 27.
 func TestRunIdleWarningThenTimeout(t *testing.T) {
 	f := newFixture(t, out(lineInit), "hang")
+	f.shortIdle()
 	res := f.run(SessionState{}, "x")
 	assertFailure(t, res, ClassIdleTimeout)
 	n := 0
@@ -356,6 +357,7 @@ func TestRunIdleWarningThenTimeout(t *testing.T) {
 func TestRunIdleWithOpenInteractionIsApprovalRequired(t *testing.T) {
 	req := `{"type":"interaction_query","subtype":"request","session_id":"` + sid + `"}`
 	f := newFixture(t, out(lineInit), out(req), "hang")
+	f.shortIdle()
 	res := f.run(SessionState{}, "x")
 	assertFailure(t, res, ClassApprovalRequired)
 }
@@ -366,6 +368,7 @@ func TestRunOpenShellCallExtendsIdle(t *testing.T) {
 	start := `{"type":"tool_call","subtype":"started","call_id":"sh","tool_call":{"shellToolCall":{"args":{"command":"sleep 1","timeout":3000}}},"session_id":"` + sid + `"}`
 	done := `{"type":"tool_call","subtype":"completed","call_id":"sh","tool_call":{"shellToolCall":{"result":{"success":{"exitCode":0,"stdout":"","stderr":""}}}},"session_id":"` + sid + `"}`
 	f := newFixture(t, out(lineInit), out(start), "sleep 1200", out(done), out(lineResultOK))
+	f.shortIdle()
 	res := f.run(SessionState{}, "x")
 	if !res.Success() {
 		t.Fatalf("not success: %+v", res)
@@ -376,6 +379,7 @@ func TestRunOpenShellCallExtendsIdle(t *testing.T) {
 func TestRunBackgroundShellDoesNotExtendIdle(t *testing.T) {
 	start := `{"type":"tool_call","subtype":"started","call_id":"sh","tool_call":{"shellToolCall":{"args":{"command":"server","timeout":60000,"isBackground":true}}},"session_id":"` + sid + `"}`
 	f := newFixture(t, out(lineInit), out(start), "hang")
+	f.shortIdle()
 	res := f.run(SessionState{}, "x")
 	assertFailure(t, res, ClassIdleTimeout)
 }
