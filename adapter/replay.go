@@ -89,7 +89,14 @@ func (r *Replayer) Feed(from string, msg []byte) error {
 			return nil
 		}
 		delete(r.pending, key)
-		if len(m.Error) > 0 && string(m.Error) != "null" {
+		failed := len(m.Error) > 0 && string(m.Error) != "null"
+		if req.method == "session/load" || req.method == "session/resume" {
+			var p sessionParams
+			if json.Unmarshal(req.params, &p) == nil && p.SessionID != "" {
+				r.tracker.SessionLoadFinished(p.SessionID, !failed)
+			}
+		}
+		if failed {
 			return nil
 		}
 		return r.response(req, m.Result)

@@ -82,6 +82,7 @@ type Tracker struct {
 	dialect      Dialect
 	conn         ConnectionInfo
 	sessions     map[string]*session
+	loading      map[string]bool // sessions between load request and response
 	current      string
 	lastSeen     string
 	clock        int64
@@ -102,6 +103,7 @@ func NewTracker(cfg Config) (*Tracker, error) {
 		explicitName: cfg.DialectName,
 		dialect:      cfg.Dialect,
 		sessions:     map[string]*session{},
+		loading:      map[string]bool{},
 		counters:     map[string]int64{},
 		onEvent:      cfg.OnEvent,
 		maxCompleted: positiveOr(cfg.MaxCompleted, DefaultMaxCompleted),
@@ -198,10 +200,26 @@ func (t *Tracker) SessionStarted(sessionID string) {
 // session's state and its children's are dropped (cached liveness and
 // cancel grants included, so child capabilities start empty) and it
 // becomes current.
+//
+// Until SessionLoadFinished, what the agent replays is historical: a child
+// replayed then is never live and gets no cancel grant.
 func (t *Tracker) SessionLoaded(sessionID string) {
 	t.do(func(tx *Tx) {
 		t.clearSession(tx, sessionID)
 		t.current = sessionID
+		t.loading[sessionID] = true
+	})
+}
+
+// SessionLoadFinished records the response to session/load or
+// session/resume. A failed attempt (ok false) drops the state received
+// during it.
+func (t *Tracker) SessionLoadFinished(sessionID string, ok bool) {
+	t.do(func(tx *Tx) {
+		delete(t.loading, sessionID)
+		if !ok {
+			t.clearSession(tx, sessionID)
+		}
 	})
 }
 
@@ -219,6 +237,7 @@ func (t *Tracker) SessionClosed(sessionID string) {
 func (t *Tracker) Reset() {
 	t.do(func(tx *Tx) {
 		t.sessions = map[string]*session{}
+		t.loading = map[string]bool{}
 		t.current, t.lastSeen = "", ""
 		if t.dialect != nil {
 			t.dialect.SessionCleared(tx, "")
@@ -426,6 +445,10 @@ func (s *session) evictActive(t *Tracker) {
 // markDone moves c into the completed set, evicting the oldest completed
 // card beyond the bound.
 func (s *session) markDone(t *Tracker, c *Card) {
+	if c.inDone {
+		return
+	}
+	c.inDone = true
 	s.done = append(s.done, cardRef{c.id, c.gen})
 	s.nDone++
 	for s.nDone > t.maxCompleted && len(s.done) > 0 {
@@ -455,7 +478,7 @@ func (s *session) liveRefs(refs []cardRef, terminal bool) []cardRef {
 func (s *session) sweepCompleted() int {
 	n := 0
 	for id, c := range s.cards {
-		if c.status.Terminal() {
+		if c.status.Terminal() && !c.keep {
 			delete(s.cards, id)
 			n++
 		}
@@ -478,7 +501,14 @@ type Card struct {
 	values    map[string]any
 	child     *ChildSession
 	refs      []SessionRef
+	keep      bool
+	inDone    bool // counted in its session's completed set
 }
+
+// KeepAcrossTurns exempts the card from the prompt-end sweep (a child
+// session card lives as long as its parent session: idle children are
+// reused). Such cards are dropped with their session or by DropCard.
+func (c *Card) KeepAcrossTurns() { c.keep = true }
 
 // SessionID is the session that holds the card.
 func (c *Card) SessionID() string { return c.sessionID }
@@ -624,6 +654,18 @@ func (tx *Tx) NewCard(sessionID, toolCallID string) (c *Card, created bool) {
 	return s.addCard(tx.t, toolCallID), true
 }
 
+// DropCard forgets the card (sessionID, toolCallID), if held.
+func (tx *Tx) DropCard(sessionID, toolCallID string) {
+	if s := tx.t.sessions[sessionID]; s != nil {
+		if c := s.cards[toolCallID]; c != nil {
+			if c.inDone {
+				s.nDone--
+			}
+			delete(s.cards, toolCallID)
+		}
+	}
+}
+
 // SetStatus raises c's status (see Card.SetStatus) and moves it into the
 // completed set when it turns terminal.
 func (tx *Tx) SetStatus(c *Card, s ToolStatus) bool {
@@ -644,6 +686,18 @@ func (tx *Tx) SetParentSession(child, parent string) {
 		return
 	}
 	tx.t.session(child).parent = parent
+}
+
+// Loading reports whether sessionID, or the session it descends from, is
+// being loaded: frames arriving now replay history.
+func (tx *Tx) Loading(sessionID string) bool {
+	for i := 0; sessionID != "" && i <= len(tx.t.sessions); i++ {
+		if tx.t.loading[sessionID] {
+			return true
+		}
+		sessionID = tx.ParentSession(sessionID)
+	}
+	return false
 }
 
 // ParentSession returns the parent of a known child session ("" if none).

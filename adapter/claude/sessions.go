@@ -44,12 +44,13 @@ type registry struct {
 	order    []string          // announcement order, for the bound
 	messages map[msgKey]*adapter.MessageView
 	msgOrder []msgKey
+	links    map[msgKey]msgKey // established links, both directions
 }
 
 type msgKey struct{ session, message string }
 
 func newRegistry() *registry {
-	return &registry{children: map[string]string{}, messages: map[msgKey]*adapter.MessageView{}}
+	return &registry{children: map[string]string{}, messages: map[msgKey]*adapter.MessageView{}, links: map[msgKey]msgKey{}}
 }
 
 // clear forgets the children of sessionID (every child for "") and the
@@ -75,6 +76,11 @@ func (r *registry) clear(sessionID string) {
 	for k := range r.messages {
 		if drop[k.session] {
 			delete(r.messages, k)
+		}
+	}
+	for k, o := range r.links {
+		if drop[k.session] || drop[o.session] {
+			delete(r.links, k)
 		}
 	}
 }
@@ -135,6 +141,7 @@ func (d *Dialect) subagentUpdate(tx *adapter.Tx, parent string, su *acp.SessionS
 	if view == nil {
 		view = &adapter.ChildSession{SessionID: childID, ParentSessionID: parent}
 		card.SetChild(view)
+		card.KeepAcrossTurns()
 		card.SetStatus(adapter.ToolStatusPending) // announced, no confirmed state yet
 	}
 	adapter.FillString(&task.ChildSessionID, childID)
@@ -172,6 +179,11 @@ func (d *Dialect) subagentUpdate(tx *adapter.Tx, parent string, su *acp.SessionS
 	} else if su.State.Null() {
 		view.State, view.StopReason, view.StateRaw, view.Live = "", "", nil, false
 	}
+	if tx.Loading(parent) {
+		// Replayed history: never live, and historical grants never
+		// revive; a current subagent_update after the load grants again.
+		view.Live, view.CanCancel = false, false
+	}
 	kind := adapter.EventToolUpdate
 	if created {
 		kind = adapter.EventToolCall
@@ -187,8 +199,9 @@ func (d *Dialect) announce(tx *adapter.Tx, childID, parent string) {
 	for len(d.sessions.children) > MaxChildren && len(d.sessions.order) > 0 {
 		old := d.sessions.order[0]
 		d.sessions.order = d.sessions.order[1:]
-		if _, ok := d.sessions.children[old]; ok {
+		if parent, ok := d.sessions.children[old]; ok {
 			delete(d.sessions.children, old)
+			tx.DropCard(parent, old)
 			tx.Count(CounterChildrenEvicted, 1)
 		}
 	}
@@ -321,6 +334,10 @@ func (d *Dialect) view(tx *adapter.Tx, transcript, id string) *adapter.MessageVi
 		d.sessions.msgOrder = d.sessions.msgOrder[1:]
 		if _, ok := d.sessions.messages[old]; ok {
 			delete(d.sessions.messages, old)
+			if o, ok := d.sessions.links[old]; ok {
+				delete(d.sessions.links, old)
+				delete(d.sessions.links, o)
+			}
 			tx.Count(CounterMessagesEvicted, 1)
 		}
 	}
@@ -374,23 +391,33 @@ func (d *Dialect) settle(tx *adapter.Tx, v *adapter.MessageView) {
 	default:
 		v.Direction = adapter.MessageIncoming
 	}
-	v.LinkedSessionID, v.LinkedMessageID = "", ""
+	// A link needs both participants, distinct, one of them this
+	// transcript, and the other view's id from senderMessageId (incoming)
+	// or recipientMessageId (outgoing). Equal message ids never link.
+	k := msgKey{v.SessionID, v.MessageID}
 	var other *adapter.MessageView
 	if v.SenderSessionID != "" && v.RecipientSessionID != "" && v.SenderSessionID != v.RecipientSessionID {
+		var to msgKey
 		switch {
-		case v.Direction == adapter.MessageOutgoing && v.RecipientSessionID != v.SessionID && v.RecipientMessageID != "":
-			v.LinkedSessionID, v.LinkedMessageID = v.RecipientSessionID, v.RecipientMessageID
+		case v.Direction == adapter.MessageOutgoing && v.RecipientMessageID != "":
+			to = msgKey{v.RecipientSessionID, v.RecipientMessageID}
 		case v.Direction == adapter.MessageIncoming && v.RecipientSessionID == v.SessionID && v.SenderMessageID != "":
-			v.LinkedSessionID, v.LinkedMessageID = v.SenderSessionID, v.SenderMessageID
+			to = msgKey{v.SenderSessionID, v.SenderMessageID}
+		}
+		if to.session != "" && to != k {
+			if _, had := d.sessions.links[k]; !had {
+				d.sessions.links[k], d.sessions.links[to] = to, k
+				if o := d.sessions.messages[to]; o != nil {
+					o.LinkedSessionID, o.LinkedMessageID = k.session, k.message
+					other = o
+				}
+			}
 		}
 	}
-	if v.LinkedSessionID != "" {
-		if o := d.sessions.messages[msgKey{v.LinkedSessionID, v.LinkedMessageID}]; o != nil && o.LinkedSessionID == "" {
-			// The counterpart may have arrived first, without its own
-			// half of the link: the link is symmetric.
-			o.LinkedSessionID, o.LinkedMessageID = v.SessionID, v.MessageID
-			other = o
-		}
+	if to, ok := d.sessions.links[k]; ok {
+		// Once established a link is kept (the older "retain" reading of
+		// a participant patched to null).
+		v.LinkedSessionID, v.LinkedMessageID = to.session, to.message
 	}
 	e := adapter.Event{Kind: adapter.EventSessionMessage, SessionID: v.SessionID, ParentSessionID: tx.ParentSession(v.SessionID), Message: v}
 	tx.EmitEvent(e)

@@ -1,0 +1,210 @@
+package claude_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/adapter/claude"
+)
+
+// lastChild returns the child view of the last event for a child card.
+func lastChild(t *testing.T, res *adapter.ReplayResult, id string) *adapter.ChildSession {
+	t.Helper()
+	e := last(t, res, id)
+	if e.Child == nil {
+		t.Fatalf("%s: no child view", id)
+	}
+	return e.Child
+}
+
+// messages returns the last view of every (transcript, message id).
+func messages(res *adapter.ReplayResult) map[string]*adapter.MessageView {
+	out := map[string]*adapter.MessageView{}
+	for _, e := range res.Events {
+		if e.Kind == adapter.EventSessionMessage {
+			out[e.Message.SessionID+"/"+e.Message.MessageID] = e.Message
+		}
+	}
+	return out
+}
+
+// Subagent-session form (subagents.md §7, scenarios 33–41), over captures.
+func TestSubagentSessionScenarios(t *testing.T) {
+	t.Run("34_RFDFlowMapsOntoThePayload", func(t *testing.T) {
+		res := replay(t, "rfd_flow", adapter.Config{})
+		e := last(t, res, "child1")
+		got := payloadJSON(t, e)
+		want := `{"kind":"subagent_task","subagent_task":{"description":"Investigate flaky test","prompt":"Find the root cause","subagent_type":"general-purpose","status":"idle","model":"claude-opus-4-8","child_session_id":"child1","total_tokens":15,"result_text":"VERDICT: ok"},"background_work":{"kind":"subagent","work_id":"","ended":true}}`
+		if got != want {
+			t.Errorf("payload\n got %s\nwant %s", got, want)
+		}
+		// Reused after end_turn, then cancelled: the view follows, the
+		// card's tool status stays at its first terminal value.
+		if e.Status != adapter.ToolStatusComplete || e.Child.StopReason != "cancelled" || e.Child.Live {
+			t.Errorf("final: status %s child %+v", e.Status, e.Child)
+		}
+		if b := last(t, res, "toolu_B"); b.SessionID != "child1" || b.ParentSessionID != "s1" {
+			t.Errorf("child traffic attributed to %q (parent %q)", b.SessionID, b.ParentSessionID)
+		}
+	})
+	t.Run("33_DroppedAndCountedWithoutCapability", func(t *testing.T) {
+		res := replay(t, "rfd_without_capability", adapter.Config{})
+		if got := res.Counters[adapter.CounterSubagentFramesOff]; got != 11 {
+			t.Errorf("dropped %d, want 11", got)
+		}
+		for _, e := range res.Events {
+			if e.Kind == adapter.EventSessionMessage || e.Child != nil || len(e.SessionRefs) > 0 || e.Payload != nil {
+				t.Errorf("event leaked through: %+v", e)
+			}
+		}
+	})
+	t.Run("35_36_37_CapabilitiesAndStates", func(t *testing.T) {
+		res := replay(t, "rfd_states", adapter.Config{})
+		c2 := lastChild(t, res, "c2")
+		if c2.State != "unknown" || c2.Live || c2.CanCancel {
+			t.Errorf("c2 %+v", c2)
+		}
+		// unknown alone kept the grant; only the later {} revoked it.
+		ev := res.Events
+		if ev[1].Child.State != "unknown" || !ev[1].Child.CanCancel || ev[1].Status != adapter.ToolStatusInProgress {
+			t.Errorf("unknown changed capabilities or status: %+v %s", ev[1].Child, ev[1].Status)
+		}
+		if c3 := lastChild(t, res, "c3"); c3.CanCancel {
+			t.Error("capabilities:null kept cancel")
+		}
+		c4 := lastChild(t, res, "c4")
+		if c4.CanCancel || c4.State != "" || c4.Title != "Renamed" || c4.AdditionalDirectories == nil || len(c4.AdditionalDirectories) != 0 {
+			t.Errorf("c4 %+v", c4)
+		}
+		for _, e := range res.Events {
+			if e.ToolCallID == "c4" && e.Child.State == "_vendor_paused" {
+				if string(e.Child.StateRaw) != `{"state":"_vendor_paused","since":5}` || e.Child.Live || e.Status.Terminal() {
+					t.Errorf("vendor state not kept verbatim, or read as live/terminal: %+v", e.Child)
+				}
+			}
+		}
+		if e := last(t, res, "c5"); e.Status != adapter.ToolStatusPending {
+			t.Errorf("idle without a recognised stop reason claimed an outcome: %s", e.Status)
+		}
+		if e := last(t, res, "c6"); e.Status != adapter.ToolStatusError {
+			t.Errorf("idle+error: %s", e.Status)
+		}
+		if got := res.Counters[claude.CounterBadSubagentUpdate]; got != 2 {
+			t.Errorf("bad_subagent_update %d", got)
+		}
+	})
+	t.Run("38_39_MessageViews", func(t *testing.T) {
+		res := replay(t, "rfd_messages", adapter.Config{})
+		m := messages(res)
+		if v := m["s1/m1"]; v == nil || v.Direction != adapter.MessageIncoming {
+			t.Errorf("m1 after sender arrived: %+v", v)
+		}
+		for _, e := range res.Events {
+			if e.Kind == adapter.EventSessionMessage && e.Message.MessageID == "m1" && e.Message.Text == "who sent this?" {
+				if e.Message.Direction != adapter.MessageUnattributed || e.Message.LinkedSessionID != "" {
+					t.Errorf("sender-less message %+v", e.Message)
+				}
+			}
+		}
+		if last(t, res, "k1").Payload.SubagentTask.ResultText != "" {
+			t.Error("a sender-less or empty message became a result")
+		}
+		if m["s1/same"].LinkedSessionID != "" || m["k1/same"].LinkedSessionID != "" {
+			t.Error("equal message ids were linked")
+		}
+		if v := m["s1/out1"]; v.LinkedSessionID != "k1" || v.LinkedMessageID != "in1" || v.Text != "hello world" {
+			t.Errorf("outgoing view %+v", v)
+		}
+		if v := m["k1/in1"]; v.LinkedSessionID != "s1" || v.LinkedMessageID != "out1" {
+			t.Errorf("incoming view %+v", v)
+		}
+		if v := m["s1/orphan"]; v.Direction != adapter.MessageUnattributed {
+			t.Errorf("orphan chunk %+v", v)
+		}
+	})
+	t.Run("40_SessionReferences", func(t *testing.T) {
+		res := replay(t, "rfd_session_refs", adapter.Config{})
+		if refs := res.Events[1].SessionRefs; len(refs) != 1 || !refs[0].Known {
+			t.Errorf("known ref %+v", refs)
+		}
+		if refs := res.Events[2].SessionRefs; len(refs) != 1 || refs[0].Known {
+			t.Errorf("unknown ref %+v", refs)
+		}
+		if claudeCanCancelAfterReplay(res) {
+			t.Error("a reference granted cancel")
+		}
+		if refs := last(t, res, "t_stop").SessionRefs; refs != nil {
+			t.Errorf("replaced content kept refs %+v", refs)
+		}
+	})
+}
+
+func claudeCanCancelAfterReplay(res *adapter.ReplayResult) bool {
+	for _, e := range res.Events {
+		if e.Child != nil && e.Child.SessionID == "ghost" {
+			return true
+		}
+	}
+	return false
+}
+
+// Scenario 41 (adapter part): cancel is offered only while the child
+// advertises it; after the parent is loaded again, replayed grants are
+// historical and capabilities start empty until a current update.
+func TestCancelGrantAndParentLoad(t *testing.T) {
+	tr, err := adapter.NewTracker(adapter.Config{DialectName: "claude"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Initialize(&acp.InitializeRequest{ClientCapabilities: acp.ClientCapabilities{Subagents: &acp.SubagentCapabilities{}}}, nil)
+	feed := func(js string) {
+		var n acp.SessionNotification
+		if err := json.Unmarshal([]byte(js), &n); err != nil {
+			t.Fatal(err)
+		}
+		tr.SessionUpdate(n)
+	}
+	announce := func(caps string) {
+		feed(fmt.Sprintf(`{"sessionId":"p","update":{"sessionUpdate":"subagent_update","sessionId":"c","capabilities":%s,"state":{"state":"running"}}}`, caps))
+	}
+	if claude.CanCancel(tr, "c") {
+		t.Fatal("unannounced child cancellable")
+	}
+	announce(`{"cancel":{}}`)
+	if !claude.CanCancel(tr, "c") {
+		t.Fatal("advertised cancel not offered")
+	}
+	tr.SessionLoaded("p")
+	if claude.CanCancel(tr, "c") {
+		t.Fatal("grant survived the parent load")
+	}
+	announce(`{"cancel":{}}`) // replayed during the load: historical
+	if claude.CanCancel(tr, "c") {
+		t.Fatal("historical grant revived")
+	}
+	tr.SessionLoadFinished("p", true)
+	if claude.CanCancel(tr, "c") {
+		t.Fatal("grant revived by the load response alone")
+	}
+	announce(`{"cancel":{}}`)
+	if !claude.CanCancel(tr, "c") {
+		t.Fatal("current grant after load not offered")
+	}
+	announce(`{}`)
+	if claude.CanCancel(tr, "c") {
+		t.Fatal("revoked grant still offered")
+	}
+	// A failed load drops what was replayed during it.
+	tr.SessionLoaded("p")
+	announce(`{"cancel":{}}`)
+	tr.SessionLoadFinished("p", false)
+	tr.Do(func(tx *adapter.Tx) {
+		if _, ok := tx.Card("p", "c"); ok {
+			t.Error("state from a failed load kept")
+		}
+	})
+}
