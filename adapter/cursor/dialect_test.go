@@ -1,0 +1,295 @@
+package cursor_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/adapter/cursor"
+)
+
+// conn is a Tracker and its Cursor handler, collecting events.
+type conn struct {
+	tracker *adapter.Tracker
+	handler *cursor.Handler
+	mu      sync.Mutex
+	events  []adapter.Event
+}
+
+func newConn(t *testing.T, cfg adapter.Config) *conn {
+	t.Helper()
+	c := &conn{}
+	cfg.OnEvent = func(e adapter.Event) {
+		c.mu.Lock()
+		c.events = append(c.events, e)
+		c.mu.Unlock()
+	}
+	tr, err := adapter.NewTracker(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.tracker, c.handler = tr, cursor.NewHandler(tr)
+	return c
+}
+
+// cursorConn is a Cursor connection with session s1 mid-turn.
+func cursorConn(t *testing.T) *conn {
+	t.Helper()
+	c := newConn(t, adapter.Config{})
+	c.tracker.Initialize(nil, &acp.InitializeResponse{AgentInfo: &acp.Implementation{Name: "cursor-agent"}})
+	c.tracker.SessionStarted("s1")
+	c.tracker.PromptStarted("s1")
+	return c
+}
+
+func (c *conn) update(t *testing.T, sid, raw string) {
+	t.Helper()
+	var n acp.SessionNotification
+	if err := json.Unmarshal([]byte(`{"sessionId":"`+sid+`","update":`+raw+`}`), &n); err != nil {
+		t.Fatalf("bad test frame %s: %v", raw, err)
+	}
+	c.tracker.SessionUpdate(n)
+}
+
+func (c *conn) task(t *testing.T, params string) (any, error) {
+	t.Helper()
+	return c.handler.HandleExtensionMethod(context.Background(), cursor.MethodTask, json.RawMessage(params))
+}
+
+func (c *conn) snapshot() []adapter.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]adapter.Event(nil), c.events...)
+}
+
+const (
+	frameToolCall   = `{"sessionUpdate":"tool_call","toolCallId":"tc","title":"Task: Subagent task","kind":"other","rawInput":{"_toolName":"task"}}`
+	frameUpdate     = `{"sessionUpdate":"tool_call_update","toolCallId":"tc","status":"in_progress"}`
+	frameCompletion = `{"sessionUpdate":"tool_call_update","toolCallId":"tc","status":"completed","rawOutput":{"durationMs":41235,"isBackground":true}}`
+	paramsFull      = `{"agentId":"ag","description":"desc","durationMs":812,"model":"composer-2.5-fast","prompt":"do it","subagentType":{"custom":{"unspecified":{}}},"toolCallId":"tc"}`
+	finalPayload    = `{"kind":"subagent_task","subagent_task":{"description":"desc","prompt":"do it","subagent_type":"","agent_id":"ag","model":"composer-2.5-fast","duration_ms":41235,"is_async":true}}`
+)
+
+// permutations returns every ordering of n items.
+func permutations(n int) [][]int {
+	if n == 1 {
+		return [][]int{{0}}
+	}
+	var out [][]int
+	for _, p := range permutations(n - 1) {
+		for i := 0; i <= len(p); i++ {
+			q := append(append(append([]int{}, p[:i]...), n-1), p[i:]...)
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// Scenario 18: every permutation of cursor/task, tool_call, an update and
+// the completion gives one final payload, a terminal final status and no
+// lowered tool status.
+func TestScenario18_EveryPermutation(t *testing.T) {
+	steps := []func(t *testing.T, c *conn){
+		func(t *testing.T, c *conn) {
+			if res, err := c.task(t, paramsFull); err != nil || res != (struct{}{}) {
+				t.Fatalf("cursor/task answered %v, %v", res, err)
+			}
+		},
+		func(t *testing.T, c *conn) { c.update(t, "s1", frameToolCall) },
+		func(t *testing.T, c *conn) { c.update(t, "s1", frameUpdate) },
+		func(t *testing.T, c *conn) { c.update(t, "s1", frameCompletion) },
+	}
+	perms := permutations(len(steps))
+	if len(perms) != 24 {
+		t.Fatalf("%d permutations", len(perms))
+	}
+	for _, p := range perms {
+		t.Run(fmt.Sprint(p), func(t *testing.T) {
+			c := cursorConn(t)
+			for _, i := range p {
+				steps[i](t, c)
+			}
+			evs := c.snapshot()
+			assertMonotonic(t, evs)
+			last := evs[len(evs)-1]
+			if last.Status != adapter.ToolStatusComplete {
+				t.Errorf("final status %s", last.Status)
+			}
+			wantPayload(t, last, finalPayload)
+		})
+	}
+}
+
+// Scenario 18, request-path scheduling: cursor/task runs on its own
+// goroutine (as the SDK runs requests) while the frames arrive in order.
+func TestScenario18_ConcurrentRequestPath(t *testing.T) {
+	for i := 0; i < 200; i++ {
+		c := cursorConn(t)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = c.handler.HandleExtensionMethod(context.Background(), cursor.MethodTask, json.RawMessage(paramsFull))
+		}()
+		c.update(t, "s1", frameToolCall)
+		c.update(t, "s1", frameUpdate)
+		c.update(t, "s1", frameCompletion)
+		wg.Wait()
+		evs := c.snapshot()
+		assertMonotonic(t, evs)
+		wantPayload(t, evs[len(evs)-1], finalPayload)
+	}
+}
+
+// Scenario 2 at the handler: a Cursor connection always gets an empty
+// result, whatever the params.
+func TestHandlerCursorAlwaysEmptyResult(t *testing.T) {
+	c := cursorConn(t)
+	for _, params := range []string{"", "null", "[]", `"x"`, "{}", "{", "\xff\xfe", `{"toolCallId":7}`,
+		`{"toolCallId":"t","prompt":{"a":1}}`, paramsFull, paramsFull} {
+		res, err := c.task(t, params)
+		if err != nil || res != (struct{}{}) {
+			t.Errorf("params %q: %v, %v", params, res, err)
+		}
+		if b, _ := json.Marshal(res); string(b) != "{}" {
+			t.Errorf("result encodes as %s", b)
+		}
+	}
+}
+
+// Scenarios 49 and 50 at the handler: other agents and other methods get
+// exactly acp.NewMethodNotFound(method), and the Tracker is not touched.
+func TestHandlerMethodNotFound(t *testing.T) {
+	for _, agent := range []string{"opencode", "claude-code-acp", "codex-acp", "gemini", ""} {
+		c := newConn(t, adapter.Config{})
+		if agent != "" { // "" = no initialize yet: not known to be Cursor
+			c.tracker.Initialize(nil, &acp.InitializeResponse{AgentInfo: &acp.Implementation{Name: agent}})
+		}
+		before := c.tracker.Counters()
+		_, err := c.task(t, paramsFull)
+		assertMethodNotFound(t, err, cursor.MethodTask)
+		if c.handler.Accepts(cursor.MethodTask) {
+			t.Errorf("%s: Accepts(cursor/task)", agent)
+		}
+		if after := c.tracker.Counters(); fmt.Sprint(before) != fmt.Sprint(after) {
+			t.Errorf("%s: counters changed %v -> %v", agent, before, after)
+		}
+		if c.handler.Rejected() != 1 {
+			t.Errorf("%s: rejected %d", agent, c.handler.Rejected())
+		}
+		if len(c.snapshot()) != 0 {
+			t.Errorf("%s: events emitted", agent)
+		}
+	}
+	c := cursorConn(t)
+	for _, m := range []string{"foo/bar", "_x", "cursor/other", "Cursor/task", "cursor/task ", ""} {
+		_, err := c.handler.HandleExtensionMethod(context.Background(), m, json.RawMessage(paramsFull))
+		assertMethodNotFound(t, err, m)
+	}
+	if !c.handler.Accepts(cursor.MethodTask) || c.handler.Rejected() != 0 {
+		t.Error("Cursor connection does not accept cursor/task")
+	}
+}
+
+func assertMethodNotFound(t *testing.T, err error, method string) {
+	t.Helper()
+	var re *acp.RequestError
+	if !errors.As(err, &re) {
+		t.Fatalf("%q: want *acp.RequestError, got %v", method, err)
+	}
+	got, _ := json.Marshal(re)
+	want, _ := json.Marshal(acp.NewMethodNotFound(method))
+	if string(got) != string(want) {
+		t.Errorf("%q: error %s, want %s", method, got, want)
+	}
+}
+
+// A Cursor dialect chosen explicitly works without initialize, and its
+// limits are configurable.
+func TestExplicitDialectAndLimits(t *testing.T) {
+	c := newConn(t, adapter.Config{Dialect: cursor.NewDialect(cursor.Options{Limits: cursor.Limits{MaxPending: 2}})})
+	c.tracker.SessionStarted("s1")
+	for i := 0; i < 5; i++ {
+		if _, err := c.task(t, fmt.Sprintf(`{"toolCallId":"t%d","prompt":"p"}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, ok := cursor.StatsOf(c.tracker)
+	if !ok || st.PendingStored != 5 || st.PendingEvictedCount != 3 || st.Requests != 5 {
+		t.Fatalf("stats %+v %v", st, ok)
+	}
+	c.tracker.SessionClosed("s1")
+	st, _ = cursor.StatsOf(c.tracker)
+	if st.PendingSwept != 2 {
+		t.Fatalf("swept %d, want 2", st.PendingSwept)
+	}
+	if _, ok := cursor.StatsOf(newConn(t, adapter.Config{DialectName: adapter.DialectOpenCode}).tracker); ok {
+		t.Error("StatsOf on an OpenCode connection")
+	}
+}
+
+// Session load and reset clear the pending store like close does.
+func TestLoadAndResetClearPending(t *testing.T) {
+	for name, clear := range map[string]func(*adapter.Tracker){
+		"load":       func(tr *adapter.Tracker) { tr.SessionLoaded("s1") },
+		"new":        func(tr *adapter.Tracker) { tr.SessionStarted("s2") },
+		"reset":      func(tr *adapter.Tracker) { tr.Reset() },
+		"close":      func(tr *adapter.Tracker) { tr.SessionClosed("s1") },
+		"prompt end": func(tr *adapter.Tracker) { tr.PromptEnded("s1") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := cursorConn(t)
+			_, _ = c.task(t, paramsFull)
+			clear(c.tracker)
+			c.tracker.PromptStarted("s1")
+			c.update(t, "s1", frameToolCall)
+			wantPayload(t, c.snapshot()[0], emptyTask)
+			if st, _ := cursor.StatsOf(c.tracker); st.PendingSwept != 1 {
+				t.Errorf("swept %d", st.PendingSwept)
+			}
+		})
+	}
+}
+
+// Nothing a cursor/task carries may panic out of the handler, and a
+// matched card only ever gains the four Cursor fields.
+func FuzzHandleTask(f *testing.F) {
+	f.Add([]byte(paramsFull), true)
+	f.Add([]byte(`{"toolCallId":"tc","description":42,"prompt":"ok","model":null}`), false)
+	f.Add([]byte(`{"toolCallId":"tc","prompt":"\u0000\ud800"}`), true)
+	f.Add([]byte(`null`), false)
+	f.Fuzz(func(t *testing.T, params []byte, cardFirst bool) {
+		c := cursorConn(t)
+		if cardFirst {
+			c.update(t, "s1", frameToolCall)
+		}
+		res, err := c.handler.HandleExtensionMethod(context.Background(), cursor.MethodTask, params)
+		if err != nil || res != (struct{}{}) {
+			t.Fatalf("answered %v, %v", res, err)
+		}
+		if !cardFirst {
+			c.update(t, "s1", frameToolCall)
+		}
+		c.update(t, "s1", frameCompletion)
+		if n := c.tracker.Counters()[adapter.CounterRecoveredPanics]; n != 0 {
+			t.Fatalf("%d panics recovered", n)
+		}
+		evs := c.snapshot()
+		assertMonotonic(t, evs)
+		last := evs[len(evs)-1].Payload.SubagentTask
+		if last.SubagentType != "" || last.DurationMs != 41235 || !last.IsAsync || last.Status != "" {
+			t.Fatalf("cursor/task touched a field it does not own: %+v", last)
+		}
+		want, _ := cursor.ParseTaskParams(params)
+		if want.ToolCallID == "tc" && (last.Prompt != want.Prompt || last.Model != want.Model ||
+			last.Description != want.Description || last.AgentID != want.AgentID) {
+			t.Fatalf("merged %+v, parsed %+v", last, want)
+		}
+	})
+}
