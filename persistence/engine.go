@@ -86,6 +86,9 @@ const (
 	errNoConflictTarget
 	errUniqueViolation
 	errBusy
+	// errStalePlan: PostgreSQL refused a cached plan after a concurrent
+	// schema change (pgx drops the cached statement; a retry succeeds).
+	errStalePlan
 )
 
 // --- SQLite -----------------------------------------------------------------
@@ -270,6 +273,10 @@ func (postgresEngine) classify(err error) errClass {
 		return errUniqueViolation
 	case "40001", "40P01", "55P03":
 		return errBusy
+	case "0A000":
+		if strings.Contains(pe.Message, "cached plan") {
+			return errStalePlan
+		}
 	}
 	return errOther
 }

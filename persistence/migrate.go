@@ -251,7 +251,7 @@ func hostTablesDDL(e engine) []string {
 func subagentsTableDDL(e engine, name string) string {
 	m := e.metricType()
 	return `CREATE TABLE IF NOT EXISTS ` + name + ` (
-	id                  TEXT PRIMARY KEY,
+	id                  TEXT NOT NULL PRIMARY KEY,
 	task_session_id     TEXT NOT NULL REFERENCES task_sessions(id) ON DELETE CASCADE,
 	task_id             TEXT NOT NULL,
 	turn_id             TEXT,

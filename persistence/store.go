@@ -357,6 +357,9 @@ FROM task_session_subagents
 WHERE ` + column + ` = ?
 ORDER BY ` + s.eng.canon("observed_at") + `, ` + s.eng.binary("tool_call_id") + `, ` + s.eng.binary("agent_execution_id"))
 	rows, err := s.reader.QueryContext(ctx, q, value)
+	if err != nil && s.eng.classify(err) == errStalePlan {
+		rows, err = s.reader.QueryContext(ctx, q, value)
+	}
 	if err != nil {
 		return nil, err
 	}
