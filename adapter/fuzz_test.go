@@ -25,6 +25,9 @@ func FuzzNormalize(f *testing.F) {
 	}
 	f.Add([]byte(`{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"x","title":"task","rawOutput":{"durationMs":1e308}}}`))
 	f.Add([]byte(`{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"x","rawInput":{"description":[1,{}]}}}`))
+	f.Add([]byte(`{"sessionId":"p","update":{"sessionUpdate":"subagent_update","sessionId":"c","capabilities":{"cancel":{}},"state":{"state":"idle","stopReason":"end_turn","usage":{"inputTokens":1,"outputTokens":1,"totalTokens":2}}}}`))
+	f.Add([]byte(`{"sessionId":"c","update":{"sessionUpdate":"session_message","messageId":"m","senderSessionId":"p","recipientSessionId":"c","senderMessageId":"m","content":[{"type":"text","text":"x"}]}}`))
+	f.Add([]byte(`{"sessionId":"p","update":{"sessionUpdate":"session_message_chunk","messageId":"m","content":{"type":"text","text":"y"}}}`))
 	f.Fuzz(func(t *testing.T, params []byte) {
 		var n acp.SessionNotification
 		if json.Unmarshal(params, &n) != nil {
@@ -39,15 +42,30 @@ func FuzzNormalize(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tr.SessionUpdate(n)
-			tr.SessionUpdate(n)
-			tr.PromptEnded(string(n.SessionId))
-			tr.SessionUpdate(n)
-			if p := tr.Counters()[adapter.CounterRecoveredPanics]; p != 0 {
-				t.Fatalf("%s: %d panics while normalising %s", name, p, params)
-			}
+			feedThrice(t, tr, n, name, params)
 		}
+		// The subagent-session form, opted in.
+		tr, err := adapter.NewTracker(adapter.Config{DialectName: "claude", OnEvent: func(e adapter.Event) {
+			if _, err := json.Marshal(e); err != nil {
+				t.Fatalf("claude+subagents: event does not encode: %v", err)
+			}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Initialize(&acp.InitializeRequest{ClientCapabilities: acp.ClientCapabilities{Subagents: &acp.SubagentCapabilities{}}}, nil)
+		feedThrice(t, tr, n, "claude+subagents", params)
 	})
+}
+
+func feedThrice(t *testing.T, tr *adapter.Tracker, n acp.SessionNotification, name string, params []byte) {
+	tr.SessionUpdate(n)
+	tr.SessionUpdate(n)
+	tr.PromptEnded(string(n.SessionId))
+	tr.SessionUpdate(n)
+	if p := tr.Counters()[adapter.CounterRecoveredPanics]; p != 0 {
+		t.Fatalf("%s: %d panics while normalising %s", name, p, params)
+	}
 }
 
 // addParams seeds the corpus with the session/update params of a capture.
