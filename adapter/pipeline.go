@@ -270,10 +270,22 @@ func (t *Tracker) unhandledUpdate(tx *Tx, n *acp.SessionNotification) {
 	case isSubagentSessionUpdate(&n.Update):
 		t.counters[CounterSubagentFramesOff]++
 	default:
-		if _, _, ok := n.Update.Unknown(); ok {
-			t.counters[CounterUnknownUpdates]++
+		if kind, _, ok := n.Update.Unknown(); ok {
+			if airKinds[kind] {
+				// The AIR draft form is never supported: dropped
+				// like the subagent-session kinds without opt-in.
+				t.counters[CounterSubagentFramesOff]++
+			} else {
+				t.counters[CounterUnknownUpdates]++
+			}
 		}
 	}
+}
+
+// airKinds are the session-update kinds of the AIR subagent draft.
+var airKinds = map[string]bool{
+	"subagent_spawned": true, "subagent_state_update": true,
+	"async_task_spawned": true, "async_task_progress": true, "async_task_state_update": true,
 }
 
 // genericDialect is the dialect of agents without agent-specific code; the

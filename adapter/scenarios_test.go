@@ -139,3 +139,19 @@ func TestOtherAgentScenarios(t *testing.T) {
 		})
 	}
 }
+
+// Unknown session-update kinds change nothing; AIR and subagent-session
+// kinds that no dialect handles are dropped and counted (the parent's title
+// is not touched, scenario 33 for other agents).
+func TestUnknownAndUnhandledKinds(t *testing.T) {
+	res := replay(t, "unknown_kinds", adapter.Config{})
+	if got := res.Counters[adapter.CounterSubagentFramesOff]; got != 3 {
+		t.Errorf("subagent_frames_dropped = %d, want 3", got)
+	}
+	if got := res.Counters[adapter.CounterUnknownUpdates]; got != 1 {
+		t.Errorf("unknown_updates = %d, want 1", got)
+	}
+	if len(res.Events) != 1 || res.Events[0].ToolCallID != "t1" || len(res.Errors) != 0 {
+		t.Errorf("events %+v errors %v", res.Events, res.Errors)
+	}
+}
