@@ -55,40 +55,35 @@ type Stats struct {
 	PendingSwept uint64
 }
 
-// counters lists every field with its Tracker counter name.
-func (s *Stats) counters() []struct {
-	name string
-	v    *uint64
-} {
-	return []struct {
-		name string
-		v    *uint64
-	}{
-		{"cursor_task_requests", &s.Requests},
-		{"cursor_task_dropped", &s.Dropped},
-		{"cursor_task_truncated", &s.Truncated},
-		{"cursor_task_applied", &s.Applied},
-		{"cursor_task_late_applied", &s.LateApplied},
-		{"cursor_task_unchanged", &s.Unchanged},
-		{"cursor_task_non_subagent", &s.NonSubagent},
-		{"cursor_pending_stored", &s.PendingStored},
-		{"cursor_pending_merged", &s.PendingMerged},
-		{"cursor_pending_matched", &s.PendingMatched},
-		{"cursor_pending_evicted_count", &s.PendingEvictedCount},
-		{"cursor_pending_evicted_bytes", &s.PendingEvictedBytes},
-		{"cursor_pending_evicted_age", &s.PendingEvictedAge},
-		{"cursor_pending_evicted_session", &s.PendingEvictedSession},
-		{"cursor_pending_swept", &s.PendingSwept},
-	}
+// statFields lists every Stats field with its Tracker counter name.
+var statFields = [...]struct {
+	name  string
+	field func(*Stats) *uint64
+}{
+	{"cursor_task_requests", func(s *Stats) *uint64 { return &s.Requests }},
+	{"cursor_task_dropped", func(s *Stats) *uint64 { return &s.Dropped }},
+	{"cursor_task_truncated", func(s *Stats) *uint64 { return &s.Truncated }},
+	{"cursor_task_applied", func(s *Stats) *uint64 { return &s.Applied }},
+	{"cursor_task_late_applied", func(s *Stats) *uint64 { return &s.LateApplied }},
+	{"cursor_task_unchanged", func(s *Stats) *uint64 { return &s.Unchanged }},
+	{"cursor_task_non_subagent", func(s *Stats) *uint64 { return &s.NonSubagent }},
+	{"cursor_pending_stored", func(s *Stats) *uint64 { return &s.PendingStored }},
+	{"cursor_pending_merged", func(s *Stats) *uint64 { return &s.PendingMerged }},
+	{"cursor_pending_matched", func(s *Stats) *uint64 { return &s.PendingMatched }},
+	{"cursor_pending_evicted_count", func(s *Stats) *uint64 { return &s.PendingEvictedCount }},
+	{"cursor_pending_evicted_bytes", func(s *Stats) *uint64 { return &s.PendingEvictedBytes }},
+	{"cursor_pending_evicted_age", func(s *Stats) *uint64 { return &s.PendingEvictedAge }},
+	{"cursor_pending_evicted_session", func(s *Stats) *uint64 { return &s.PendingEvictedSession }},
+	{"cursor_pending_swept", func(s *Stats) *uint64 { return &s.PendingSwept }},
 }
 
 // flush adds what changed since the last flush to the Tracker's counters.
 func (d *Dialect) flush(tx *adapter.Tx) {
-	cur, done := d.stats.counters(), d.flushed.counters()
-	for i, c := range cur {
-		if delta := *c.v - *done[i].v; delta > 0 {
-			tx.Count(c.name, int64(delta))
-			*done[i].v = *c.v
+	for _, f := range statFields {
+		cur, done := f.field(&d.stats), f.field(&d.flushed)
+		if *cur > *done {
+			tx.Count(f.name, int64(*cur-*done))
+			*done = *cur
 		}
 	}
 }
