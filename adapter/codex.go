@@ -47,6 +47,7 @@ func init() {
 	Register(DialectCodex, func() Dialect { return &codexDialect{sessions: map[string][]*codexCorrelation{}} })
 }
 
+// Name returns "codex".
 func (d *codexDialect) Name() string { return DialectCodex }
 
 // codexTerminal are the terminal activity words.
@@ -69,6 +70,7 @@ func codexRank(s string) int {
 	return 0
 }
 
+// Prepare reads the Codex `_meta`, correlates the frame and rewrites its id.
 func (d *codexDialect) Prepare(tx *Tx, f *ToolFrame) bool {
 	d.cur = nil
 	r := f.Read
@@ -226,10 +228,12 @@ func firstString(r *Reader, m map[string]any, key string) string {
 	return ""
 }
 
+// Recognize makes every correlated Codex frame a subagent.
 func (d *codexDialect) Recognize(tx *Tx, c *Card, f *ToolFrame) bool {
 	return d.cur != nil
 }
 
+// Apply fills the payload from what Prepare read (ranked status).
 func (d *codexDialect) Apply(tx *Tx, c *Card, f *ToolFrame) {
 	cf := d.cur
 	d.cur = nil
@@ -251,6 +255,7 @@ func (d *codexDialect) Apply(tx *Tx, c *Card, f *ToolFrame) {
 	}
 }
 
+// SessionCleared forgets the correlations of the cleared sessions.
 func (d *codexDialect) SessionCleared(tx *Tx, sessionID string) {
 	if sessionID == "" {
 		d.sessions = map[string][]*codexCorrelation{}

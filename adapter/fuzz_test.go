@@ -89,3 +89,32 @@ func addParams(f *testing.F, file string) {
 		}
 	}
 }
+
+// FuzzReplayerFeed feeds arbitrary bytes as JSON-RPC messages from either
+// side, around a valid initialize/prompt exchange. Nothing may panic.
+func FuzzReplayerFeed(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"a","title":"task"}}}`), true)
+	f.Add([]byte(`{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}`), true)
+	f.Add([]byte(`{"jsonrpc":"2.0","id":5,"method":"session/load","params":{"sessionId":"s1"}}`), false)
+	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"method":"cursor/task","params":{"toolCallId":"a"}}`), true)
+	f.Add([]byte(`[1,2]`), false)
+	f.Fuzz(func(t *testing.T, msg []byte, fromAgent bool) {
+		tr, err := adapter.NewTracker(adapter.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := adapter.NewReplayer(tr)
+		r.OnExtension = func(string, json.RawMessage, json.RawMessage) {}
+		from := adapter.FromClient
+		if fromAgent {
+			from = adapter.FromAgent
+		}
+		_ = r.Feed(adapter.FromClient, []byte(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}`))
+		_ = r.Feed(from, msg)
+		_ = r.Feed(adapter.FromAgent, []byte(`{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}`))
+		_ = r.Feed(from, msg)
+		if p := tr.Counters()[adapter.CounterRecoveredPanics]; p != 0 {
+			t.Fatalf("%d panics for %s", p, msg)
+		}
+	})
+}

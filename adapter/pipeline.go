@@ -295,6 +295,7 @@ type genericDialect struct {
 	name string
 }
 
+// Name returns the registry name the dialect was made for.
 func (d genericDialect) Name() string {
 	if d.name == "" {
 		return DialectGeneric

@@ -25,7 +25,8 @@ const (
 // acp.SessionNotification and fed.
 //
 // It is the replay path for tests, acpscope and the conformance identity
-// suites; a live client calls the Tracker's methods directly.
+// suites; a live client calls the Tracker's methods directly. A Replayer is
+// not safe for concurrent use (wire order is one order).
 type Replayer struct {
 	tracker *Tracker
 	pending map[string]pendingRequest // key: sender + raw id

@@ -388,7 +388,11 @@ func (t *Tracker) evictSession() {
 		return
 	}
 	delete(t.sessions, oldest.id)
+	delete(t.loading, oldest.id)
 	t.counters[CounterSessionsEvicted]++
+	if t.dialect != nil {
+		t.dialect.SessionCleared(&Tx{t: t}, oldest.id)
+	}
 }
 
 // familyOf returns id and every tracked session whose parent chain leads to
