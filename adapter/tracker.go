@@ -173,6 +173,18 @@ func (t *Tracker) Connection() ConnectionInfo {
 	return t.conn
 }
 
+// ParentSession returns the parent of a known child session ("" when
+// sessionID is not an announced child), so that a client can attribute a
+// child's requests (permission, fs, terminal) to it.
+func (t *Tracker) ParentSession(sessionID string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.sessions[sessionID]; s != nil {
+		return s.parent
+	}
+	return ""
+}
+
 // Counters returns a copy of the counters (see the Counter* names; dialects
 // add their own).
 func (t *Tracker) Counters() map[string]int64 {
@@ -482,9 +494,12 @@ func (s *session) liveRefs(refs []cardRef, terminal bool) []cardRef {
 func (s *session) sweepCompleted() int {
 	n := 0
 	for id, c := range s.cards {
-		if c.status.Terminal() && !c.keep {
+		switch {
+		case c.status.Terminal() && !c.keep:
 			delete(s.cards, id)
 			n++
+		case c.inDone:
+			c.inDone = false // kept across turns: out of the completed set
 		}
 	}
 	s.done, s.nDone = nil, 0

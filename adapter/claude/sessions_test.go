@@ -178,6 +178,9 @@ func TestCancelGrantAndParentLoad(t *testing.T) {
 	if !claude.CanCancel(tr, "c") {
 		t.Fatal("advertised cancel not offered")
 	}
+	if got := tr.ParentSession("c"); got != "p" {
+		t.Fatalf("ParentSession(c) = %q", got)
+	}
 	tr.SessionLoaded("p")
 	if claude.CanCancel(tr, "c") {
 		t.Fatal("grant survived the parent load")
