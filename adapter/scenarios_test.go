@@ -67,7 +67,7 @@ func TestOtherAgentScenarios(t *testing.T) {
 			parents:  map[string]string{"call-nested": "call-spawn", "call-spawn": ""},
 			statuses: map[string][]adapter.ToolStatus{"call-spawn": {"in_progress", "complete", "complete"}},
 			absent:   []string{"call-act-done", "call-orphan"},
-			counters: map[string]int64{adapter.CounterCodexSuppressedTerminal: 1},
+			counters: map[string]int64{adapter.CounterCodexSuppressedTerminal: 1, adapter.CounterCodexSuppressedAmbiguous: 1},
 		},
 		{
 			name: "44_CodexMetaFromOtherAgentStaysGeneric", capture: "codex_meta_elsewhere", dialect: "generic",
