@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -29,6 +30,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
+	_ "github.com/kdlbs/acp-go-sdk/adapter/claude" // installed in both builds, as in acpscope
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 	"github.com/kdlbs/acp-go-sdk/internal/replay"
 )
@@ -61,6 +63,8 @@ func main() {
 	out := flag.String("out", "", "write the results to this file (default stdout)")
 	compare := flag.Bool("compare", false, "compare two result files: identity -compare WITH.json WITHOUT.json")
 	flag.Parse()
+	// Connection logs are not output of the pipeline under test.
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 
 	if *compare {
 		if flag.NArg() != 2 {

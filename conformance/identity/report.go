@@ -58,6 +58,7 @@ func report(w io.Writer, with, without *Results) int {
 	for _, f := range failures {
 		fmt.Fprintln(w, "    "+f)
 	}
+	fmt.Fprintf(w, "SUMMARY captures=%d identical=%d cursor=%d failures=%d\n", len(with.Outputs), identical, cursorDiffers, len(failures))
 	if len(failures) > 0 {
 		return 1
 	}

@@ -106,6 +106,7 @@ func main() {
 	}
 
 	printTable(os.Stdout, sum, allow)
+	fmt.Printf("SUMMARY scenarios=%d identical=%d allowed=%d failures=%d\n", sum.Scenarios, sum.Identical, len(sum.Allowed), len(sum.Failures))
 	if *summaryPath != "" {
 		b, _ := json.MarshalIndent(sum, "", " ")
 		check(os.WriteFile(*summaryPath, append(b, '\n'), 0o644))
