@@ -63,6 +63,7 @@ func (c *conn) task(t *testing.T, params string) (any, error) {
 }
 
 func (c *conn) snapshot() []adapter.Event {
+	c.handler.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]adapter.Event(nil), c.events...)

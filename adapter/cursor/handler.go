@@ -3,6 +3,7 @@ package cursor
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"sync/atomic"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -30,6 +31,7 @@ const MethodTask = "cursor/task"
 type Handler struct {
 	tracker  *adapter.Tracker
 	rejected atomic.Uint64
+	inFlight sync.WaitGroup
 }
 
 // NewHandler returns the handler for the connection t follows.
@@ -37,10 +39,15 @@ func NewHandler(t *adapter.Tracker) *Handler {
 	return &Handler{tracker: t}
 }
 
-// HandleExtensionMethod implements acp.ExtensionMethodHandler. It never
-// blocks on event delivery beyond the Tracker's own ordering and never
-// panics: a panic inside the merge is recovered by the Tracker, and the
-// request is still answered {}.
+// HandleExtensionMethod implements acp.ExtensionMethodHandler.
+//
+// For cursor/task on a Cursor connection it merges the params into the
+// Tracker's state under the Tracker's lock, so the merge is ordered with
+// every session update, and returns {} as soon as the merge is done: the
+// events it produced are handed to the consumer's callback on another
+// goroutine, so a slow callback never delays Cursor's answer (use Wait to
+// wait for them). It never panics: a panic inside the merge is recovered by
+// the Tracker and the request is still answered {}.
 func (h *Handler) HandleExtensionMethod(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	if method != MethodTask || !h.Accepts(method) {
 		if method == MethodTask {
@@ -48,13 +55,27 @@ func (h *Handler) HandleExtensionMethod(ctx context.Context, method string, para
 		}
 		return nil, acp.NewMethodNotFound(method)
 	}
-	h.tracker.Do(func(tx *adapter.Tx) {
-		if d, ok := tx.Dialect().(*Dialect); ok {
-			d.handleTask(tx, params)
-		}
-	})
+	merged := make(chan struct{})
+	h.inFlight.Add(1)
+	go func() {
+		defer h.inFlight.Done()
+		// Do runs the merge, then delivers the queued events on this
+		// goroutine (unless another feeder is already delivering them).
+		h.tracker.Do(func(tx *adapter.Tx) {
+			defer close(merged)
+			if d, ok := tx.Dialect().(*Dialect); ok {
+				d.handleTask(tx, params)
+			}
+		})
+	}()
+	<-merged
 	return struct{}{}, nil
 }
+
+// Wait blocks until the events of every cursor/task handled so far have
+// been handed to the Tracker's callback. Tests and replays call it before
+// reading what the callback collected; a live client need not.
+func (h *Handler) Wait() { h.inFlight.Wait() }
 
 // Accepts reports whether HandleExtensionMethod answers method with a
 // result on this connection (true only for cursor/task once the

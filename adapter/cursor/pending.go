@@ -13,7 +13,7 @@ const (
 	// DefaultMaxPendingSessions bounds how many sessions of one connection
 	// hold pending entries at once; beyond it the session whose newest entry
 	// is oldest loses its entries.
-	DefaultMaxPendingSessions = 16
+	DefaultMaxPendingSessions = 8
 	// DefaultMaxPendingAge is how long an unmatched request waits for its
 	// tool_call. Cursor sends both within the same turn, seconds apart; the
 	// prompt-end sweep normally clears the store long before this.

@@ -141,3 +141,20 @@ func TestPendingSessionsIsolated(t *testing.T) {
 		t.Fatalf("swept %d, want 3", stats.PendingSwept)
 	}
 }
+
+func TestPendingSessionCap(t *testing.T) {
+	s, stats, clock := newTestStore(Limits{MaxPendingSessions: 2})
+	s.put("s1", TaskParams{ToolCallID: "a", Prompt: "p"})
+	clock.advance(time.Second)
+	s.put("s2", TaskParams{ToolCallID: "b", Prompt: "p"})
+	clock.advance(time.Second)
+	s.put("s1", TaskParams{ToolCallID: "c", Prompt: "p"}) // s1 is now the fresher session
+	clock.advance(time.Second)
+	s.put("s3", TaskParams{ToolCallID: "d", Prompt: "p"})
+	if s.len("s2") != 0 || s.len("s1") != 2 || s.len("s3") != 1 {
+		t.Fatalf("lens s1 %d s2 %d s3 %d", s.len("s1"), s.len("s2"), s.len("s3"))
+	}
+	if stats.PendingEvictedSession != 1 {
+		t.Fatalf("evicted %d", stats.PendingEvictedSession)
+	}
+}

@@ -124,8 +124,9 @@ func runWire(t *testing.T, name string, installed bool) wireRun {
 		t.Fatal(err)
 	}
 	var client acp.Client = &plainClient{tracker: tracker}
+	handler := cursor.NewHandler(tracker)
 	if installed {
-		client = &cursorClient{plainClient: plainClient{tracker: tracker}, cursor: cursor.NewHandler(tracker)}
+		client = &cursorClient{plainClient: plainClient{tracker: tracker}, cursor: handler}
 	}
 
 	agentIn, clientOut := io.Pipe()
@@ -166,6 +167,7 @@ func runWire(t *testing.T, name string, installed bool) wireRun {
 		t.Fatalf("scripted agent: %v", err)
 	}
 	_ = conn.Close()
+	handler.Wait()
 	out.written = rec.bytes()
 	mu.Lock()
 	defer mu.Unlock()
