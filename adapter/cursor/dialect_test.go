@@ -294,3 +294,32 @@ func FuzzHandleTask(f *testing.F) {
 		}
 	})
 }
+
+// Wait may run while new requests start (a live client's shutdown path).
+func TestHandlerWaitConcurrent(t *testing.T) {
+	c := cursorConn(t)
+	c.update(t, "s1", frameToolCall)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(2)
+		go func(i int) {
+			defer wg.Done()
+			for j := 0; j < 50; j++ {
+				_, _ = c.handler.HandleExtensionMethod(context.Background(), cursor.MethodTask,
+					json.RawMessage(fmt.Sprintf(`{"toolCallId":"tc","prompt":"p%d-%d"}`, i, j)))
+			}
+		}(i)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 50; j++ {
+				c.handler.Wait()
+			}
+		}()
+	}
+	wg.Wait()
+	evs := c.snapshot()
+	// The tool_call and exactly one enrichment: the first prompt wins.
+	if len(evs) != 2 {
+		t.Fatalf("events %d", len(evs))
+	}
+}

@@ -31,12 +31,20 @@ const MethodTask = "cursor/task"
 type Handler struct {
 	tracker  *adapter.Tracker
 	rejected atomic.Uint64
-	inFlight sync.WaitGroup
+
+	// inFlight counts deliveries still running; Wait sleeps on idle until
+	// it is zero. (A sync.WaitGroup would forbid Wait concurrent with new
+	// requests.)
+	mu       sync.Mutex
+	idle     *sync.Cond
+	inFlight int
 }
 
 // NewHandler returns the handler for the connection t follows.
 func NewHandler(t *adapter.Tracker) *Handler {
-	return &Handler{tracker: t}
+	h := &Handler{tracker: t}
+	h.idle = sync.NewCond(&h.mu)
+	return h
 }
 
 // HandleExtensionMethod implements acp.ExtensionMethodHandler.
@@ -56,9 +64,11 @@ func (h *Handler) HandleExtensionMethod(ctx context.Context, method string, para
 		return nil, acp.NewMethodNotFound(method)
 	}
 	merged := make(chan struct{})
-	h.inFlight.Add(1)
+	h.mu.Lock()
+	h.inFlight++
+	h.mu.Unlock()
 	go func() {
-		defer h.inFlight.Done()
+		defer h.done()
 		// Do runs the merge, then delivers the queued events on this
 		// goroutine (unless another feeder is already delivering them).
 		h.tracker.Do(func(tx *adapter.Tx) {
@@ -75,7 +85,24 @@ func (h *Handler) HandleExtensionMethod(ctx context.Context, method string, para
 // Wait blocks until the events of every cursor/task handled so far have
 // been handed to the Tracker's callback. Tests and replays call it before
 // reading what the callback collected; a live client need not.
-func (h *Handler) Wait() { h.inFlight.Wait() }
+// It is safe to call concurrently with HandleExtensionMethod; requests that
+// start while it waits may or may not be waited for.
+func (h *Handler) Wait() {
+	h.mu.Lock()
+	for h.inFlight > 0 {
+		h.idle.Wait()
+	}
+	h.mu.Unlock()
+}
+
+func (h *Handler) done() {
+	h.mu.Lock()
+	h.inFlight--
+	if h.inFlight == 0 {
+		h.idle.Broadcast()
+	}
+	h.mu.Unlock()
+}
 
 // Accepts reports whether HandleExtensionMethod answers method with a
 // result on this connection (true only for cursor/task once the
