@@ -63,7 +63,6 @@ func (c *conn) task(t *testing.T, params string) (any, error) {
 }
 
 func (c *conn) snapshot() []adapter.Event {
-	c.handler.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]adapter.Event(nil), c.events...)
@@ -295,31 +294,35 @@ func FuzzHandleTask(f *testing.F) {
 	})
 }
 
-// Wait may run while new requests start (a live client's shutdown path).
-func TestHandlerWaitConcurrent(t *testing.T) {
+
+// Concurrent duplicate requests on one card: exactly one enrichment event,
+// the first prompt to take the lock wins, nothing races.
+func TestHandlerConcurrentDuplicates(t *testing.T) {
 	c := cursorConn(t)
 	c.update(t, "s1", frameToolCall)
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ {
-		wg.Add(2)
+		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
 			for j := 0; j < 50; j++ {
-				_, _ = c.handler.HandleExtensionMethod(context.Background(), cursor.MethodTask,
+				res, err := c.handler.HandleExtensionMethod(context.Background(), cursor.MethodTask,
 					json.RawMessage(fmt.Sprintf(`{"toolCallId":"tc","prompt":"p%d-%d"}`, i, j)))
+				if err != nil || res != (struct{}{}) {
+					t.Errorf("answered %v, %v", res, err)
+				}
 			}
 		}(i)
-		go func() {
-			defer wg.Done()
-			for j := 0; j < 50; j++ {
-				c.handler.Wait()
-			}
-		}()
 	}
+	c.update(t, "s1", frameUpdate)
 	wg.Wait()
+	c.update(t, "s1", frameCompletion)
 	evs := c.snapshot()
-	// The tool_call and exactly one enrichment: the first prompt wins.
-	if len(evs) != 2 {
-		t.Fatalf("events %d", len(evs))
+	if len(evs) != 4 {
+		t.Fatalf("events %d, want tool_call, one enrichment, update, completion", len(evs))
+	}
+	assertMonotonic(t, evs)
+	if st, _ := cursor.StatsOf(c.tracker); st.Applied != 1 || st.Unchanged != 399 {
+		t.Errorf("stats %+v", st)
 	}
 }

@@ -3,7 +3,6 @@ package cursor
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"sync/atomic"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -31,31 +30,24 @@ const MethodTask = "cursor/task"
 type Handler struct {
 	tracker  *adapter.Tracker
 	rejected atomic.Uint64
-
-	// inFlight counts deliveries still running; Wait sleeps on idle until
-	// it is zero. (A sync.WaitGroup would forbid Wait concurrent with new
-	// requests.)
-	mu       sync.Mutex
-	idle     *sync.Cond
-	inFlight int
 }
 
 // NewHandler returns the handler for the connection t follows.
 func NewHandler(t *adapter.Tracker) *Handler {
-	h := &Handler{tracker: t}
-	h.idle = sync.NewCond(&h.mu)
-	return h
+	return &Handler{tracker: t}
 }
 
 // HandleExtensionMethod implements acp.ExtensionMethodHandler.
 //
 // For cursor/task on a Cursor connection it merges the params into the
 // Tracker's state under the Tracker's lock, so the merge is ordered with
-// every session update, and returns {} as soon as the merge is done: the
-// events it produced are handed to the consumer's callback on another
-// goroutine, so a slow callback never delays Cursor's answer (use Wait to
-// wait for them). It never panics: a panic inside the merge is recovered by
-// the Tracker and the request is still answered {}.
+// every session update, and returns {}. The events the merge produced have
+// been handed to the Tracker's callback when it returns (unless another
+// goroutine was delivering at that moment: that one delivers them, in
+// order). This is the contract session updates have too, so keep the
+// callback quick: it runs on the SDK's request and notification paths. It
+// never panics: a panic inside the merge is recovered by the Tracker and
+// the request is still answered {}.
 func (h *Handler) HandleExtensionMethod(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	if method != MethodTask || !h.Accepts(method) {
 		if method == MethodTask {
@@ -63,45 +55,12 @@ func (h *Handler) HandleExtensionMethod(ctx context.Context, method string, para
 		}
 		return nil, acp.NewMethodNotFound(method)
 	}
-	merged := make(chan struct{})
-	h.mu.Lock()
-	h.inFlight++
-	h.mu.Unlock()
-	go func() {
-		defer h.done()
-		// Do runs the merge, then delivers the queued events on this
-		// goroutine (unless another feeder is already delivering them).
-		h.tracker.Do(func(tx *adapter.Tx) {
-			defer close(merged)
-			if d, ok := tx.Dialect().(*Dialect); ok {
-				d.handleTask(tx, params)
-			}
-		})
-	}()
-	<-merged
+	h.tracker.Do(func(tx *adapter.Tx) {
+		if d, ok := tx.Dialect().(*Dialect); ok {
+			d.handleTask(tx, params)
+		}
+	})
 	return struct{}{}, nil
-}
-
-// Wait blocks until the events of every cursor/task handled so far have
-// been handed to the Tracker's callback. Tests and replays call it before
-// reading what the callback collected; a live client need not.
-// It is safe to call concurrently with HandleExtensionMethod; requests that
-// start while it waits may or may not be waited for.
-func (h *Handler) Wait() {
-	h.mu.Lock()
-	for h.inFlight > 0 {
-		h.idle.Wait()
-	}
-	h.mu.Unlock()
-}
-
-func (h *Handler) done() {
-	h.mu.Lock()
-	h.inFlight--
-	if h.inFlight == 0 {
-		h.idle.Broadcast()
-	}
-	h.mu.Unlock()
 }
 
 // Accepts reports whether HandleExtensionMethod answers method with a

@@ -167,7 +167,6 @@ func runWire(t *testing.T, name string, installed bool) wireRun {
 		t.Fatalf("scripted agent: %v", err)
 	}
 	_ = conn.Close()
-	handler.Wait()
 	out.written = rec.bytes()
 	mu.Lock()
 	defer mu.Unlock()
