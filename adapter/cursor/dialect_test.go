@@ -294,7 +294,6 @@ func FuzzHandleTask(f *testing.F) {
 	})
 }
 
-
 // Concurrent duplicate requests on one card: exactly one enrichment event,
 // the first prompt to take the lock wins, nothing races.
 func TestHandlerConcurrentDuplicates(t *testing.T) {
