@@ -21,7 +21,7 @@ import (
 // waitGuard bounds every wait of a script. It is a hang guard, not an
 // assertion: a wait that expires is recorded in the transcript as a note
 // (so the other build's transcript differs) and the script goes on.
-const waitGuard = 3 * time.Second
+const waitGuard = 10 * time.Second
 
 // blockGuard bounds a handler scripted to block until its context ends.
 const blockGuard = 10 * time.Second
