@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -323,5 +324,29 @@ func TestHandlerConcurrentDuplicates(t *testing.T) {
 	assertMonotonic(t, evs)
 	if st, _ := cursor.StatsOf(c.tracker); st.Applied != 1 || st.Unchanged != 399 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// Oversized strings: kept verbatim up to their cap, and the byte budget
+// evicts the oldest pending entries (subagents.md §5 "Oversized strings").
+func TestOversizedStrings(t *testing.T) {
+	c := cursorConn(t)
+	big := strings.Repeat("x", cursor.MaxPromptBytes+1000)
+	for i := 0; i < 40; i++ {
+		_, _ = c.task(t, fmt.Sprintf(`{"toolCallId":"t%d","prompt":%q,"description":%q}`, i, big, "d"))
+	}
+	st, _ := cursor.StatsOf(c.tracker)
+	resident := st.PendingStored - st.PendingEvictedBytes
+	if st.Truncated != 40 || st.PendingEvictedBytes == 0 || resident*cursor.MaxPromptBytes > cursor.DefaultMaxPendingBytes+cursor.MaxPromptBytes {
+		t.Fatalf("stats %+v", st)
+	}
+	c.update(t, "s1", strings.Replace(frameToolCall, `"tc"`, `"t39"`, 1))
+	task := c.snapshot()[0].Payload.SubagentTask
+	if len(task.Prompt) != cursor.MaxPromptBytes || task.Prompt != big[:cursor.MaxPromptBytes] || task.Description != "d" {
+		t.Fatalf("prompt %d bytes, description %q", len(task.Prompt), task.Description)
+	}
+	c.update(t, "s1", strings.Replace(frameToolCall, `"tc"`, `"t0"`, 1))
+	if p := c.snapshot()[1].Payload.SubagentTask.Prompt; p != "" {
+		t.Fatal("the oldest entry survived the byte budget")
 	}
 }
