@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -348,5 +349,21 @@ func TestOversizedStrings(t *testing.T) {
 	c.update(t, "s1", strings.Replace(frameToolCall, `"tc"`, `"t0"`, 1))
 	if p := c.snapshot()[1].Payload.SubagentTask.Prompt; p != "" {
 		t.Fatal("the oldest entry survived the byte budget")
+	}
+}
+
+// The age cap through the handler, with an injected clock.
+func TestPendingAgeThroughHandler(t *testing.T) {
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	d := cursor.NewDialect(cursor.Options{Limits: cursor.Limits{MaxPendingAge: time.Minute}, Now: func() time.Time { return now }})
+	c := newConn(t, adapter.Config{Dialect: d})
+	c.tracker.SessionStarted("s1")
+	c.tracker.PromptStarted("s1")
+	_, _ = c.task(t, paramsFull)
+	now = now.Add(2 * time.Minute)
+	c.update(t, "s1", frameToolCall)
+	wantPayload(t, c.snapshot()[0], emptyTask)
+	if st, _ := cursor.StatsOf(c.tracker); st.PendingEvictedAge != 1 || st.PendingMatched != 0 {
+		t.Fatalf("stats %+v", st)
 	}
 }

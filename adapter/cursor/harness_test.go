@@ -33,6 +33,12 @@ type run struct {
 // client without the adapter answers: -32601 for every method.
 func replayFile(t *testing.T, path string, installed bool) run {
 	t.Helper()
+	return replayWith(t, path, installed, adapter.Config{})
+}
+
+// replayWith is replayFile with a Tracker configuration.
+func replayWith(t *testing.T, path string, installed bool, cfg adapter.Config) run {
+	t.Helper()
 	var out run
 	var h *cursor.Handler
 	ext := func(tr *adapter.Tracker, method string, id, params json.RawMessage) {
@@ -51,7 +57,7 @@ func replayFile(t *testing.T, path string, installed bool) run {
 		}
 		out.replies = append(out.replies, wireReply(t, id, result, err))
 	}
-	res, err := adapter.ReplayCapture(path, adapter.Config{}, ext)
+	res, err := adapter.ReplayCapture(path, cfg, ext)
 	if err != nil {
 		t.Fatalf("replay %s: %v", path, err)
 	}

@@ -2,8 +2,11 @@ package cursor_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"path/filepath"
 	"testing"
+
+	"github.com/kdlbs/acp-go-sdk/adapter"
 
 	// The Claude captures replay through the real Claude dialect.
 	_ "github.com/kdlbs/acp-go-sdk/adapter/claude"
@@ -59,4 +62,49 @@ func TestScenario47_NonCursorByteIdentical(t *testing.T) {
 	if !seen["claude"] {
 		t.Errorf("Claude captures did not replay through the Claude dialect: %v", seen)
 	}
+}
+
+// Cursor's ordinary (non-subagent) tool calls render exactly as they would
+// without the Cursor dialect: every event whose card is not a subagent is
+// the same, byte for byte, when the same Cursor capture runs through the
+// generic dialect with no handler.
+func TestCursorOrdinaryToolsUnchanged(t *testing.T) {
+	paths, err := filepath.Glob("testdata/*.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range paths {
+		c, err := capture.ReadFile(path)
+		if err != nil || c.Agent() != "cursor" {
+			continue
+		}
+		with := replayFile(t, path, true)
+		without := replayWith(t, path, false, adapter.Config{DialectName: adapter.DialectGeneric})
+		if with.res.Dialect != adapter.DialectCursor || without.res.Dialect != adapter.DialectGeneric {
+			t.Fatalf("%s: dialects %s / %s", path, with.res.Dialect, without.res.Dialect)
+		}
+		if got, want := ordinary(t, with), ordinary(t, without); got != want {
+			t.Errorf("%s: ordinary tool events differ\n--- cursor\n%s\n--- generic\n%s", path, got, want)
+		}
+	}
+}
+
+// ordinary renders the events of cards that are never subagents.
+func ordinary(t *testing.T, r run) string {
+	t.Helper()
+	subagent := map[string]bool{}
+	for _, e := range r.res.Events {
+		if e.Payload != nil {
+			subagent[e.SessionID+"\x00"+e.ToolCallID] = true
+		}
+	}
+	var b bytes.Buffer
+	for _, e := range r.res.Events {
+		if !subagent[e.SessionID+"\x00"+e.ToolCallID] {
+			line, _ := json.Marshal(e)
+			b.Write(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
 }

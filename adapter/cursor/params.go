@@ -42,11 +42,6 @@ type TaskParams struct {
 	Truncated int
 }
 
-// Empty reports whether p carries no metadata beyond its tool call id.
-func (p TaskParams) Empty() bool {
-	return p.AgentID == "" && p.Description == "" && p.Prompt == "" && p.Model == ""
-}
-
 // size is the number of string bytes p keeps resident.
 func (p TaskParams) size() int {
 	return len(p.ToolCallID) + len(p.AgentID) + len(p.Description) + len(p.Prompt) + len(p.Model)
