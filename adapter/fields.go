@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"unicode/utf8"
 )
 
 // Reader reads the untyped values of a frame (`_meta`, rawInput, rawOutput)
@@ -199,4 +200,19 @@ func SetSticky(dst *bool, v bool) bool {
 	}
 	*dst = true
 	return true
+}
+
+// TruncateUTF8 returns the longest prefix of s of at most n bytes that ends
+// on a rune boundary.
+func TruncateUTF8(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -18,6 +18,13 @@ const (
 	// DefaultMaxSessions bounds the sessions one connection tracks; the
 	// least recently used session is dropped beyond it.
 	DefaultMaxSessions = 1024
+	// DefaultMaxBytes bounds the string bytes all cards of a connection
+	// hold; the oldest cards are dropped beyond it.
+	DefaultMaxBytes = 64 << 20
+	// MaxFieldBytes caps each string a card keeps (title, every payload
+	// string, child view strings); longer values keep their first
+	// MaxFieldBytes bytes, cut on a UTF-8 boundary.
+	MaxFieldBytes = 1 << 20
 )
 
 // Counter names reported by Tracker.Counters. Dialects add their own.
@@ -39,6 +46,8 @@ const (
 	CounterRecoveredPanics   = "recovered_panics"        // panics recovered while normalising input
 	CounterCallbackPanics    = "callback_panics"         // panics recovered from the consumer callback
 	CounterSubagentFramesOff = "subagent_frames_dropped" // subagent-session frames without the capability
+	CounterFieldsTruncated   = "fields_truncated"        // strings cut at MaxFieldBytes
+	CounterBytesEvicted      = "bytes_evicted"           // cards dropped by the byte budget
 )
 
 // Config configures a Tracker.
@@ -57,6 +66,8 @@ type Config struct {
 	MaxCompleted int
 	MaxActive    int
 	MaxSessions  int
+	// MaxBytes overrides DefaultMaxBytes (values ≤ 0 keep the default).
+	MaxBytes int64
 }
 
 // ConnectionInfo is what the Tracker learned from initialize.
@@ -90,6 +101,10 @@ type Tracker struct {
 	maxCompleted int
 	maxActive    int
 	maxSessions  int
+	maxBytes     int64
+	cardBytes    int64       // string bytes held by all cards
+	liveCards    int         // cards held across sessions
+	order        []globalRef // creation order of cards (lazy), for the byte budget
 
 	onEvent    func(Event)
 	queue      []Event
@@ -109,6 +124,10 @@ func NewTracker(cfg Config) (*Tracker, error) {
 		maxCompleted: positiveOr(cfg.MaxCompleted, DefaultMaxCompleted),
 		maxActive:    positiveOr(cfg.MaxActive, DefaultMaxActive),
 		maxSessions:  positiveOr(cfg.MaxSessions, DefaultMaxSessions),
+		maxBytes:     cfg.MaxBytes,
+	}
+	if t.maxBytes <= 0 {
+		t.maxBytes = DefaultMaxBytes
 	}
 	if t.dialect == nil && cfg.DialectName != "" {
 		d, err := NewDialect(cfg.DialectName)
@@ -250,6 +269,7 @@ func (t *Tracker) Reset() {
 	t.do(func(tx *Tx) {
 		t.sessions = map[string]*session{}
 		t.loading = map[string]bool{}
+		t.cardBytes, t.liveCards, t.order = 0, 0, nil
 		t.current, t.lastSeen = "", ""
 		if t.dialect != nil {
 			t.dialect.SessionCleared(tx, "")
@@ -272,7 +292,7 @@ func (t *Tracker) PromptEnded(sessionID string) {
 	t.do(func(tx *Tx) {
 		for _, id := range t.familyOf(sessionID) {
 			if s := t.sessions[id]; s != nil {
-				if n := s.sweepCompleted(); n > 0 {
+				if n := s.sweepCompleted(t); n > 0 {
 					t.counters[CounterCompletedSwept] += int64(n)
 				}
 			}
@@ -399,7 +419,7 @@ func (t *Tracker) evictSession() {
 	if oldest == nil {
 		return
 	}
-	delete(t.sessions, oldest.id)
+	t.dropSession(oldest.id)
 	delete(t.loading, oldest.id)
 	t.counters[CounterSessionsEvicted]++
 	if t.dialect != nil {
@@ -426,16 +446,114 @@ func (t *Tracker) familyOf(id string) []string {
 
 func (t *Tracker) clearSession(tx *Tx, id string) {
 	for _, sid := range t.familyOf(id) {
-		delete(t.sessions, sid)
+		t.dropSession(sid)
 		if t.dialect != nil {
 			t.dialect.SessionCleared(tx, sid)
 		}
 	}
 }
 
+// dropSession forgets a session and its cards.
+func (t *Tracker) dropSession(id string) {
+	s := t.sessions[id]
+	if s == nil {
+		return
+	}
+	for _, c := range s.cards {
+		t.cardBytes -= int64(c.bytes)
+		t.liveCards--
+	}
+	delete(t.sessions, id)
+}
+
+// removeCard forgets one card of s.
+func (t *Tracker) removeCard(s *session, id string) {
+	c := s.cards[id]
+	if c == nil {
+		return
+	}
+	if c.inDone {
+		s.nDone--
+	}
+	t.cardBytes -= int64(c.bytes)
+	t.liveCards--
+	delete(s.cards, id)
+}
+
+type globalRef struct {
+	session, id string
+	gen         int64
+}
+
+// account caps c's strings at MaxFieldBytes, updates the byte total, and
+// drops the oldest other cards while the total exceeds the budget.
+func (t *Tracker) account(c *Card) {
+	n := 0
+	capField := func(f *string) {
+		if len(*f) > MaxFieldBytes {
+			*f = TruncateUTF8(*f, MaxFieldBytes)
+			t.counters[CounterFieldsTruncated]++
+		}
+		n += len(*f)
+	}
+	capField(&c.title)
+	capField(&c.parent)
+	if k := c.task; k != nil {
+		for _, f := range []*string{&k.Description, &k.Prompt, &k.SubagentType, &k.Status, &k.AgentID,
+			&k.Model, &k.ChildSessionID, &k.ResultText, &k.OutputFile} {
+			capField(f)
+		}
+	}
+	if ch := c.child; ch != nil {
+		for _, f := range []*string{&ch.Title, &ch.Description, &ch.State, &ch.StopReason, &ch.Cwd} {
+			capField(f)
+		}
+		n += len(ch.StateRaw) + len(ch.Usage)
+		for i := range ch.AdditionalDirectories {
+			capField(&ch.AdditionalDirectories[i])
+		}
+	}
+	t.cardBytes += int64(n - c.bytes)
+	c.bytes = n
+	for t.cardBytes > t.maxBytes && len(t.order) > 0 {
+		r := t.order[0]
+		t.order = t.order[1:]
+		s := t.sessions[r.session]
+		if s == nil {
+			continue
+		}
+		old := s.cards[r.id]
+		if old == nil || old.gen != r.gen {
+			continue
+		}
+		if old == c {
+			t.order = append(t.order, r)
+			if len(t.order) == 1 {
+				break
+			}
+			continue
+		}
+		t.removeCard(s, r.id)
+		t.counters[CounterBytesEvicted]++
+	}
+}
+
 func (s *session) addCard(t *Tracker, id string) *Card {
 	c := &Card{sessionID: s.id, id: id, gen: t.tick()}
 	s.cards[id] = c
+	t.liveCards++
+	t.order = append(t.order, globalRef{s.id, id, c.gen})
+	if len(t.order) > 2*t.liveCards+1024 {
+		kept := t.order[:0:0]
+		for _, r := range t.order {
+			if ss := t.sessions[r.session]; ss != nil {
+				if cc := ss.cards[r.id]; cc != nil && cc.gen == r.gen {
+					kept = append(kept, r)
+				}
+			}
+		}
+		t.order = kept
+	}
 	s.active = append(s.active, cardRef{id, c.gen})
 	if active := len(s.cards) - s.nDone; active > t.maxActive {
 		s.evictActive(t)
@@ -451,7 +569,7 @@ func (s *session) evictActive(t *Tracker) {
 		r := s.active[0]
 		s.active = s.active[1:]
 		if c := s.cards[r.id]; c != nil && c.gen == r.gen && !c.status.Terminal() {
-			delete(s.cards, r.id)
+			t.removeCard(s, r.id)
 			t.counters[CounterActiveEvicted]++
 			return
 		}
@@ -470,9 +588,8 @@ func (s *session) markDone(t *Tracker, c *Card) {
 	for s.nDone > t.maxCompleted && len(s.done) > 0 {
 		r := s.done[0]
 		s.done = s.done[1:]
-		if old := s.cards[r.id]; old != nil && old.gen == r.gen && old.status.Terminal() {
-			delete(s.cards, r.id)
-			s.nDone--
+		if old := s.cards[r.id]; old != nil && old.gen == r.gen && old.inDone {
+			t.removeCard(s, r.id)
 			t.counters[CounterCompletedEvicted]++
 		}
 	}
@@ -491,12 +608,12 @@ func (s *session) liveRefs(refs []cardRef, terminal bool) []cardRef {
 	return out
 }
 
-func (s *session) sweepCompleted() int {
+func (s *session) sweepCompleted(t *Tracker) int {
 	n := 0
 	for id, c := range s.cards {
 		switch {
 		case c.status.Terminal() && !c.keep:
-			delete(s.cards, id)
+			t.removeCard(s, id)
 			n++
 		case c.inDone:
 			c.inDone = false // kept across turns: out of the completed set
@@ -522,6 +639,7 @@ type Card struct {
 	refs      []SessionRef
 	keep      bool
 	inDone    bool // counted in its session's completed set
+	bytes     int  // string bytes counted in the Tracker's budget
 }
 
 // KeepAcrossTurns exempts the card from the prompt-end sweep (a child
@@ -676,12 +794,8 @@ func (tx *Tx) NewCard(sessionID, toolCallID string) (c *Card, created bool) {
 // DropCard forgets the card (sessionID, toolCallID), if held.
 func (tx *Tx) DropCard(sessionID, toolCallID string) {
 	if s := tx.t.sessions[sessionID]; s != nil {
-		if c := s.cards[toolCallID]; c != nil {
-			if c.inDone {
-				s.nDone--
-			}
-			delete(s.cards, toolCallID)
-		}
+		t := tx.t
+		t.removeCard(s, toolCallID)
 	}
 }
 
@@ -745,6 +859,7 @@ func (t *Tracker) enqueue(e Event) {
 }
 
 func (t *Tracker) snapshot(kind EventKind, c *Card, status ToolStatus) Event {
+	t.account(c)
 	e := Event{
 		Kind:             kind,
 		SessionID:        c.sessionID,

@@ -3,8 +3,10 @@ package adapter_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -278,4 +280,35 @@ func TestConcurrentFeedersKeepOrder(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// Oversized strings are cut at MaxFieldBytes, and the cards of a connection
+// stay within the byte budget by dropping the oldest.
+func TestFieldCapAndByteBudget(t *testing.T) {
+	tr, c := newTracker(t, adapter.Config{MaxBytes: 2<<20 + 1024})
+	big := strings.Repeat("é", adapter.MaxFieldBytes/2+1000) // just over the cap, two-byte runes
+	for i := range 4 {
+		raw, _ := json.Marshal(map[string]any{"prompt": big})
+		tr.SessionUpdate(notif(t, fmt.Sprintf(`{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"t%d","title":"task","rawInput":%s}}`, i, raw)))
+	}
+	ev := c.all()
+	p := ev[0].Payload.SubagentTask.Prompt
+	if len(p) > adapter.MaxFieldBytes || len(p) < adapter.MaxFieldBytes-1 || !utf8.ValidString(p) {
+		t.Errorf("prompt kept %d bytes (valid UTF-8: %v)", len(p), utf8.ValidString(p))
+	}
+	cnt := tr.Counters()
+	if cnt[adapter.CounterFieldsTruncated] != 4 || cnt[adapter.CounterBytesEvicted] != 2 {
+		t.Errorf("counters %v", cnt)
+	}
+	held := 0
+	tr.Do(func(tx *adapter.Tx) {
+		for i := range 4 {
+			if _, ok := tx.Card("s1", fmt.Sprintf("t%d", i)); ok {
+				held++
+			}
+		}
+	})
+	if held != 2 {
+		t.Errorf("%d cards held, want the newest 2", held)
+	}
 }

@@ -38,10 +38,18 @@ const valueTypeFromAgentType = "claude.typeFromAgentType"
 type Dialect struct {
 	adapter.Base
 	sessions *registry
+	limits   Limits
 }
 
-// New returns a Claude dialect for one connection.
-func New() *Dialect { return &Dialect{sessions: newRegistry()} }
+// New returns a Claude dialect for one connection, with the default
+// limits.
+func New() *Dialect { return NewWithLimits(Limits{}) }
+
+// NewWithLimits returns a Claude dialect for one connection with the given
+// limits (pass it as adapter.Config.Dialect).
+func NewWithLimits(l Limits) *Dialect {
+	return &Dialect{sessions: newRegistry(), limits: l.withDefaults()}
+}
 
 // Name returns "claude".
 func (d *Dialect) Name() string { return adapter.DialectClaude }

@@ -9,7 +9,8 @@ import (
 	"github.com/kdlbs/acp-go-sdk/adapter"
 )
 
-// Bounds of the subagent-session registry (per connection).
+// Default bounds of the subagent-session registry (per connection); see
+// Limits.
 const (
 	// MaxChildren bounds the announced children remembered; the oldest is
 	// forgotten beyond it.
@@ -18,8 +19,13 @@ const (
 	// forgotten beyond it.
 	MaxMessages = 4096
 	// MaxMessageTextBytes caps one message view's text; longer text keeps
-	// its first MaxMessageTextBytes bytes (cut on a UTF-8 boundary).
-	MaxMessageTextBytes = 1 << 20
+	// its first MaxMessageTextBytes bytes (cut on a UTF-8 boundary). Every
+	// chunk re-snapshots the whole text, so the cap also bounds the work
+	// one chunk can cause.
+	MaxMessageTextBytes = 256 << 10
+	// MaxMessageBytes bounds the text all message views of a connection
+	// hold; the oldest views are forgotten beyond it.
+	MaxMessageBytes = 16 << 20
 )
 
 // Counters of the subagent-session form.
@@ -35,6 +41,31 @@ const (
 	CounterMessageTruncated    = "message_text_truncated" // text cut at MaxMessageTextBytes
 )
 
+// Limits bound what the subagent-session form keeps per connection. Zero
+// fields take the defaults (MaxChildren, MaxMessages, MaxMessageTextBytes,
+// MaxMessageBytes).
+type Limits struct {
+	Children         int
+	Messages         int
+	MessageTextBytes int
+	MessageBytes     int
+}
+
+func (l Limits) withDefaults() Limits {
+	def := func(v, d int) int {
+		if v > 0 {
+			return v
+		}
+		return d
+	}
+	return Limits{
+		Children:         def(l.Children, MaxChildren),
+		Messages:         def(l.Messages, MaxMessages),
+		MessageTextBytes: def(l.MessageTextBytes, MaxMessageTextBytes),
+		MessageBytes:     def(l.MessageBytes, MaxMessageBytes),
+	}
+}
+
 // registry holds what the subagent-session form announced on one
 // connection: children by session id, and message views by transcript and
 // message id. It is only touched from Dialect hooks, under the Tracker's
@@ -45,6 +76,7 @@ type registry struct {
 	messages map[msgKey]*adapter.MessageView
 	msgOrder []msgKey
 	links    map[msgKey]msgKey // established links, both directions
+	text     int               // bytes of text held by all views
 }
 
 type msgKey struct{ session, message string }
@@ -73,8 +105,9 @@ func (r *registry) clear(sessionID string) {
 	for id := range drop {
 		delete(r.children, id)
 	}
-	for k := range r.messages {
+	for k, v := range r.messages {
 		if drop[k.session] {
+			r.text -= len(v.Text)
 			delete(r.messages, k)
 		}
 	}
@@ -196,7 +229,7 @@ func (d *Dialect) announce(tx *adapter.Tx, childID, parent string) {
 	d.sessions.order = append(d.sessions.order, childID)
 	tx.SetParentSession(childID, parent)
 	tx.Count(CounterChildrenAnnounced, 1)
-	for len(d.sessions.children) > MaxChildren && len(d.sessions.order) > 0 {
+	for len(d.sessions.children) > d.limits.Children && len(d.sessions.order) > 0 {
 		old := d.sessions.order[0]
 		d.sessions.order = d.sessions.order[1:]
 		if parent, ok := d.sessions.children[old]; ok {
@@ -205,7 +238,7 @@ func (d *Dialect) announce(tx *adapter.Tx, childID, parent string) {
 			tx.Count(CounterChildrenEvicted, 1)
 		}
 	}
-	if len(d.sessions.order) > 2*MaxChildren {
+	if len(d.sessions.order) > 2*d.limits.Children {
 		kept := d.sessions.order[:0:0]
 		for _, id := range d.sessions.order {
 			if _, ok := d.sessions.children[id]; ok {
@@ -283,10 +316,9 @@ func (d *Dialect) sessionMessage(tx *adapter.Tx, transcript string, m *acp.Sessi
 				parts = append(parts, b.Text.Text)
 			}
 		}
-		v.Text = ""
-		appendText(tx, v, strings.Join(parts, "\n"))
+		d.setText(tx, v, strings.Join(parts, "\n"))
 	} else if m.Content.Set() {
-		v.Text = "" // null or [] clears
+		d.setText(tx, v, "") // null or [] clears
 	}
 	d.settle(tx, v)
 }
@@ -314,8 +346,12 @@ func (d *Dialect) sessionMessageChunk(tx *adapter.Tx, transcript string, c *acp.
 		tx.Count(CounterChunkWithoutMessage, 1)
 	}
 	v := d.view(tx, transcript, id)
-	if c.Content.Text != nil {
-		appendText(tx, v, c.Content.Text.Text)
+	if c.Content.Text != nil && c.Content.Text.Text != "" {
+		if len(v.Text) >= d.limits.MessageTextBytes {
+			tx.Count(CounterMessageTruncated, 1)
+		} else {
+			d.setText(tx, v, v.Text+adapter.TruncateUTF8(c.Content.Text.Text, d.limits.MessageTextBytes))
+		}
 	}
 	d.settle(tx, v)
 }
@@ -329,18 +365,7 @@ func (d *Dialect) view(tx *adapter.Tx, transcript, id string) *adapter.MessageVi
 	v := &adapter.MessageView{SessionID: transcript, MessageID: id}
 	d.sessions.messages[k] = v
 	d.sessions.msgOrder = append(d.sessions.msgOrder, k)
-	for len(d.sessions.messages) > MaxMessages && len(d.sessions.msgOrder) > 0 {
-		old := d.sessions.msgOrder[0]
-		d.sessions.msgOrder = d.sessions.msgOrder[1:]
-		if _, ok := d.sessions.messages[old]; ok {
-			delete(d.sessions.messages, old)
-			if o, ok := d.sessions.links[old]; ok {
-				delete(d.sessions.links, old)
-				delete(d.sessions.links, o)
-			}
-			tx.Count(CounterMessagesEvicted, 1)
-		}
-	}
+	d.evictMessages(tx, v)
 	if len(d.sessions.msgOrder) > 2*MaxMessages {
 		kept := d.sessions.msgOrder[:0:0]
 		for _, k := range d.sessions.msgOrder {
@@ -353,29 +378,44 @@ func (d *Dialect) view(tx *adapter.Tx, transcript, id string) *adapter.MessageVi
 	return v
 }
 
-// appendText appends text to the view within MaxMessageTextBytes.
-func appendText(tx *adapter.Tx, v *adapter.MessageView, text string) {
-	room := MaxMessageTextBytes - len(v.Text)
-	if len(text) > room {
-		text = cutUTF8(text, room)
-		tx.Count(CounterMessageTruncated, 1)
+// evictMessages forgets the oldest views other than keep while there are
+// more than MaxMessages or they hold more than MaxMessageBytes of text.
+func (d *Dialect) evictMessages(tx *adapter.Tx, keep *adapter.MessageView) {
+	r := d.sessions
+	for (len(r.messages) > d.limits.Messages || r.text > d.limits.MessageBytes) && len(r.msgOrder) > 0 {
+		old := r.msgOrder[0]
+		r.msgOrder = r.msgOrder[1:]
+		v, ok := r.messages[old]
+		if !ok {
+			continue
+		}
+		if v == keep {
+			r.msgOrder = append(r.msgOrder, old)
+			if len(r.msgOrder) == 1 {
+				return
+			}
+			continue
+		}
+		r.text -= len(v.Text)
+		delete(r.messages, old)
+		if o, ok := r.links[old]; ok {
+			delete(r.links, old)
+			delete(r.links, o)
+		}
+		tx.Count(CounterMessagesEvicted, 1)
 	}
-	v.Text += text
 }
 
-// cutUTF8 returns the longest prefix of s of at most n bytes that ends on a
-// rune boundary.
-func cutUTF8(s string, n int) string {
-	if n <= 0 {
-		return ""
+// setText replaces the view's text, within MaxMessageTextBytes and the
+// connection's MaxMessageBytes.
+func (d *Dialect) setText(tx *adapter.Tx, v *adapter.MessageView, text string) {
+	if len(text) > d.limits.MessageTextBytes {
+		text = adapter.TruncateUTF8(text, d.limits.MessageTextBytes)
+		tx.Count(CounterMessageTruncated, 1)
 	}
-	if n >= len(s) {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
+	d.sessions.text += len(text) - len(v.Text)
+	v.Text = text
+	d.evictMessages(tx, v)
 }
 
 // settle recomputes the view's direction and link, emits it, and maps it

@@ -3,6 +3,7 @@ package claude_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -210,4 +211,38 @@ func TestCancelGrantAndParentLoad(t *testing.T) {
 			t.Error("state from a failed load kept")
 		}
 	})
+}
+
+// Message text is capped per view and per connection; chunks beyond the cap
+// are counted, the oldest views forgotten.
+func TestMessageTextBounds(t *testing.T) {
+	lim := claude.Limits{MessageTextBytes: 1000, MessageBytes: 10_000}
+	tr, err := adapter.NewTracker(adapter.Config{Dialect: claude.NewWithLimits(lim)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Initialize(&acp.InitializeRequest{ClientCapabilities: acp.ClientCapabilities{Subagents: &acp.SubagentCapabilities{}}}, nil)
+	chunk := strings.Repeat("x", 256)
+	feed := func(js string) {
+		var n acp.SessionNotification
+		if err := json.Unmarshal([]byte(js), &n); err != nil {
+			t.Fatal(err)
+		}
+		tr.SessionUpdate(n)
+	}
+	for range 6 { // 1536 bytes into one view
+		feed(fmt.Sprintf(`{"sessionId":"p","update":{"sessionUpdate":"session_message_chunk","messageId":"m","content":{"type":"text","text":%q}}}`, chunk))
+	}
+	big := strings.Repeat("y", lim.MessageTextBytes)
+	n := lim.MessageBytes/lim.MessageTextBytes + 4
+	for i := range n {
+		feed(fmt.Sprintf(`{"sessionId":"p","update":{"sessionUpdate":"session_message","messageId":"big%d","content":[{"type":"text","text":%q}]}}`, i, big))
+	}
+	c := tr.Counters()
+	if c[claude.CounterMessageTruncated] != 3 {
+		t.Errorf("truncated %d, want 3", c[claude.CounterMessageTruncated])
+	}
+	if c[claude.CounterMessagesEvicted] < 4 {
+		t.Errorf("evicted %d views, want at least 4", c[claude.CounterMessagesEvicted])
+	}
 }
