@@ -99,5 +99,5 @@ func (c *Client) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (a
 
 // WaitForTerminalExit reports exit code 0.
 func (c *Client) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
-	return acp.WaitForTerminalExitResponse{ExitCode: acp.Ptr(0)}, nil
+	return acp.WaitForTerminalExitResponse{ExitCode: new(int)}, nil
 }

@@ -208,7 +208,7 @@ func TestSourcegraphCursorAgentAgainstGoClient(t *testing.T) {
 	}
 	tracker.SessionStarted(string(sess.SessionId))
 	tracker.PromptStarted(string(sess.SessionId))
-	resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("go")}})
+	resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.ContentBlock{Text: &acp.ContentBlockText{Text: "go"}}}})
 	if err != nil {
 		t.Fatalf("prompt: %v", err)
 	}

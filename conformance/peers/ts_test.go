@@ -113,7 +113,7 @@ func TestTSAgentDrivenByGoClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("session/new: %v", err)
 	}
-	resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("explore")}})
+	resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.ContentBlock{Text: &acp.ContentBlockText{Text: "explore"}}}})
 	if err != nil {
 		t.Fatalf("prompt: %v", err)
 	}

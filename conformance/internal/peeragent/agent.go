@@ -125,23 +125,22 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 	send := func(u acp.SessionUpdate) error {
 		return conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: u})
 	}
-	steps := []func() error{
-		func() error { return send(acp.UpdateAgentMessageText("Looking at the repository.")) },
-		func() error {
-			return send(acp.StartToolCall("tool-1", "Explore the repository",
-				acp.WithStartKind(acp.ToolKindRead), acp.WithStartStatus(acp.ToolCallStatusPending),
-				acp.WithStartRawInput(map[string]any{"path": "/README.md"})))
-		},
+	if err := send(agentText("Looking at the repository.")); err != nil {
+		return acp.PromptResponse{}, err
 	}
-	for _, s := range steps {
-		if err := s(); err != nil {
-			return acp.PromptResponse{}, err
-		}
+	if err := send(acp.SessionUpdate{ToolCall: &acp.SessionUpdateToolCall{
+		ToolCallId: "tool-1",
+		Title:      "Explore the repository",
+		Kind:       acp.ToolKindRead,
+		Status:     acp.ToolCallStatusPending,
+		RawInput:   map[string]any{"path": "/README.md"},
+	}}); err != nil {
+		return acp.PromptResponse{}, err
 	}
 
 	perm, err := conn.RequestPermission(ctx, acp.RequestPermissionRequest{
 		SessionId: sid,
-		ToolCall:  acp.ToolCallUpdate{ToolCallId: "tool-1", Title: acp.Ptr("Explore the repository")},
+		ToolCall:  acp.ToolCallUpdate{ToolCallId: "tool-1", Title: ptr("Explore the repository")},
 		Options: []acp.PermissionOption{
 			{OptionId: "allow", Name: "Allow once", Kind: acp.PermissionOptionKindAllowOnce},
 			{OptionId: "reject", Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce},
@@ -154,13 +153,13 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 		return acp.PromptResponse{}, err
 	}
 	if perm.Outcome.Selected == nil || perm.Outcome.Selected.OptionId != "allow" {
-		if err := send(acp.UpdateToolCall("tool-1", acp.WithUpdateStatus(acp.ToolCallStatusFailed))); err != nil {
+		if err := send(toolStatus(acp.ToolCallStatusFailed, nil, nil)); err != nil {
 			return acp.PromptResponse{}, err
 		}
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 	}
 
-	if err := send(acp.UpdateToolCall("tool-1", acp.WithUpdateStatus(acp.ToolCallStatusInProgress))); err != nil {
+	if err := send(toolStatus(acp.ToolCallStatusInProgress, nil, nil)); err != nil {
 		return acp.PromptResponse{}, err
 	}
 	// The subagent doing the work, in the ACP subagent-session form.
@@ -186,12 +185,12 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 	finish := []acp.SessionUpdate{
 		{SubagentUpdate: &acp.SessionSubagentUpdate{
 			SessionId: ChildSessionID,
-			State:     acp.NewNullable(acp.StateUpdate{Idle: &acp.StateUpdateIdle{StopReason: acp.Ptr("end_turn")}}),
+			State:     acp.NewNullable(acp.StateUpdate{Idle: &acp.StateUpdateIdle{StopReason: ptr("end_turn")}}),
 		}},
-		acp.UpdateToolCall("tool-1", acp.WithUpdateStatus(acp.ToolCallStatusCompleted),
-			acp.WithUpdateContent([]acp.ToolCallContent{acp.ToolContent(acp.TextBlock(content))}),
-			acp.WithUpdateRawOutput(map[string]any{"bytes": len(content)})),
-		acp.UpdateAgentMessageText("Done."),
+		toolStatus(acp.ToolCallStatusCompleted,
+			[]acp.ToolCallContent{{Content: &acp.ToolCallContentContent{Content: acp.ContentBlock{Text: &acp.ContentBlockText{Text: content}}}}},
+			map[string]any{"bytes": len(content)}),
+		agentText("Done."),
 	}
 	for _, u := range finish {
 		if err := send(u); err != nil {
@@ -199,4 +198,23 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 		}
 	}
 	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// agentText is an agent_message_chunk with one text block.
+func agentText(text string) acp.SessionUpdate {
+	return acp.SessionUpdate{AgentMessageChunk: &acp.SessionUpdateAgentMessageChunk{
+		Content: acp.ContentBlock{Text: &acp.ContentBlockText{Text: text}},
+	}}
+}
+
+// toolStatus is a tool_call_update of tool-1.
+func toolStatus(status acp.ToolCallStatus, content []acp.ToolCallContent, rawOutput any) acp.SessionUpdate {
+	return acp.SessionUpdate{ToolCallUpdate: &acp.SessionToolCallUpdate{
+		ToolCallId: "tool-1",
+		Status:     &status,
+		Content:    content,
+		RawOutput:  rawOutput,
+	}}
 }
