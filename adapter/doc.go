@@ -28,5 +28,12 @@
 //     the prompt ends.
 //
 // Bad input is read field by field: a wrong-typed field is ignored alone and
-// counted; nothing an agent sends panics out of the Tracker.
+// counted; nothing an agent sends panics out of the Tracker, and every store
+// is bounded (counts and bytes), evictions counted.
+//
+// Child sessions of the ACP subagent-session form (adapter/claude, when the
+// client declares clientCapabilities.subagents) become cards in their
+// parent session with the same Payload, plus a ChildSession view; their
+// messages are MessageView events. Replayer and ReplayCapture drive a
+// Tracker from recorded JSON-RPC traffic.
 package adapter

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -550,4 +551,32 @@ func CanCancel(t *adapter.Tracker, childSessionID string) bool {
 		}
 	})
 	return can
+}
+
+// Disconnected records that the connection to the agent was lost: no child
+// is live any more nor cancellable (last-known states stay as reported,
+// never read as an outcome), and each child card gets one update. Fresh
+// state after a reconnect is authoritative.
+func Disconnected(t *adapter.Tracker) {
+	t.Do(func(tx *adapter.Tx) {
+		d, ok := tx.Dialect().(*Dialect)
+		if !ok {
+			return
+		}
+		ids := make([]string, 0, len(d.sessions.children))
+		for id := range d.sessions.children {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		for _, id := range ids {
+			card, ok := tx.Card(d.sessions.children[id], id)
+			if !ok || card.Child() == nil {
+				continue
+			}
+			if v := card.Child(); v.Live || v.CanCancel {
+				v.Live, v.CanCancel = false, false
+				tx.Emit(adapter.EventToolUpdate, card)
+			}
+		}
+	})
 }

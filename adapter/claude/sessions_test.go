@@ -202,6 +202,11 @@ func TestCancelGrantAndParentLoad(t *testing.T) {
 	if claude.CanCancel(tr, "c") {
 		t.Fatal("revoked grant still offered")
 	}
+	announce(`{"cancel":{}}`)
+	claude.Disconnected(tr)
+	if claude.CanCancel(tr, "c") {
+		t.Fatal("cancel offered after the connection was lost")
+	}
 	// A failed load drops what was replayed during it.
 	tr.SessionLoaded("p")
 	announce(`{"cancel":{}}`)
