@@ -338,3 +338,26 @@ func TestCodexParentNeedsOneMatchAndCorrelationCap(t *testing.T) {
 		t.Errorf("codex_correlations_evicted = %d, want 4", got)
 	}
 }
+
+// Scenario 32 (adapter half): only clientCapabilities.subagents as an
+// object opts in to the subagent-session form; its absence, null, and AIR
+// `_meta` leave the legacy form.
+func TestScenario32_SubagentsDeclaration(t *testing.T) {
+	for caps, want := range map[string]bool{
+		`{}`:                                 false,
+		`{"subagents":null}`:                 false,
+		`{"_meta":{"jetbrains":{"air":{}}}}`: false,
+		`{"subagents":{}}`:                   true,
+		`{"subagents":{"_meta":{"x":1}}}`:    true,
+	} {
+		var req acp.InitializeRequest
+		if err := json.Unmarshal([]byte(`{"protocolVersion":1,"clientCapabilities":`+caps+`}`), &req); err != nil {
+			t.Fatalf("%s: %v", caps, err)
+		}
+		tr, _ := newTracker(t, adapter.Config{})
+		tr.Initialize(&req, nil)
+		if got := tr.Connection().SubagentsDeclared; got != want {
+			t.Errorf("%s: declared %v, want %v", caps, got, want)
+		}
+	}
+}
