@@ -376,6 +376,9 @@ func peekString(data []byte, key string) (value string, isString bool, err error
 // hasKey tells a null key from a missing one.
 func presentKeys(data []byte) (map[string]bool, error) {
 	keys := map[string]bool{}
+	if jsonKind(data) == 'n' && string(bytes.TrimSpace(data)) == "null" {
+		return keys, nil // null decodes like {} (every default applies)
+	}
 	err := eachField(data, func(k string, v []byte) bool {
 		keys[k] = string(v) != "null"
 		return true

@@ -191,3 +191,51 @@ func emitClientFile(m *model) string {
 	emitOutbound(&b, m.agent, "ClientSideConnection", map[string]bool{"Prompt": true})
 	return b.String()
 }
+
+// emitIndex writes a test-only index of the generated types, which the golden
+// and fuzz tests iterate over.
+func emitIndex(m *model) string {
+	var b w
+	b.WriteString(header)
+	b.p("package acp\n")
+	b.p("// indexedType is a generated type the golden and fuzz tests cover.")
+	b.p("type indexedType struct {")
+	b.p("Name string")
+	b.p("New func() any")
+	b.p("// Variants are the union's field names, in schema order (nil for structs).")
+	b.p("Variants []string")
+	b.p("// IntConsts are the integer values of constant variants (ErrorCode).")
+	b.p("IntConsts map[string]int")
+	b.p("}\n")
+	b.p("// generatedUnions are every generated union.")
+	b.p("var generatedUnions = []indexedType{")
+	for _, t := range m.sorted() {
+		if t.Kind != kindUnion {
+			continue
+		}
+		var vs, consts []string
+		for _, v := range t.Union.Variants {
+			vs = append(vs, fmt.Sprintf("%q", v.Field))
+			if v.IntConst != nil {
+				consts = append(consts, fmt.Sprintf("%q: %d", v.Field, *v.IntConst))
+			}
+		}
+		ic := ""
+		if len(consts) > 0 {
+			ic = fmt.Sprintf(", IntConsts: map[string]int{%s}", strings.Join(consts, ", "))
+		}
+		b.p("{Name: %q, New: func() any { return new(%s) }, Variants: []string{%s}%s},", t.Name, t.Name, strings.Join(vs, ", "), ic)
+	}
+	b.p("}\n")
+	b.p("// generatedMessages are every generated method payload (requests,")
+	b.p("// responses, notifications) that is not a union.")
+	b.p("var generatedMessages = []indexedType{")
+	for _, t := range m.sorted() {
+		if t.Kind != kindStruct || !t.Validate {
+			continue
+		}
+		b.p("{Name: %q, New: func() any { return new(%s) }},", t.Name, t.Name)
+	}
+	b.p("}")
+	return b.String()
+}

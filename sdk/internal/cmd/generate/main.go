@@ -57,6 +57,8 @@ func generate(schemaDir string) (map[string][]byte, error) {
 		"helpers_gen.go":   emitHelpers(m),
 		"client_gen.go":    emitClientFile(m),
 		"agent_gen.go":     emitAgentFile(m),
+		// A test-only index of the generated types for golden and fuzz tests.
+		"types_index_gen_test.go": emitIndex(m),
 	}
 	out := map[string][]byte{}
 	for name, src := range raw {
