@@ -450,27 +450,24 @@ func (c *Connection) startRequest(rawID json.RawMessage, method string, params j
 
 	go func() {
 		defer c.goroutineDone()
-		defer func() {
-			c.mu.Lock()
-			if c.inflight[idKey] == entry {
-				delete(c.inflight, idKey)
-			}
-			c.inflightCount--
-			c.mu.Unlock()
-			cancel(nil)
-		}()
-		c.handleRequest(context.WithValue(reqCtx, inboundRequestKey{}, true), rawID, method, params)
+		var result any
+		var rerr *RequestError
+		if c.handler == nil {
+			rerr = NewMethodNotFound(method)
+		} else {
+			result, rerr = c.invoke(context.WithValue(reqCtx, inboundRequestKey{}, true), method, params)
+		}
+		// Free the slot before replying, so a peer that sends its next
+		// request as soon as it sees this reply always finds room.
+		c.mu.Lock()
+		if c.inflight[idKey] == entry {
+			delete(c.inflight, idKey)
+		}
+		c.inflightCount--
+		c.mu.Unlock()
+		cancel(nil)
+		c.writeResponse(rawID, result, rerr)
 	}()
-}
-
-// handleRequest runs the handler of one request and sends the reply.
-func (c *Connection) handleRequest(ctx context.Context, rawID json.RawMessage, method string, params json.RawMessage) {
-	if c.handler == nil {
-		c.writeResponse(rawID, nil, NewMethodNotFound(method))
-		return
-	}
-	result, rerr := c.invoke(ctx, method, params)
-	c.writeResponse(rawID, result, rerr)
 }
 
 // handleCancelRequest cancels the in-flight inbound request named by an

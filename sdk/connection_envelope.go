@@ -7,6 +7,7 @@ package acp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,45 +119,73 @@ func (s *jsonScanner) literal(word string) error {
 }
 
 // str skips a string starting at the opening quote and reports whether it
-// holds escapes.
+// holds escapes. Plain runs are skipped with bytes.IndexByte and a
+// word-at-a-time control-character check: string content is most of the
+// bytes of a typical message.
 func (s *jsonScanner) str() (escaped bool, err error) {
 	s.pos++ // opening quote
-	for s.pos < len(s.data) {
-		c := s.data[s.pos]
-		switch {
-		case c == '"':
-			s.pos++
+	for {
+		rest := s.data[s.pos:]
+		q := bytes.IndexByte(rest, '"')
+		if q < 0 {
+			s.pos = len(s.data)
+			return escaped, s.fail("unexpected end of JSON input")
+		}
+		seg := rest[:q]
+		b := bytes.IndexByte(seg, '\\')
+		if b < 0 {
+			if i := indexControl(seg); i >= 0 {
+				s.pos += i
+				return escaped, s.fail("invalid control character in string literal")
+			}
+			s.pos += q + 1
 			return escaped, nil
-		case c == '\\':
-			escaped = true
-			s.pos++
-			if s.pos >= len(s.data) {
-				return escaped, s.fail("unexpected end of JSON input")
-			}
-			switch s.data[s.pos] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.pos++
-			case 'u':
-				s.pos++
-				for i := 0; i < 4; i++ {
-					if s.pos >= len(s.data) {
-						return escaped, s.fail("unexpected end of JSON input")
-					}
-					if !isHexDigit(s.data[s.pos]) {
-						return escaped, s.fail("invalid character in \\u hexadecimal character escape")
-					}
-					s.pos++
-				}
-			default:
-				return escaped, s.fail("invalid character in string escape code")
-			}
-		case c < 0x20:
+		}
+		if i := indexControl(seg[:b]); i >= 0 {
+			s.pos += i
 			return escaped, s.fail("invalid control character in string literal")
-		default:
+		}
+		escaped = true
+		s.pos += b + 1 // past the backslash
+		if s.pos >= len(s.data) {
+			return escaped, s.fail("unexpected end of JSON input")
+		}
+		switch s.data[s.pos] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			s.pos++
+		case 'u':
+			s.pos++
+			for i := 0; i < 4; i++ {
+				if s.pos >= len(s.data) {
+					return escaped, s.fail("unexpected end of JSON input")
+				}
+				if !isHexDigit(s.data[s.pos]) {
+					return escaped, s.fail("invalid character in \\u hexadecimal character escape")
+				}
+				s.pos++
+			}
+		default:
+			return escaped, s.fail("invalid character in string escape code")
 		}
 	}
-	return escaped, s.fail("unexpected end of JSON input")
+}
+
+// indexControl returns the index of the first byte below 0x20 in b, or -1.
+func indexControl(b []byte) int {
+	const highs, below = 0x8080808080808080, 0x20 * 0x0101010101010101
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if (x-below)&^x&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] < 0x20 {
+			return i
+		}
+	}
+	return -1
 }
 
 func isHexDigit(c byte) bool {

@@ -56,9 +56,9 @@ func (lr *lineReader) next() ([]byte, error) {
 		}
 		if n := len(line); n > 0 && line[n-1] == '\n' {
 			line = line[:n-1]
-			if n := len(line); n > 0 && line[n-1] == '\r' {
-				line = line[:n-1]
-			}
+		}
+		if n := len(line); n > 0 && line[n-1] == '\r' {
+			line = line[:n-1] // also on a final unterminated line, as bufio.ScanLines
 		}
 		if len(line) > lr.max {
 			return nil, ErrLineTooLong

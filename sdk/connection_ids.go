@@ -23,6 +23,7 @@ var (
 	errNumericIDTooLarge = errors.New("json-rpc numeric id too large")
 	errIDKind            = errors.New("json-rpc id must be string, number, or null")
 	errEmptyID           = errors.New("empty json-rpc id")
+	errInvalidStringID   = errors.New("invalid json-rpc string id")
 )
 
 // canonicalIDKey returns the key under which an id is matched. raw is one
@@ -66,6 +67,9 @@ func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c =
 // canonicalStringID returns the string's canonical JSON encoding (decoded,
 // then encoded as encoding/json would).
 func canonicalStringID(raw []byte) (string, error) {
+	if len(raw) < 2 || raw[len(raw)-1] != '"' {
+		return "", errInvalidStringID
+	}
 	plain := true
 	for _, b := range raw[1 : len(raw)-1] {
 		if !safeJSONStringByte(b) {
@@ -73,7 +77,7 @@ func canonicalStringID(raw []byte) (string, error) {
 			break
 		}
 	}
-	if plain && len(raw) >= 2 && raw[len(raw)-1] == '"' {
+	if plain {
 		return string(raw), nil
 	}
 	var s string

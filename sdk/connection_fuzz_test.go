@@ -1,0 +1,146 @@
+package acp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// referenceEnvelope is the envelope shape upstream decodes with
+// encoding/json; the fuzz target checks the hand-written decoder against it.
+type referenceEnvelope struct {
+	JSONRPC string           `json:"jsonrpc"`
+	ID      *json.RawMessage `json:"id,omitempty"`
+	Method  string           `json:"method,omitempty"`
+	Params  json.RawMessage  `json:"params,omitempty"`
+	Result  json.RawMessage  `json:"result,omitempty"`
+	Error   *RequestError    `json:"error,omitempty"`
+}
+
+var envelopeSeeds = []string{
+	`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`,
+	`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi\n\u00e9"}}}}`,
+	`{"jsonrpc":"2.0","id":"abc","result":{"content":"hello"}}`,
+	`{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"Internal error","data":{"error":"boom"}}}`,
+	`{"jsonrpc":"2.0","id":null,"method":"n"}`,
+	`{"ID":1,"Method":"m","m\u0065thod":"x","PARAMS":null}`,
+	`{"id":1.0e1,"result":[1,{"a":[true,false,null]}]}`,
+	`[1,2]`, `null`, `"s"`, `{"id":1,"method":5}`, `{"error":"x"}`, `{"a":"\ud800"}`, "{\"method\":\"\xff\"}",
+	`{"jsonrpc":2}`, `{"error":{"code":1.5}}`, `{} x`, `{"a":01}`, `{"a":-}`, `{"a":1e}`, `{"a":"\x"}`,
+}
+
+func FuzzDecodeEnvelope(f *testing.F) {
+	for _, s := range envelopeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var got envelope
+		gotErr := decodeEnvelope(line, &got)
+		var want referenceEnvelope
+		wantErr := json.Unmarshal(line, &want)
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("%q: decodeEnvelope err %v, encoding/json err %v", line, gotErr, wantErr)
+		}
+		if gotErr != nil {
+			return
+		}
+		var wantID []byte
+		if want.ID != nil {
+			wantID = *want.ID
+		}
+		if !bytes.Equal(got.id, wantID) || (got.id == nil) != (want.ID == nil) {
+			t.Fatalf("%q: id %q, want %q", line, got.id, wantID)
+		}
+		if got.method != want.Method {
+			t.Fatalf("%q: method %q, want %q", line, got.method, want.Method)
+		}
+		if !bytes.Equal(got.params, want.Params) || !bytes.Equal(got.result, want.Result) {
+			t.Fatalf("%q: params/result %q/%q, want %q/%q", line, got.params, got.result, want.Params, want.Result)
+		}
+		if !reflect.DeepEqual(got.err, want.Error) {
+			t.Fatalf("%q: error %#v, want %#v", line, got.err, want.Error)
+		}
+	})
+}
+
+func FuzzCanonicalIDKey(f *testing.F) {
+	for _, s := range []string{"1", "1.0", "10e-1", "-0", `"a"`, `"\u003c"`, "null", "1e4096", "true", "{}", "0.000001e6"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		key, err := canonicalIDKey(raw)
+		if err != nil {
+			return
+		}
+		// A canonical key is stable: it canonicalises to itself.
+		again, err := canonicalIDKey([]byte(key))
+		if err != nil || again != key {
+			t.Fatalf("%q: key %q re-canonicalises to %q, %v", raw, key, again, err)
+		}
+		if v, ok, err := responseIDValue(raw); err == nil && ok {
+			if key != string(appendUintID(nil, v)) {
+				t.Fatalf("%q: response id %d but key %q", raw, v, key)
+			}
+		}
+	})
+}
+
+func FuzzLineReader(f *testing.F) {
+	f.Add([]byte("a\nb\r\n\nc"), uint8(3))
+	f.Add([]byte("abcdef\n"), uint8(2))
+	f.Fuzz(func(t *testing.T, data []byte, max uint8) {
+		limit := int(max) + 1
+		lr := newLineReader(bytes.NewReader(data), limit)
+		lr.br = bufioReaderSize(bytes.NewReader(data), 16)
+		want := strings.Split(string(data), "\n")
+		for i, w := range want {
+			w = strings.TrimSuffix(w, "\r")
+			if i == len(want)-1 && w == "" {
+				break
+			}
+			line, err := lr.next()
+			if len(w) > limit {
+				if !errors.Is(err, ErrLineTooLong) {
+					t.Fatalf("line %d (%d bytes > %d): err %v", i, len(w), limit, err)
+				}
+				return
+			}
+			if string(line) != w {
+				t.Fatalf("line %d = %q, want %q", i, line, w)
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				t.Fatalf("line %d: %v", i, err)
+			}
+		}
+	})
+}
+
+// FuzzConnectionInput feeds arbitrary bytes to a live connection: it must
+// neither panic nor hang, and must stop cleanly at EOF.
+func FuzzConnectionInput(f *testing.F) {
+	for _, s := range envelopeSeeds {
+		f.Add([]byte(s + "\n" + `{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":1}}` + "\n"))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		conn := NewConnection(func(ctx context.Context, method string, params json.RawMessage) (any, *RequestError) {
+			if method == "panic" {
+				panic("fuzz")
+			}
+			return params, nil
+		}, io.Discard, bytes.NewReader(data))
+		conn.SetLogger(quietLogger())
+		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+		defer cancel()
+		if err := conn.Wait(ctx); errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("connection did not stop on %q", data)
+		}
+	})
+}
+
+func bufioReaderSize(r io.Reader, n int) *bufio.Reader { return bufio.NewReaderSize(r, n) }
