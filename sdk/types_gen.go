@@ -10711,6 +10711,9 @@ func (v UnstableElicitationSchema) MarshalJSON() ([]byte, error) {
 	if p.Properties == nil {
 		_ = json.Unmarshal([]byte("{}"), &p.Properties)
 	}
+	if p.Type == "" {
+		_ = json.Unmarshal([]byte("\"object\""), &p.Type)
+	}
 	return json.Marshal(p)
 }
 

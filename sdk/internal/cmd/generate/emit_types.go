@@ -155,6 +155,11 @@ func emitDefaultsCodec(b *w, t *goType, defaults []*field) {
 	for _, f := range defaults {
 		if isSliceOrMap(f.GoType) {
 			b.p("if p.%s == nil {\n_ = json.Unmarshal([]byte(%s), &p.%s)\n}", f.GoName, strconv.Quote(string(f.Default)), f.GoName)
+			continue
+		}
+		// A scalar whose default is not its zero value: zero means unset.
+		if d := string(f.Default); len(d) > 0 && d[0] == '"' && d != `""` {
+			b.p("if p.%s == \"\" {\n_ = json.Unmarshal([]byte(%s), &p.%s)\n}", f.GoName, strconv.Quote(d), f.GoName)
 		}
 	}
 	b.p("return json.Marshal(p)\n}\n")
