@@ -1,0 +1,273 @@
+// Package acpbench measures an ACP Go SDK. The same file is built against
+// upstream github.com/coder/acp-go-sdk v0.13.5 (upstream.mod) and against
+// this repository's sdk/ (fork.mod), so it uses only API both provide.
+package acpbench
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+// Wire payloads of the two session notifications agents send most.
+const (
+	messageChunkJSON = `{"sessionId":"sess-0001","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Here is the next piece of the answer, streamed token by token."}}}`
+
+	toolCallUpdateJSON = `{"sessionId":"sess-0001","update":{"sessionUpdate":"tool_call_update","toolCallId":"call_42","status":"completed","content":[{"type":"content","content":{"type":"text","text":"total 12\ndrwxr-xr-x 2 dev dev 4096 Nov 30 00:00 cmd\n-rw-r--r-- 1 dev dev  512 Nov 30 00:00 go.mod"}}],"rawOutput":{"exitCode":0,"stdout":"total 12\ndrwxr-xr-x 2 dev dev 4096 Nov 30 00:00 cmd","stderr":"","durationMs":12}}}`
+)
+
+func messageChunk() acp.SessionNotification {
+	return acp.SessionNotification{
+		SessionId: "sess-0001",
+		Update:    acp.UpdateAgentMessageText("Here is the next piece of the answer, streamed token by token."),
+	}
+}
+
+func toolCallUpdate() acp.SessionNotification {
+	return acp.SessionNotification{
+		SessionId: "sess-0001",
+		Update: acp.UpdateToolCall("call_42",
+			acp.WithUpdateStatus(acp.ToolCallStatusCompleted),
+			acp.WithUpdateContent([]acp.ToolCallContent{acp.ToolContent(acp.TextBlock("total 12\ndrwxr-xr-x 2 dev dev 4096 Nov 30 00:00 cmd"))}),
+			acp.WithUpdateRawOutput(map[string]any{"exitCode": 0, "stdout": "total 12", "stderr": "", "durationMs": 12}),
+		),
+	}
+}
+
+func benchDecode(b *testing.B, payload string) {
+	data := []byte(payload)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for i := 0; i < b.N; i++ {
+		var n acp.SessionNotification
+		if err := json.Unmarshal(data, &n); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchEncode(b *testing.B, n acp.SessionNotification) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := json.Marshal(n); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeMessageChunk decodes an agent_message_chunk notification.
+func BenchmarkDecodeMessageChunk(b *testing.B) { benchDecode(b, messageChunkJSON) }
+
+// BenchmarkDecodeToolCallUpdate decodes a tool_call_update with content and
+// rawOutput.
+func BenchmarkDecodeToolCallUpdate(b *testing.B) { benchDecode(b, toolCallUpdateJSON) }
+
+// BenchmarkEncodeMessageChunk encodes an agent_message_chunk notification.
+func BenchmarkEncodeMessageChunk(b *testing.B) { benchEncode(b, messageChunk()) }
+
+// BenchmarkEncodeToolCallUpdate encodes a tool_call_update.
+func BenchmarkEncodeToolCallUpdate(b *testing.B) { benchEncode(b, toolCallUpdate()) }
+
+// benchClient counts session updates.
+type benchClient struct {
+	updates atomic.Int64
+}
+
+func (c *benchClient) SessionUpdate(context.Context, acp.SessionNotification) error {
+	c.updates.Add(1)
+	return nil
+}
+func (c *benchClient) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	return acp.ReadTextFileResponse{Content: "x"}, nil
+}
+func (c *benchClient) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	return acp.WriteTextFileResponse{}, nil
+}
+func (c *benchClient) RequestPermission(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	return acp.RequestPermissionResponse{}, nil
+}
+func (c *benchClient) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	return acp.CreateTerminalResponse{}, nil
+}
+func (c *benchClient) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
+	return acp.KillTerminalResponse{}, nil
+}
+func (c *benchClient) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+	return acp.TerminalOutputResponse{}, nil
+}
+func (c *benchClient) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+	return acp.ReleaseTerminalResponse{}, nil
+}
+func (c *benchClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+	return acp.WaitForTerminalExitResponse{}, nil
+}
+
+// benchAgent answers session/new.
+type benchAgent struct{}
+
+func (benchAgent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	return acp.AuthenticateResponse{}, nil
+}
+func (benchAgent) Initialize(context.Context, acp.InitializeRequest) (acp.InitializeResponse, error) {
+	return acp.InitializeResponse{ProtocolVersion: acp.ProtocolVersionNumber}, nil
+}
+func (benchAgent) Logout(context.Context, acp.LogoutRequest) (acp.LogoutResponse, error) {
+	return acp.LogoutResponse{}, nil
+}
+func (benchAgent) Cancel(context.Context, acp.CancelNotification) error { return nil }
+func (benchAgent) CloseSession(context.Context, acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	return acp.CloseSessionResponse{}, nil
+}
+func (benchAgent) ListSessions(context.Context, acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	return acp.ListSessionsResponse{}, nil
+}
+func (benchAgent) NewSession(context.Context, acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	return acp.NewSessionResponse{SessionId: "sess-0001"}, nil
+}
+func (benchAgent) Prompt(context.Context, acp.PromptRequest) (acp.PromptResponse, error) {
+	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
+}
+func (benchAgent) ResumeSession(context.Context, acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	return acp.ResumeSessionResponse{}, nil
+}
+func (benchAgent) SetSessionConfigOption(context.Context, acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
+	return acp.SetSessionConfigOptionResponse{}, nil
+}
+func (benchAgent) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+	return acp.SetSessionModeResponse{}, nil
+}
+
+// connectedPair wires an agent-side and a client-side connection over two
+// OS pipes, as an agent subprocess's stdio would, and returns a function
+// that closes both directions.
+func connectedPair(client acp.Client, agent acp.Agent) (*acp.AgentSideConnection, *acp.ClientSideConnection, func()) {
+	agentReads, clientWrites := mustPipe()
+	clientReads, agentWrites := mustPipe()
+	ac := acp.NewAgentSideConnection(agent, agentWrites, agentReads)
+	cc := acp.NewClientSideConnection(client, clientWrites, clientReads)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ac.SetLogger(quiet)
+	cc.SetLogger(quiet)
+	return ac, cc, func() {
+		_ = clientWrites.Close()
+		_ = agentWrites.Close()
+		<-ac.Done()
+		<-cc.Done()
+		_ = agentReads.Close()
+		_ = clientReads.Close()
+	}
+}
+
+func mustPipe() (*os.File, *os.File) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		panic(err)
+	}
+	return r, w
+}
+
+// TestMain silences the SDKs' default logger, which would interleave with
+// benchmark output.
+func TestMain(m *testing.M) {
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	os.Exit(m.Run())
+}
+
+// waitFor spins until cond holds (yielding the processor).
+func waitFor(b *testing.B, cond func() bool) {
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			b.Fatal("timed out")
+		}
+		runtime.Gosched()
+	}
+}
+
+// BenchmarkNotificationEndToEnd sends session/update from the agent side
+// and counts it arriving at Client.SessionUpdate on the other side of a
+// pipe: encode, write, read, decode and ordered dispatch, both sides.
+func BenchmarkNotificationEndToEnd(b *testing.B) {
+	client := &benchClient{}
+	ac, _, closePair := connectedPair(client, benchAgent{})
+	defer closePair()
+	n := messageChunk()
+	ctx := context.Background()
+	// Both SDKs close the connection when more than 1024 notifications wait
+	// for the client's handler, so the sender keeps at most 512 in flight.
+	const window = 512
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := ac.SessionUpdate(ctx, n); err != nil {
+			b.Fatal(err)
+		}
+		if i%window == window-1 {
+			sent := int64(i + 1)
+			waitFor(b, func() bool { return client.updates.Load() >= sent-window/2 })
+		}
+	}
+	waitFor(b, func() bool { return client.updates.Load() == int64(b.N) })
+}
+
+// BenchmarkRequestRoundTrip sends session/new from the client side and
+// waits for the agent's response.
+func BenchmarkRequestRoundTrip(b *testing.B) {
+	_, cc, closePair := connectedPair(&benchClient{}, benchAgent{})
+	defer closePair()
+	ctx := context.Background()
+	req := acp.NewSessionRequest{Cwd: "/work/project", McpServers: []acp.McpServer{}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		resp, err := cc.NewSession(ctx, req)
+		if err != nil || resp.SessionId != "sess-0001" {
+			b.Fatal(resp, err)
+		}
+	}
+}
+
+// BenchmarkIdleConnection measures what an open, idle client-side
+// connection holds: heap plus goroutine stacks, per connection (metric
+// idle-B/conn), averaged over 128 connections at a time.
+func BenchmarkIdleConnection(b *testing.B) {
+	const conns = 128
+	var total float64
+	for i := 0; i < b.N; i++ {
+		before := liveBytes()
+		closers := make([]func(), conns)
+		held := make([]*acp.ClientSideConnection, conns)
+		for j := range closers {
+			r, peerW := io.Pipe()
+			_, w := io.Pipe()
+			held[j] = acp.NewClientSideConnection(&benchClient{}, w, r)
+			closers[j] = func() { _ = peerW.Close() }
+		}
+		// Let every connection's goroutines start and settle.
+		time.Sleep(20 * time.Millisecond)
+		after := liveBytes()
+		total += float64(after-before) / conns
+		for j, c := range closers {
+			c()
+			<-held[j].Done()
+		}
+		runtime.KeepAlive(held)
+	}
+	b.ReportMetric(total/float64(b.N), "idle-B/conn")
+}
+
+// liveBytes returns heap in use plus goroutine stacks after a collection.
+func liveBytes() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc + m.StackInuse)
+}
