@@ -1,0 +1,70 @@
+package acp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+// Two raw JSON-RPC connections over in-memory pipes: one answers "greet"
+// requests, the other calls it and sends a notification.
+func ExampleNewConnection() {
+	serverReads, clientWrites := io.Pipe()
+	clientReads, serverWrites := io.Pipe()
+
+	notified := make(chan string, 1)
+	server := acp.NewConnection(func(ctx context.Context, method string, params json.RawMessage) (any, *acp.RequestError) {
+		switch method {
+		case "greet":
+			var name string
+			if err := json.Unmarshal(params, &name); err != nil {
+				return nil, acp.NewInvalidParams(map[string]any{"error": err.Error()})
+			}
+			return "hello " + name, nil
+		case "note":
+			notified <- string(params)
+			return nil, nil
+		}
+		return nil, acp.NewMethodNotFound(method)
+	}, serverWrites, serverReads)
+	client := acp.NewConnection(nil, clientWrites, clientReads)
+
+	greeting, err := acp.SendRequest[string](client, context.Background(), "greet", "ada")
+	fmt.Println(greeting, err)
+
+	_, err = acp.SendRequest[string](client, context.Background(), "unknown", nil)
+	fmt.Println(err)
+
+	_ = client.SendNotification(context.Background(), "note", map[string]int{"n": 1})
+	fmt.Println(<-notified)
+
+	_ = client.Close()
+	_ = server.Wait(context.Background())
+	fmt.Println(server.Err())
+	// Output:
+	// hello ada <nil>
+	// {"code":-32601,"message":"Method not found","data":{"method":"unknown"}}
+	// {"n":1}
+	// peer connection closed
+}
+
+// Close ends a connection from the local side; Wait reports when every
+// goroutine it started has returned.
+func ExampleConnection_Close() {
+	peerReads, w := io.Pipe()
+	r, peerWrites := io.Pipe()
+	defer peerReads.Close()
+	defer peerWrites.Close()
+
+	conn := acp.NewConnection(nil, w, r)
+	_ = conn.Close()
+	<-conn.Done()
+	fmt.Println(conn.Err())
+	fmt.Println(conn.Wait(context.Background()))
+	// Output:
+	// connection closed
+	// <nil>
+}
