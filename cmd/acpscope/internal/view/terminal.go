@@ -119,6 +119,17 @@ func (t *Terminal) depth(c *Card) int {
 	return d
 }
 
+// Permission shows a permission request and the answer it was given.
+func (t *Terminal) Permission(title, answer string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.flushTextLocked()
+	if title == "" {
+		title = "a tool call"
+	}
+	t.logLocked(fmt.Sprintf("? permission for %s → %s", oneLine(title, 72), answer))
+}
+
 // Tick advances the spinner; it does nothing without animation or when no
 // subagent runs.
 func (t *Terminal) Tick() {

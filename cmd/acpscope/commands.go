@@ -1,0 +1,384 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/adapter/cursor/cli/procguard"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
+	"github.com/kdlbs/acp-go-sdk/internal/capture"
+	"github.com/kdlbs/acp-go-sdk/internal/replay"
+)
+
+// demoFS holds the bundled demo captures replayed by `acpscope replay`
+// without a CAPTURE: a Cursor fan-out and a Claude fan-out.
+//
+//go:embed demo/*.jsonl
+var demoFS embed.FS
+
+// demoCaptures are the bundled captures, in the order they are replayed.
+var demoCaptures = []string{"demo/cursor.jsonl", "demo/claude.jsonl"}
+
+// outputFlags are the flags shared by run and replay.
+type outputFlags struct {
+	json       bool
+	plain      bool
+	agent      string
+	db         string
+	noDB       bool
+	permission string
+	timeout    time.Duration
+	verbose    bool
+}
+
+func (o *outputFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&o.json, "json", false, "after the turn, print one JSON line per subagent card (and nothing else on stdout)")
+	fs.BoolVar(&o.plain, "plain", false, "plain output: no spinner or control characters even on a terminal")
+	fs.StringVar(&o.agent, "agent", "", "agent dialect: cursor, claude, codex, opencode, auggie, copilot or generic (default: from the capture or the agent's initialize answer)")
+	fs.StringVar(&o.db, "db", "", "database for subagent contexts: a SQLite path or postgres://… (default: $ACPSCOPE_DB, else the embedded SQLite database)")
+	fs.BoolVar(&o.noDB, "no-db", false, "do not persist subagent contexts")
+	fs.StringVar(&o.permission, "permission", PolicyReject, "answer to permission requests: allow, reject or cancel")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "limit for the whole turn")
+	fs.BoolVar(&o.verbose, "verbose", false, "log the connection's informational messages to standard error (default: warnings only)")
+}
+
+// logger returns the connection logger: warnings and errors on stderr, and
+// informational messages too under --verbose.
+func (o *outputFlags) logger(stderr io.Writer) *slog.Logger {
+	level := slog.LevelWarn
+	if o.verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+}
+
+func (o *outputFlags) validate() error {
+	switch o.permission {
+	case PolicyAllow, PolicyReject, PolicyCancel:
+	default:
+		return usageError("--permission must be allow, reject or cancel, got %q", o.permission)
+	}
+	if o.agent != "" && !validDialect(o.agent) {
+		return usageError("--agent %q is not a dialect (cursor, claude, codex, opencode, auggie, copilot, generic)", o.agent)
+	}
+	if o.timeout <= 0 {
+		return usageError("--timeout must be positive")
+	}
+	return nil
+}
+
+// terminal returns the live view for these flags: discarded under --json,
+// animated only on a terminal without --plain.
+func (o *outputFlags) terminal(stdout io.Writer) *view.Terminal {
+	if o.json {
+		return view.NewTerminal(io.Discard, false)
+	}
+	return view.NewTerminal(stdout, !o.plain && isTerminal(stdout))
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// cmdRun implements `acpscope run [flags] -- <agent command…>`.
+func cmdRun(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet("run", e.stderr)
+	var o outputFlags
+	o.register(fs)
+	prompt := fs.String("prompt", "", "the prompt (default: read from standard input)")
+	cwd := fs.String("cwd", "", "the session's working directory (default: the current directory)")
+	record := fs.String("record", "", "record the wire to this capture file")
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "Usage: acpscope run [flags] -- <agent command…>")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := o.validate(); err != nil {
+		return err
+	}
+	command := fs.Args()
+	if len(command) == 0 {
+		return usageError("run needs the agent command after --")
+	}
+	text := *prompt
+	if text == "" {
+		data, err := io.ReadAll(io.LimitReader(e.stdin, 16<<20))
+		if err != nil {
+			return usageError("reading the prompt from standard input: %v", err)
+		}
+		text = strings.TrimSpace(string(data))
+	}
+	if text == "" {
+		return usageError("no prompt: pass --prompt or write it to standard input")
+	}
+	dir, err := workDir(*cwd)
+	if err != nil {
+		return err
+	}
+	sink, closeStore, err := openSink(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+
+	agent, err := startAgent(command, dir, e.stderr)
+	if err != nil {
+		return fmt.Errorf("%w: starting the agent: %v", errTurn, err)
+	}
+	defer agent.stop()
+	toAgent, fromAgent := io.Writer(agent.stdin), io.Reader(agent.stdout)
+	if *record != "" {
+		f, err := os.Create(*record)
+		if err != nil {
+			return usageError("--record: %v", err)
+		}
+		defer f.Close()
+		var hdr *capture.Header
+		if o.agent != "" {
+			hdr = &capture.Header{Agent: o.agent}
+		}
+		w, err := capture.NewWriter(f, hdr)
+		if err != nil {
+			return usageError("--record: %v", err)
+		}
+		// The tap records a client message before the agent can see it, so
+		// the capture never shows an answer ahead of its request.
+		toAgent = io.MultiWriter(w.Tap(capture.FromClient), toAgent)
+		fromAgent = io.TeeReader(fromAgent, w.Tap(capture.FromAgent))
+	}
+	term := o.terminal(e.stdout)
+	res, err := runTurn(ctx, turnConfig{
+		dialect: o.agent, prompt: text, cwd: dir, policy: o.permission,
+		term: term, sink: sink.record, timeout: o.timeout, log: o.logger(e.stderr),
+	}, toAgent, fromAgent)
+	return finishTurn(e, o, term, res, err)
+}
+
+// cmdReplay implements `acpscope replay [flags] [CAPTURE]`.
+func cmdReplay(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet("replay", e.stderr)
+	var o outputFlags
+	o.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "Usage: acpscope replay [flags] [CAPTURE]\n\nWithout CAPTURE, replays the bundled demo (a Cursor and a Claude subagent fan-out).")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := o.validate(); err != nil {
+		return err
+	}
+	type source struct {
+		name string
+		c    *capture.Capture
+	}
+	var sources []source
+	switch fs.NArg() {
+	case 0:
+		for _, name := range demoCaptures {
+			data, err := demoFS.ReadFile(name)
+			if err != nil {
+				return err
+			}
+			c, err := capture.Read(bytes.NewReader(data))
+			if err != nil {
+				return fmt.Errorf("bundled %s: %w", name, err)
+			}
+			sources = append(sources, source{strings.TrimSuffix(filepath.Base(name), ".jsonl") + " demo", c})
+		}
+	case 1:
+		c, err := capture.ReadFile(fs.Arg(0))
+		if err != nil {
+			return err // a *capture.LineError names the line and the reason
+		}
+		sources = append(sources, source{fs.Arg(0), c})
+	default:
+		return usageError("replay takes at most one capture file")
+	}
+	sink, closeStore, err := openSink(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	for i, src := range sources {
+		dialect := o.agent
+		if dialect == "" {
+			dialect = src.c.Agent()
+		}
+		if dialect != "" && !validDialect(dialect) {
+			return usageError("%s: capture header names unknown agent %q", src.name, dialect)
+		}
+		if !o.json {
+			if i > 0 {
+				fmt.Fprintln(e.stdout)
+			}
+			fmt.Fprintf(e.stdout, "── replaying %s ──\n", src.name)
+		}
+		term := o.terminal(e.stdout)
+		res, err := replayOne(ctx, src.c, turnConfig{
+			dialect: dialect, prompt: recordedPrompt(src.c), cwd: "/", policy: o.permission,
+			term: term, sink: sink.record, timeout: o.timeout, log: o.logger(e.stderr),
+		})
+		if err := finishTurn(e, o, term, res, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replayOne plays c's agent side against the live client stack.
+func replayOne(ctx context.Context, c *capture.Capture, cfg turnConfig) (turnResult, error) {
+	clientToAgentR, clientToAgentW := io.Pipe()
+	agentToClientR, agentToClientW := io.Pipe()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() {
+		err := replay.NewAgent(c).Serve(ctx, clientToAgentR, agentToClientW)
+		agentToClientW.CloseWithError(io.EOF)
+		served <- err
+	}()
+	res, err := runTurn(ctx, cfg, clientToAgentW, agentToClientR)
+	clientToAgentW.Close()
+	cancel()
+	if serr := <-served; err == nil && serr != nil && !errors.Is(serr, context.Canceled) {
+		err = fmt.Errorf("%w: replay: %v", errTurn, serr)
+	}
+	return res, err
+}
+
+// recordedPrompt is the text of the capture's first session/prompt, so a
+// replay sends what was sent; "replay" when the capture has none.
+func recordedPrompt(c *capture.Capture) string {
+	for _, e := range c.Entries {
+		if e.From != capture.FromClient {
+			continue
+		}
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Prompt []struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				} `json:"prompt"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(e.Msg, &m) != nil || m.Method != "session/prompt" {
+			continue
+		}
+		var parts []string
+		for _, b := range m.Params.Prompt {
+			if b.Type == "text" && b.Text != "" {
+				parts = append(parts, b.Text)
+			}
+		}
+		if len(parts) > 0 {
+			return strings.Join(parts, "\n")
+		}
+	}
+	return "replay"
+}
+
+// finishTurn prints the turn's outcome: the cards (or the JSON lines) and
+// the stop reason.
+func finishTurn(e env, o outputFlags, term *view.Terminal, res turnResult, err error) error {
+	term.Flush()
+	if o.json {
+		if werr := view.WriteJSON(e.stdout, term.Board(), res.dialect); werr != nil && err == nil {
+			err = werr
+		}
+		return err
+	}
+	term.Summary()
+	if err == nil {
+		fmt.Fprintf(e.stdout, "\nturn ended: %s (agent dialect %s, session %s)\n", res.stopReason, res.dialect, res.sessionID)
+	}
+	return err
+}
+
+// workDir resolves the session's working directory to an absolute path.
+func workDir(dir string) (string, error) {
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		dir = wd
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", usageError("--cwd: %v", err)
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return "", usageError("--cwd %s is not a directory", abs)
+	}
+	return abs, nil
+}
+
+// agentProcess is a running agent with its stdio, under the process guard.
+type agentProcess struct {
+	proc   *procguard.Process
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+}
+
+// startAgent starts command under the process guard (its own process group,
+// descendants tracked), with stdio piped and stderr passed through.
+func startAgent(command []string, dir string, stderr io.Writer) (*agentProcess, error) {
+	cmd := exec.Command(command[0], command[1:]...)
+	cmd.Dir = dir
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	proc, err := procguard.Start(cmd, procguard.Options{TermGrace: 3 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	return &agentProcess{proc: proc, stdin: stdin, stdout: stdout}, nil
+}
+
+// stop ends the agent: stdin is closed first (an ACP agent exits at end of
+// input); after a grace period the guard terminates the process and every
+// descendant (SIGTERM, then SIGKILL).
+func (a *agentProcess) stop() {
+	a.stdin.Close()
+	select {
+	case <-a.proc.Exited():
+	case <-time.After(2 * time.Second):
+	}
+	a.proc.Terminate()
+}
+
+// validDialect reports whether name is a registered adapter dialect.
+func validDialect(name string) bool {
+	return slices.Contains(adapter.Registered(), name)
+}

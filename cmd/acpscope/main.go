@@ -1,0 +1,123 @@
+// Command acpscope runs, records and replays Agent Client Protocol sessions
+// and shows what a multi-agent turn did: messages, tool calls and one card
+// per subagent, whichever agent sent it.
+//
+// Usage:
+//
+//	acpscope run [flags] -- <agent command…>   drive an ACP agent over stdio for one turn
+//	acpscope replay [flags] [CAPTURE]          replay a capture (the bundled demo without one)
+//	acpscope subagents --session ID [--db DSN] list stored subagent contexts
+//	acpscope health [--db DSN]                 run the persistence health check
+//	acpscope cursor doctor                     report Cursor CLI discovery and compatibility
+//
+// Exit codes: 0 success; 1 the agent or the turn failed; 2 usage or input
+// error (bad flags, unreadable or malformed capture, unreachable database).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is acpscope's version, sent as clientInfo.version.
+const version = "0.1.0-dev"
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitTurn  = 1
+	exitUsage = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// env is what a subcommand may touch: its arguments and the process's
+// standard streams. Tests substitute all of them.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// run dispatches a command line and returns the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := env{stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	var err error
+	switch args[0] {
+	case "run":
+		err = cmdRun(ctx, e, args[1:])
+	case "replay":
+		err = cmdReplay(ctx, e, args[1:])
+	case "subagents":
+		err = cmdSubagents(ctx, e, args[1:])
+	case "health":
+		err = cmdHealth(ctx, e, args[1:])
+	case "cursor":
+		err = cmdCursor(ctx, e, args[1:])
+	case "help", "-h", "--help":
+		usage(stdout)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "acpscope: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return exitUsage
+	}
+	return exitCode(err, stderr)
+}
+
+// exitCode reports err and maps it to an exit code.
+func exitCode(err error, stderr io.Writer) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errTurn):
+		fmt.Fprintf(stderr, "acpscope: %v\n", err)
+		return exitTurn
+	default:
+		fmt.Fprintf(stderr, "acpscope: %v\n", err)
+		return exitUsage
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `acpscope runs, records and replays ACP sessions with subagent cards.
+
+Usage:
+  acpscope run [flags] -- <agent command…>    drive an ACP agent over stdio for one turn
+  acpscope replay [flags] [CAPTURE]           replay a capture (the bundled demo without one)
+  acpscope subagents --session ID [--db DSN]  list stored subagent contexts of a session
+  acpscope health [--db DSN]                  run the persistence health check
+  acpscope cursor doctor                      report Cursor CLI discovery and compatibility
+
+Run 'acpscope <command> -h' for the flags of a command.
+Exit codes: 0 ok, 1 agent or turn failure, 2 usage or input error.
+`)
+}
+
+// usageError marks an error in the command line (exit code 2).
+func usageError(format string, args ...any) error {
+	return fmt.Errorf(format, args...)
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("acpscope "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}

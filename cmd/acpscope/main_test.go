@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// fakeAgent is the path of the fake ACP agent program built for the tests.
+var fakeAgent string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "acpscope-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fakeAgent = filepath.Join(dir, "fakeagent")
+	build := exec.Command("go", "build", "-o", fakeAgent, "./internal/fakeagent")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the fake agent:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// acpscope runs the command in-process and returns its exit code and output.
+func acpscope(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Fatalf("%s differs:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// splitLive separates the live log (lines written while the turn runs) from
+// the rest of the output (headings, cards, outcome). The live log's order
+// between a notification and a concurrent agent request (cursor/task, a
+// permission request) is not fixed, by design of ACP: requests are handled
+// concurrently with notifications. Everything else is deterministic.
+func splitLive(out string) (live []string, rest string) {
+	var b strings.Builder
+	inCards := false
+	for _, line := range strings.SplitAfter(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, "── replaying"):
+			inCards = false
+		case strings.HasPrefix(line, "Subagents ("):
+			inCards = true
+		}
+		if !inCards && (strings.HasPrefix(strings.TrimLeft(line, " "), "◆ ") || strings.HasPrefix(strings.TrimLeft(line, " "), "· ") ||
+			strings.HasPrefix(line, "agent: ") || strings.HasPrefix(line, "? permission")) {
+			live = append(live, strings.TrimSuffix(line, "\n"))
+			continue
+		}
+		b.WriteString(line)
+	}
+	return live, b.String()
+}
+
+func TestReplayDemoGolden(t *testing.T) {
+	code, out, errOut := acpscope(t, "", "replay", "--no-db")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	live, rest := splitLive(out)
+	golden(t, "demo.golden", rest)
+	for _, want := range []string{
+		"◆ Task — Summarize src JS files [complete]",
+		"◆ Task — Summarize Go packages [complete]",
+		"◆ general-purpose — Investigate flaky test [complete]",
+		"◆ docs-auditor — Audit the docs [complete]",
+		"  · Read retry_test.go [complete]",
+		"? permission for go test -run TestRetry -count=20 ./... → Reject (reject_once)",
+		"agent: I'll fan this out to two subagents.",
+	} {
+		if !slices.Contains(live, want) {
+			t.Errorf("live log lacks %q:\n%s", want, strings.Join(live, "\n"))
+		}
+	}
+}
+
+// cardLine mirrors the documented --json keys.
+type cardLine struct {
+	SessionID        *string         `json:"session_id"`
+	ToolCallID       *string         `json:"tool_call_id"`
+	ParentToolCallID *string         `json:"parent_tool_call_id"`
+	Agent            *string         `json:"agent"`
+	ToolStatus       *string         `json:"tool_status"`
+	Subagent         json.RawMessage `json:"subagent"`
+}
+
+func parseCards(t *testing.T, out string) []cardLine {
+	t.Helper()
+	var cards []cardLine
+	for i, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.DisallowUnknownFields()
+		var c cardLine
+		if err := dec.Decode(&c); err != nil {
+			t.Fatalf("line %d is not a card: %v\n%s", i+1, err, line)
+		}
+		if c.SessionID == nil || c.ToolCallID == nil || c.ParentToolCallID == nil || c.Agent == nil || c.ToolStatus == nil || len(c.Subagent) == 0 {
+			t.Fatalf("line %d lacks a documented key: %s", i+1, line)
+		}
+		cards = append(cards, c)
+	}
+	return cards
+}
+
+func TestReplayDemoJSON(t *testing.T) {
+	code, out, errOut := acpscope(t, "", "replay", "--json", "--no-db")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	cards := parseCards(t, out)
+	agents := map[string]int{}
+	for _, c := range cards {
+		agents[*c.Agent]++
+	}
+	if agents["cursor"] != 2 || agents["claude"] != 2 || len(cards) != 4 {
+		t.Fatalf("cards per agent = %v, want 2 cursor and 2 claude", agents)
+	}
+	golden(t, "demo.jsonl.golden", out)
+}
+
+func TestReplayPersistsAndLists(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "scope.db")
+	if code, _, errOut := acpscope(t, "", "replay", "--plain", "--db", db); code != exitOK {
+		t.Fatalf("replay exit %d: %s", code, errOut)
+	}
+	code, out, errOut := acpscope(t, "", "subagents", "--session", "cur-7f3a", "--db", db)
+	if code != exitOK {
+		t.Fatalf("subagents exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"tool_2494c23d-js", "tool_5c61e0aa-go", "composer-2.5-fast", "Summarize src JS files"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("listing lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out, _ := acpscope(t, "", "subagents", "--session", "nope", "--db", db); code != exitOK || !strings.Contains(out, "no subagent contexts") {
+		t.Fatalf("empty listing: exit %d\n%s", code, out)
+	}
+	code, out, errOut = acpscope(t, "", "health", "--db", db)
+	if !strings.Contains(out, "activation:") || !strings.Contains(out, "status:") {
+		t.Fatalf("health exit %d: %s%s", code, out, errOut)
+	}
+}
+
+func TestReplayReportsBrokenCaptureLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "broken.jsonl")
+	data := "{\"capture\":{\"version\":1,\"agent\":\"claude\"}}\n{\"from\":\"agent\",\"msg\":{}}\n{\"from\":\"agent\",\"msg\":{\n"
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := acpscope(t, "", "replay", "--no-db", path)
+	if code != exitUsage || !strings.Contains(errOut, "line 3") {
+		t.Fatalf("exit %d, stderr %q; want exit 2 naming line 3", code, errOut)
+	}
+	if code, _, errOut := acpscope(t, "", "replay", "--no-db", filepath.Join(t.TempDir(), "missing.jsonl")); code != exitUsage {
+		t.Fatalf("missing capture: exit %d: %s", code, errOut)
+	}
+}
+
+func TestRunRecordsAndReplaysTheSameCards(t *testing.T) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "run.jsonl")
+	code, out, errOut := acpscope(t, "", "run", "--json", "--no-db", "--permission", "allow", "--prompt", "fan out", "--cwd", dir, "--record", rec, "--", fakeAgent)
+	if code != exitOK {
+		t.Fatalf("run exit %d: %s", code, errOut)
+	}
+	cards := parseCards(t, out)
+	if len(cards) != 2 || *cards[0].Agent != "claude" {
+		t.Fatalf("cards = %s", out)
+	}
+	if !strings.Contains(out, "permission answer: allow") {
+		t.Fatalf("permission policy not applied: %s", out)
+	}
+	code, replayed, errOut := acpscope(t, "", "replay", "--json", "--no-db", rec)
+	if code != exitOK {
+		t.Fatalf("replay exit %d: %s", code, errOut)
+	}
+	if replayed != out {
+		t.Fatalf("replay of the recording differs from the run:\n--- run\n%s\n--- replay\n%s", out, replayed)
+	}
+}
+
+func TestRunPlainShowsCards(t *testing.T) {
+	code, out, errOut := acpscope(t, "go", "run", "--no-db", "--plain", "--cwd", t.TempDir(), "--", fakeAgent)
+	if code != exitOK {
+		t.Fatalf("run exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"general-purpose — Investigate flaky test [complete]", "permission answer: reject", "background", "turn ended: end_turn"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRunAgentFailuresExitOne(t *testing.T) {
+	for _, mode := range []string{"error", "exit"} {
+		t.Run(mode, func(t *testing.T) {
+			code, _, errOut := acpscope(t, "", "run", "--no-db", "--plain", "--prompt", "x", "--cwd", t.TempDir(), "--", fakeAgent, "-mode", mode)
+			if code != exitTurn {
+				t.Fatalf("exit %d, want 1: %s", code, errOut)
+			}
+		})
+	}
+	code, _, errOut := acpscope(t, "", "run", "--no-db", "--prompt", "x", "--", filepath.Join(t.TempDir(), "no-such-agent"))
+	if code != exitTurn {
+		t.Fatalf("missing agent program: exit %d, want 1: %s", code, errOut)
+	}
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	cases := [][]string{
+		{},
+		{"frobnicate"},
+		{"run", "--prompt", "x"},
+		{"run", "--permission", "maybe", "--", "true"},
+		{"replay", "--agent", "martian"},
+		{"replay", "a.jsonl", "b.jsonl"},
+		{"subagents"},
+		{"cursor"},
+		{"run", "--", "true"}, // no prompt on empty stdin
+	}
+	for _, args := range cases {
+		if code, _, _ := acpscope(t, "", args...); code != exitUsage {
+			t.Errorf("acpscope %v: exit %d, want 2", args, code)
+		}
+	}
+	if code, out, _ := acpscope(t, "", "help"); code != exitOK || !strings.Contains(out, "Usage:") {
+		t.Errorf("help: exit %d", code)
+	}
+}
+
+func TestCursorDoctorNeverShowsPaths(t *testing.T) {
+	t.Setenv("CURSOR_BIN", "")
+	t.Setenv("PATH", t.TempDir())
+	code, out, errOut := acpscope(t, "", "cursor", "doctor")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "cursor available:  no") || strings.Contains(out, "/") {
+		t.Fatalf("doctor output:\n%s", out)
+	}
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/persistence"
+)
+
+// defaultDSN is the embedded default database: $ACPSCOPE_DB, else
+// acpscope.db in $XDG_DATA_HOME/acpscope (~/.local/share/acpscope).
+func defaultDSN() (string, error) {
+	if dsn := os.Getenv("ACPSCOPE_DB"); dsn != "" {
+		return dsn, nil
+	}
+	dir := os.Getenv("XDG_DATA_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("no database: set --db or $ACPSCOPE_DB (%v)", err)
+		}
+		dir = filepath.Join(home, ".local", "share")
+	}
+	dir = filepath.Join(dir, "acpscope")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "acpscope.db"), nil
+}
+
+// openStore opens the database named by dsn ("" = the default).
+func openStore(ctx context.Context, dsn string) (*persistence.Store, error) {
+	if dsn == "" {
+		var err error
+		if dsn, err = defaultDSN(); err != nil {
+			return nil, err
+		}
+	}
+	s, err := persistence.Open(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	return s, nil
+}
+
+// storeSink records the subagent events of one connection.
+type storeSink struct {
+	store     *persistence.Store
+	ctx       context.Context
+	execution string // one agent execution per acpscope process
+
+	mu       sync.Mutex
+	sessions map[string]bool
+	turns    map[string]string // session id → current turn id
+}
+
+// openSink opens the configured database, or returns a sink that stores
+// nothing under --no-db.
+func openSink(ctx context.Context, o outputFlags) (*storeSink, func(), error) {
+	if o.noDB {
+		return &storeSink{}, func() {}, nil
+	}
+	s, err := openStore(ctx, o.db)
+	if err != nil {
+		return nil, nil, err
+	}
+	sink := &storeSink{
+		store: s, ctx: context.WithoutCancel(ctx), execution: "acpscope-" + randomID(),
+		sessions: map[string]bool{}, turns: map[string]string{},
+	}
+	return sink, func() { s.Close() }, nil
+}
+
+// record stores ev when it is a subagent card. It never fails the turn:
+// the store logs and counts its own write failures.
+func (s *storeSink) record(ev adapter.Event) {
+	if s == nil || s.store == nil {
+		return
+	}
+	f := frameOf(ev)
+	if f == nil {
+		return
+	}
+	s.mu.Lock()
+	if !s.sessions[f.TaskSessionID] {
+		if err := s.store.EnsureSession(s.ctx, f.TaskSessionID, f.TaskID); err == nil {
+			s.sessions[f.TaskSessionID] = true
+		}
+	}
+	turn, ok := s.turns[f.TaskSessionID]
+	if !ok {
+		turn = "turn-" + randomID()
+		s.turns[f.TaskSessionID] = turn
+	}
+	s.mu.Unlock()
+	f.ExecutionID = s.execution
+	f.TurnID = turn
+	s.store.Record(s.ctx, f)
+}
+
+// frameOf maps an adapter event onto the persistence frame; nil for events
+// that are not subagent cards. The ACP session id serves as both the task
+// session and the task: acpscope has no task layer of its own.
+func frameOf(ev adapter.Event) *persistence.Frame {
+	if ev.Payload == nil || ev.Payload.SubagentTask == nil || ev.ToolCallID == "" || ev.SessionID == "" {
+		return nil
+	}
+	t := ev.Payload.SubagentTask
+	f := &persistence.Frame{
+		TaskSessionID:    ev.SessionID,
+		TaskID:           ev.SessionID,
+		ToolCallID:       ev.ToolCallID,
+		ParentToolCallID: ev.ParentToolCallID,
+		ToolStatus:       string(ev.Status),
+		Description:      t.Description,
+		SubagentType:     t.SubagentType,
+		Status:           t.Status,
+		AgentID:          t.AgentID,
+		Model:            t.Model,
+		ChildSessionID:   t.ChildSessionID,
+		DurationMs:       t.DurationMs,
+		TotalTokens:      t.TotalTokens,
+		IsAsync:          t.IsAsync,
+		ObservedAt:       time.Now(),
+	}
+	if t.ToolUseCount != nil {
+		n := *t.ToolUseCount
+		f.ToolUseCount = &n
+	}
+	return f
+}
+
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// cmdSubagents implements `acpscope subagents --session ID [--db DSN]`.
+func cmdSubagents(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet("subagents", e.stderr)
+	session := fs.String("session", "", "the session whose subagent contexts to list (required)")
+	dsn := fs.String("db", "", "database (default: $ACPSCOPE_DB, else the embedded SQLite database)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *session == "" || fs.NArg() > 0 {
+		return usageError("subagents needs --session ID and no other arguments")
+	}
+	s, err := openStore(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	rows, err := s.ListBySession(ctx, *session)
+	if err != nil {
+		return err
+	}
+	writeContexts(e.stdout, rows)
+	return nil
+}
+
+// writeContexts prints stored contexts as a table, in stored order.
+func writeContexts(w io.Writer, rows []persistence.SubagentContext) {
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "no subagent contexts stored for this session")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "OBSERVED\tTOOL CALL\tPARENT\tTYPE\tDESCRIPTION\tTOOL STATUS\tAGENT STATUS\tMODEL\tTOKENS\tTOOLS\tDURATION\tASYNC")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n",
+			r.ObservedAt.UTC().Format(time.RFC3339), r.ToolCallID, deref(r.ParentToolCallID), deref(r.SubagentType),
+			deref(r.Description), deref(r.ToolStatus), deref(r.AgentStatus), deref(r.Model),
+			num(r.TotalTokens), num(r.ToolUseCount), num(r.DurationMs), r.IsAsync)
+	}
+	tw.Flush()
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "-"
+	}
+	return *s
+}
+
+func num(n *int64) string {
+	if n == nil {
+		return "-"
+	}
+	return fmt.Sprint(*n)
+}
