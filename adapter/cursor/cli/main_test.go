@@ -189,10 +189,10 @@ func admit(t *testing.T, bin string) *Executable {
 
 // turnFixture runs one scripted turn against a fresh fake.
 type turnFixture struct {
-	t      *testing.T
-	runner *Runner
-	events []Event
-	ids    []string
+	t          *testing.T
+	runner     *Runner
+	events     []Event
+	ids        []string
 	record     string
 	scriptFile string
 }

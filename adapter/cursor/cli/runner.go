@@ -428,6 +428,11 @@ func (tr *turnRun) loop(ctx context.Context, p *procguard.Process, lines <-chan 
 					continue
 				}
 			}
+			if exited && !tr.terminal {
+				// The CLI is gone but its output is still being drained:
+				// the post-exit grace measures silence, not drain time.
+				grace.Reset(tr.to.Grace)
+			}
 			if tr.terminal || stream.IsBlank(m.data) {
 				if !tr.terminal && tr.initSeen {
 					armIdle()

@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -453,6 +455,7 @@ func TestRunAggregateCapOneNotice(t *testing.T) {
 	f.runner.Limits.MaxAggregateBytes = 256 << 10
 	res := f.run(SessionState{}, "x")
 	if !res.Success() || !res.Truncated {
+		t.Logf("events: %d %v", len(f.events), f.kinds()[len(f.kinds())-3:])
 		t.Fatalf("res = %+v", res)
 	}
 	notices, total := 0, 0
@@ -488,5 +491,169 @@ func TestRunParallelCallsMatchByCallID(t *testing.T) {
 	}
 	if got["p1/read"] != ToolFailed || got["p2/glob"] != ToolSucceeded {
 		t.Fatalf("completions = %v", got)
+	}
+}
+
+// Scenario 31 variant: with periodic snapshots off, the orphans of a double
+// fork are still found at teardown (environment token, pipe holders).
+func TestRunDetachedGrandchildrenFoundWithoutSnapshots(t *testing.T) {
+	f := newFixture(t, out(lineInit), "spawn-doublefork", "spawn-detached ignore-term", out(lineResultOK), "exit 0")
+	f.runner.Guard.ScanInterval = -1
+	res := f.run(SessionState{}, "x")
+	if !res.Success() {
+		t.Fatalf("res = %+v", res)
+	}
+}
+
+// Scenario 6: the admitted absolute path is spawned even when PATH changes.
+func TestRunSpawnsAdmittedPathDespitePATHChange(t *testing.T) {
+	f := newFixture(t, "record", out(lineInit), out(lineResultOK))
+	other := t.TempDir()
+	fakeBin(t, other, "cursor-agent", fakeScriptEnv+"=exit 9")
+	t.Setenv("PATH", other)
+	res := f.run(SessionState{}, "x")
+	if !res.Success() {
+		t.Fatalf("res = %+v", res)
+	}
+}
+
+// Scenario 35 (in-process guard): a vanished executable is spawn_failed
+// and the probe verdict is dropped; an over-long argv prompt is refused
+// before spawning.
+func TestRunSpawnFailures(t *testing.T) {
+	f := newFixture(t, out(lineInit), out(lineResultOK))
+	if err := os.Remove(f.runner.Executable.Path()); err != nil {
+		t.Fatal(err)
+	}
+	res := f.run(SessionState{}, "x")
+	assertFailure(t, res, ClassSpawnFailed)
+	if strings.Contains(res.Detail, filepath.Dir(f.runner.Executable.Path())) {
+		t.Fatalf("detail leaks a path: %q", res.Detail)
+	}
+	_, err := f.runner.Run(testCtx(t), f.turn(SessionState{}, strings.Repeat("x", 200<<10)))
+	if !errors.Is(err, ErrRefused) {
+		t.Fatalf("oversized argv prompt: err = %v", err)
+	}
+}
+
+// Scenario 9: --resume only for a valid id; a flag-like model is refused
+// before spawning.
+func TestCommandResumeAndModelValidation(t *testing.T) {
+	f := newFixture(t)
+	r := f.runner
+	first, _, err := r.Command(Turn{Plan: SessionState{}.PlanTurn(Instructions{}, "hi")})
+	if err != nil || slices.Contains(first, "--resume") {
+		t.Fatalf("first turn argv %v err %v", first, err)
+	}
+	resumed, _, err := r.Command(Turn{Plan: SessionState{CursorSessionID: sid}.PlanTurn(Instructions{}, "hi")})
+	if err != nil || !slices.Contains(resumed, "--resume") || resumed[slices.Index(resumed, "--resume")+1] != sid {
+		t.Fatalf("resumed argv %v err %v", resumed, err)
+	}
+	empty, _, _ := r.Command(Turn{Plan: SessionState{CursorSessionID: ""}.PlanTurn(Instructions{}, "hi")})
+	if slices.Contains(empty, "--resume") {
+		t.Fatalf("empty id resumed: %v", empty)
+	}
+	bad := SessionState{}.PlanTurn(Instructions{}, "hi")
+	bad.ResumeID = "-x"
+	if _, _, err := r.Command(Turn{Plan: bad}); !errors.Is(err, ErrRefused) {
+		t.Fatalf("invalid resume id accepted: %v", err)
+	}
+	if _, _, err := r.Command(Turn{Plan: SessionState{}.PlanTurn(Instructions{}, "hi"), Model: "--force"}); !errors.Is(err, ErrRefused) {
+		t.Fatalf("model --force accepted: %v", err)
+	}
+	args, _, err := r.Command(Turn{Plan: SessionState{}.PlanTurn(Instructions{}, "hi"), Model: "claude-opus-4-8[context=1m,effort=high,fast=false]"})
+	if err != nil || !slices.Contains(args, "claude-opus-4-8[context=1m,effort=high,fast=false]") {
+		t.Fatalf("parameterised model: %v %v", args, err)
+	}
+	if _, err := r.Run(testCtx(t), Turn{Plan: SessionState{}.PlanTurn(Instructions{}, "hi"), Model: "--force"}); !errors.Is(err, ErrRefused) {
+		t.Fatalf("Run with model --force: %v", err)
+	}
+}
+
+// Scenario 7: each mode's flags in argv.
+func TestCommandPermissionFlags(t *testing.T) {
+	f := newFixture(t)
+	for mode, want := range map[PermissionMode][]string{
+		ModeDefault:    {"--trust"},
+		ModeFullAccess: {"--trust", "--force"},
+		ModePlan:       {"--trust", "--mode", "plan"},
+		"auto_review":  {"--trust"},
+		"bogus":        {"--trust"},
+	} {
+		args, _, err := f.runner.Command(Turn{Plan: SessionState{PermissionMode: mode}.PlanTurn(Instructions{}, "hi")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		flags := args[3 : len(args)-1]
+		if !slices.Equal(flags, want) {
+			t.Errorf("mode %q: flags %v, want %v", mode, flags, want)
+		}
+		if slices.Contains(args, "--auto-review") || slices.Contains(args, "--sandbox") {
+			t.Errorf("mode %q emits a forbidden flag: %v", mode, args)
+		}
+	}
+}
+
+// Scenario 37: a fork's failing first turn and successful retry: neither
+// resumes the parent's id, memory is injected both times and committed only
+// after success.
+func TestForkNeverInheritsProviderID(t *testing.T) {
+	f := newFixture(t, "record", out(`{"type":"system","subtype":"init","session_id":"fork-1"}`), "exit 1")
+	parent := SessionState{CursorSessionID: sid, PermissionMode: ModeFullAccess, InstructionHash: "parent-hash"}
+	fork := parent.Fork("remember: the tests are flaky on Mondays")
+	if fork.CursorSessionID != "" || fork.PermissionMode != ModeFullAccess {
+		t.Fatalf("fork = %+v", fork)
+	}
+	plan := fork.PlanTurn(Instructions{}, "continue")
+	if plan.ResumeID != "" || !plan.InjectedMemory {
+		t.Fatalf("fork plan = %+v", plan)
+	}
+	res, _ := f.runner.Run(testCtx(t), Turn{Plan: plan, Dir: t.TempDir()})
+	assertFailure(t, res, ClassExitNonzero)
+	if rec := readRecord(t, f.record); slices.Contains(rec.Args, sid) {
+		t.Fatalf("fork passed the parent's id: %v", rec.Args)
+	}
+	fork.Commit(plan, res)
+	if fork.ForkMemoryConsumed || fork.CursorSessionID != "fork-1" {
+		t.Fatalf("fork after failure = %+v", fork)
+	}
+	retry := fork.PlanTurn(Instructions{}, "continue")
+	if !retry.InjectedMemory || retry.ResumeID != "fork-1" {
+		t.Fatalf("retry plan = %+v", retry)
+	}
+	f.setScript("record", out(`{"type":"system","subtype":"init","session_id":"fork-1"}`), out(lineResultOK))
+	res, _ = f.runner.Run(testCtx(t), Turn{Plan: retry, Dir: t.TempDir()})
+	if !res.Success() {
+		t.Fatalf("retry = %+v", res)
+	}
+	if rec := readRecord(t, f.record); slices.Contains(rec.Args, sid) || !strings.Contains(rec.Args[len(rec.Args)-1], "flaky on Mondays") {
+		t.Fatalf("retry argv = %v", rec.Args)
+	}
+	fork.Commit(retry, res)
+	if !fork.ForkMemoryConsumed || fork.ForkMemory != "" {
+		t.Fatalf("memory not consumed after success: %+v", fork)
+	}
+	if strings.Contains(fork.PlanTurn(Instructions{}, "next").Envelope, "Mondays") {
+		t.Fatalf("memory injected twice")
+	}
+	if parent.CursorSessionID != sid || parent.InstructionHash != "parent-hash" {
+		t.Fatalf("parent changed: %+v", parent)
+	}
+}
+
+// Scenario 38: a standalone job shares nothing with its parent.
+func TestStandaloneJobIsolated(t *testing.T) {
+	f := newFixture(t, out(`{"type":"system","subtype":"init","session_id":"job-1"}`), out(lineResultOK))
+	parent := SessionState{CursorSessionID: "claude-parent", InstructionHash: "h", ForkMemory: "m"}
+	before := parent
+	job := Standalone(ModeDefault)
+	plan := job.PlanTurn(Instructions{}, "nightly digest")
+	if plan.ResumeID != "" || plan.InjectedMemory {
+		t.Fatalf("standalone plan = %+v", plan)
+	}
+	res, _ := f.runner.Run(testCtx(t), Turn{Plan: plan, Dir: t.TempDir()})
+	job.Commit(plan, res)
+	if !res.Success() || job.CursorSessionID != "job-1" || parent != before {
+		t.Fatalf("job %+v parent %+v", job, parent)
 	}
 }

@@ -141,8 +141,16 @@ func Start(cmd *exec.Cmd, opt Options) (*Process, error) {
 		if f == nil {
 			continue
 		}
+		// Not f.Fd(): it would switch the pipe to blocking mode, and a
+		// blocked Read could then no longer be interrupted by Close.
+		rc, err := f.SyscallConn()
+		if err != nil {
+			continue
+		}
 		var st syscall.Stat_t
-		if err := syscall.Fstat(int(f.Fd()), &st); err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFIFO {
+		var serr error
+		if err := rc.Control(func(fd uintptr) { serr = syscall.Fstat(int(fd), &st) }); err == nil && serr == nil &&
+			st.Mode&syscall.S_IFMT == syscall.S_IFIFO {
 			p.pipes["pipe:["+strconv.FormatUint(st.Ino, 10)+"]"] = true
 		}
 	}
