@@ -10,7 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,12 +78,32 @@ func BenchmarkEncodeToolCallUpdate(b *testing.B) { benchEncode(b, toolCallUpdate
 
 // benchClient counts session updates.
 type benchClient struct {
-	updates atomic.Int64
+	mu      sync.Mutex
+	cond    sync.Cond
+	updates int64
+}
+
+func newBenchClient() *benchClient {
+	c := &benchClient{}
+	c.cond.L = &c.mu
+	return c
 }
 
 func (c *benchClient) SessionUpdate(context.Context, acp.SessionNotification) error {
-	c.updates.Add(1)
+	c.mu.Lock()
+	c.updates++
+	c.cond.Broadcast()
+	c.mu.Unlock()
 	return nil
+}
+
+// waitUpdates blocks until at least n updates arrived.
+func (c *benchClient) waitUpdates(n int64) {
+	c.mu.Lock()
+	for c.updates < n {
+		c.cond.Wait()
+	}
+	c.mu.Unlock()
 }
 func (c *benchClient) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
 	return acp.ReadTextFileResponse{Content: "x"}, nil
@@ -181,22 +201,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// waitFor spins until cond holds (yielding the processor).
-func waitFor(b *testing.B, cond func() bool) {
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			b.Fatal("timed out")
-		}
-		runtime.Gosched()
-	}
-}
-
 // BenchmarkNotificationEndToEnd sends session/update from the agent side
 // and counts it arriving at Client.SessionUpdate on the other side of a
 // pipe: encode, write, read, decode and ordered dispatch, both sides.
 func BenchmarkNotificationEndToEnd(b *testing.B) {
-	client := &benchClient{}
+	client := newBenchClient()
 	ac, _, closePair := connectedPair(client, benchAgent{})
 	defer closePair()
 	n := messageChunk()
@@ -211,17 +220,16 @@ func BenchmarkNotificationEndToEnd(b *testing.B) {
 			b.Fatal(err)
 		}
 		if i%window == window-1 {
-			sent := int64(i + 1)
-			waitFor(b, func() bool { return client.updates.Load() >= sent-window/2 })
+			client.waitUpdates(int64(i + 1 - window/2))
 		}
 	}
-	waitFor(b, func() bool { return client.updates.Load() == int64(b.N) })
+	client.waitUpdates(int64(b.N))
 }
 
 // BenchmarkRequestRoundTrip sends session/new from the client side and
 // waits for the agent's response.
 func BenchmarkRequestRoundTrip(b *testing.B) {
-	_, cc, closePair := connectedPair(&benchClient{}, benchAgent{})
+	_, cc, closePair := connectedPair(newBenchClient(), benchAgent{})
 	defer closePair()
 	ctx := context.Background()
 	req := acp.NewSessionRequest{Cwd: "/work/project", McpServers: []acp.McpServer{}}
@@ -248,7 +256,7 @@ func BenchmarkIdleConnection(b *testing.B) {
 		for j := range closers {
 			r, peerW := io.Pipe()
 			_, w := io.Pipe()
-			held[j] = acp.NewClientSideConnection(&benchClient{}, w, r)
+			held[j] = acp.NewClientSideConnection(newBenchClient(), w, r)
 			closers[j] = func() { _ = peerW.Close() }
 		}
 		// Let every connection's goroutines start and settle.

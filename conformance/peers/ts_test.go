@@ -244,3 +244,74 @@ func TestTSClientDrivesGoAgent(t *testing.T) {
 		t.Logf("ts client stderr:\n%s", stderr.String())
 	}
 }
+
+// TestTSClientDrivesExampleAgent: the official TypeScript SDK's client
+// drives sdk/example/agent (the SDK's own example program) through a turn
+// that reads a file through the client as a visible tool call.
+func TestTSClientDrivesExampleAgent(t *testing.T) {
+	dir := tsDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+
+	bin := filepath.Join(t.TempDir(), "example-agent")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./example/agent")
+	build.Dir = filepath.Join("..", "..", "sdk")
+	build.Env = append(os.Environ(), "GOWORK=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build sdk/example/agent: %v\n%s", err, out)
+	}
+	cmd := exec.CommandContext(ctx, "node", "client.mjs", bin)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TS_PROMPT=read /repo/go.mod")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("ts client: %v\nstderr:\n%s", err, stderr.String())
+	}
+	var got struct {
+		Init struct {
+			AgentInfo struct {
+				Name string `json:"name"`
+			} `json:"agentInfo"`
+		} `json:"init"`
+		StopReason    string `json:"stopReason"`
+		UnknownMethod struct {
+			Code int `json:"code"`
+		} `json:"unknownMethod"`
+		Updates []struct {
+			Update struct {
+				Kind    string `json:"sessionUpdate"`
+				Status  string `json:"status"`
+				Content any    `json:"content"`
+			} `json:"update"`
+		} `json:"updates"`
+		Requests []struct {
+			Method string `json:"method"`
+			Params struct {
+				Path string `json:"path"`
+			} `json:"params"`
+		} `json:"requests"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("ts client output: %v\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	if got.Init.AgentInfo.Name != "example-agent" || got.StopReason != "end_turn" || got.UnknownMethod.Code != -32601 {
+		t.Fatalf("summary = %+v", got)
+	}
+	var kinds []string
+	for _, u := range got.Updates {
+		kinds = append(kinds, u.Update.Kind+"/"+u.Update.Status)
+	}
+	want := []string{"agent_message_chunk/", "agent_message_chunk/", "agent_message_chunk/", "agent_message_chunk/", "tool_call/pending", "tool_call_update/completed"}
+	if len(kinds) != len(want) {
+		t.Fatalf("the TypeScript client accepted updates %v, want %v", kinds, want)
+	}
+	for i := range want {
+		if kinds[i] != want[i] {
+			t.Fatalf("the TypeScript client accepted updates %v, want %v", kinds, want)
+		}
+	}
+	if len(got.Requests) != 1 || got.Requests[0].Method != "fs/read_text_file" || got.Requests[0].Params.Path != "/repo/go.mod" {
+		t.Errorf("requests the client answered = %+v", got.Requests)
+	}
+}

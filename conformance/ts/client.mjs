@@ -2,7 +2,8 @@
 // 2.4.0, unstable schema). It spawns the Go agent named on the command
 // line, drives initialize, session/new and one prompt turn, answers the
 // agent's permission and file requests, and prints a JSON summary of what
-// it saw on stdout for the Go test to check.
+// it saw on stdout for the Go test to check. The prompt text is
+// TS_PROMPT when set.
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import { client, ndJsonStream } from "@agentclientprotocol/sdk/unstable";
@@ -39,7 +40,7 @@ try {
       clientInfo: { name: "ts-peer-client", version: "2.4.0" },
     });
     const session = await ctx.buildSession("/repo").start();
-    const response = await session.prompt("explore the repository");
+    const response = await session.prompt(process.env.TS_PROMPT || "explore the repository");
     session.dispose();
     let unknownMethod = null;
     try {
