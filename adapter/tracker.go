@@ -307,6 +307,30 @@ func (t *Tracker) PromptEnded(sessionID string) {
 // fn emitted. Extension handlers (cursor/task) use it; fn must not block.
 func (t *Tracker) Do(fn func(tx *Tx)) { t.do(fn) }
 
+// DoAsync is Do without waiting for the callback: fn's state changes are
+// made before DoAsync returns (so they are ordered with every later
+// frame), while its events are delivered, still in order, by another
+// goroutine (or by whichever caller feeds the Tracker next). An extension
+// handler uses it to answer without waiting for the consumer.
+func (t *Tracker) DoAsync(fn func(tx *Tx)) {
+	t.mu.Lock()
+	tx := &Tx{t: t}
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.counters[CounterRecoveredPanics]++
+			}
+		}()
+		fn(tx)
+	}()
+	tx.t = nil
+	queued := len(t.queue) > 0 && !t.delivering
+	t.mu.Unlock()
+	if queued {
+		go t.deliver()
+	}
+}
+
 func (t *Tracker) do(fn func(tx *Tx)) {
 	t.mu.Lock()
 	tx := &Tx{t: t}

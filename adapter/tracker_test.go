@@ -361,3 +361,32 @@ func TestScenario32_SubagentsDeclaration(t *testing.T) {
 		}
 	}
 }
+
+// DoAsync changes state before it returns and delivers its events in order
+// without waiting for the callback.
+func TestDoAsyncDoesNotWaitForTheCallback(t *testing.T) {
+	release := make(chan struct{})
+	got := make(chan adapter.Event, 4)
+	tr, _ := adapter.NewTracker(adapter.Config{OnEvent: func(e adapter.Event) {
+		<-release
+		got <- e
+	}})
+	var seq []string
+	tr.DoAsync(func(tx *adapter.Tx) {
+		c, _ := tx.NewCard("s1", "x")
+		c.SetTitle("async")
+		c.SetStatus(adapter.ToolStatusInProgress)
+		tx.Emit(adapter.EventToolCall, c)
+		seq = append(seq, "changed")
+	})
+	seq = append(seq, "returned") // reached while the callback is blocked
+	close(release)
+	tr.Do(func(tx *adapter.Tx) {
+		if _, ok := tx.Card("s1", "x"); !ok {
+			t.Error("state change not visible after DoAsync returned")
+		}
+	})
+	if e := <-got; e.Title != "async" || len(seq) != 2 {
+		t.Errorf("event %+v seq %v", e, seq)
+	}
+}
