@@ -84,9 +84,9 @@ type ConnectionInfo struct {
 // normalised events. Feed it every session/update notification
 // (SessionUpdate), the initialize exchange (Initialize) and the session
 // lifecycle (SessionStarted, PromptStarted, PromptEnded, SessionLoaded,
-// SessionLoadFinished, SessionClosed, Reset). It is safe for concurrent use: one mutex serialises
-// session updates and extension requests, and events are delivered in the
-// order they were produced.
+// SessionLoadFinished, SessionClosed, Reset). It is safe for concurrent
+// use: one mutex serialises session updates and extension requests, and
+// events are delivered in the order they were produced.
 type Tracker struct {
 	mu           sync.Mutex
 	explicitName string
