@@ -361,12 +361,36 @@ func keyMatches(key []byte, escaped bool, name []byte) bool {
 	return bytes.EqualFold([]byte(decoded), name)
 }
 
+// knownMethods interns the method names of ACP traffic, so decoding a
+// message's method allocates nothing for them.
+var knownMethods = func() map[string]string {
+	names := []string{
+		"initialize", "authenticate", "logout", "session/new", "session/load", "session/prompt",
+		"session/cancel", "session/update", "session/request_permission", "session/set_mode",
+		"session/set_config_option", "session/set_model", "session/list", "session/resume",
+		"session/close", "session/fork", "session/delete", "fs/read_text_file", "fs/write_text_file",
+		"terminal/create", "terminal/output", "terminal/release", "terminal/wait_for_exit",
+		"terminal/kill", "elicitation/create", "elicitation/complete", "cursor/task",
+		methodCancelRequest,
+	}
+	m := make(map[string]string, len(names))
+	for _, n := range names {
+		m[n] = n
+	}
+	return m
+}()
+
 // decodeJSONString decodes a raw JSON string value (with quotes) the way
 // encoding/json does, including replacing invalid UTF-8 with U+FFFD.
 func decodeJSONString(raw []byte, escaped bool) (string, error) {
 	inner := raw[1 : len(raw)-1]
-	if !escaped && utf8.Valid(inner) {
-		return string(inner), nil
+	if !escaped {
+		if name, ok := knownMethods[string(inner)]; ok {
+			return name, nil
+		}
+		if utf8.Valid(inner) {
+			return string(inner), nil
+		}
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {

@@ -2,9 +2,7 @@ package acp
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"strings"
@@ -165,14 +163,4 @@ func pipePair(t *testing.T, a, b MethodHandler, opts ...ConnectionOption) (*Conn
 		_ = cb.Wait(ctx)
 	})
 	return ca, cb
-}
-
-// compactJSON compacts s for comparisons.
-func compactJSON(t *testing.T, s string) string {
-	t.Helper()
-	var b bytes.Buffer
-	if err := json.Compact(&b, []byte(s)); err != nil {
-		t.Fatalf("compact %q: %v", s, err)
-	}
-	return b.String()
 }
