@@ -30,6 +30,11 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
+if [[ -n "$keep" && -e "$keep" && -n "$(ls -A "$keep" 2>/dev/null)" ]]; then
+  echo "check.sh: --keep $keep exists and is not empty" >&2
+  exit 2
+fi
+
 export GOWORK=off GOFLAGS=-mod=mod
 work=$(mktemp -d "${TMPDIR:-/tmp}/acp-patches.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -103,20 +108,15 @@ if [[ $failed -eq 0 ]]; then
 fi
 
 if [[ $failed -eq 0 && $wire -eq 1 ]]; then
-  if ! "$here/wirecheck/compare.sh" "$tree" "$repo/sdk"; then
+  if ! "$here/wirecheck/compare.sh" "$tree" "$repo/sdk" "$dir"; then
     failed=1
   fi
 fi
 
 if [[ -n "$keep" ]]; then
   mkdir -p "$keep"
-  if [[ -n "$(ls -A "$keep")" ]]; then
-    echo "check.sh: --keep $keep is not empty; patched tree left in place of nothing" >&2
-    failed=1
-  else
-    cp -R "$tree/." "$keep/"
-    echo "patched tree kept in $keep"
-  fi
+  cp -R "$tree/." "$keep/"
+  echo "patched tree kept in $keep ($(git -C "$keep" rev-list --count HEAD) commits: upstream + applied patches)"
 fi
 
 exit $failed

@@ -2,13 +2,16 @@
 # Builds wirecheck against two SDK trees and compares, byte for byte, what
 # each writes in the cursor/task and unknown-vendor-method scenarios.
 #
-# Usage: compare.sh PATCHED_UPSTREAM_DIR SDK_DIR
+# Usage: compare.sh PATCHED_UPSTREAM_DIR SDK_DIR [PLAIN_UPSTREAM_DIR]
 # Prints one line per scenario; exits non-zero on any difference or failure.
+# With PLAIN_UPSTREAM_DIR it also checks that unpatched upstream answers the
+# cursor-task scenario differently, i.e. that the scenario can fail at all.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 a=$(cd "${1:?patched upstream dir}" && pwd)
 b=$(cd "${2:?sdk dir}" && pwd)
+plain=${3:-}
 scenarios=(cursor-task unknown-vendor-methods)
 
 export GOWORK=off GOFLAGS=-mod=mod
@@ -46,4 +49,18 @@ for s in "${scenarios[@]}"; do
     status=1
   fi
 done
+
+if [[ -n "$plain" ]]; then
+  if ! build plain "$plain"; then
+    echo "wire: cannot build wirecheck against plain upstream"; sed 's/^/    /' "$tmp/plain.build.log"; exit 1
+  fi
+  # Plain upstream answers cursor/task -32601; the program still exits 0.
+  "$tmp/plain" cursor-task >"$tmp/plain.out" 2>&1 || true
+  if cmp -s "$tmp/plain.out" "$tmp/cursor-task.patched"; then
+    echo "wire: cursor-task  plain upstream differs (scenario is sensitive): FAIL (same bytes)"
+    status=1
+  else
+    echo "wire: cursor-task  plain upstream differs (scenario is sensitive): ok"
+  fi
+fi
 exit $status
