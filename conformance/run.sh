@@ -51,6 +51,9 @@ go_suite() { # name dir log go-test-args...
 }
 
 # ---------------------------------------------------------------- 1. wire
+section "wire harness self-tests (scenario files, comparer, allowlist)"
+go_suite "wire harness self-tests" conformance/wire "$WORK/wire-selftest.log" -modfile=upstream.mod ./...
+
 section "wire conformance (upstream v0.13.5 vs sdk/)"
 WIRE_OK=1
 (cd conformance/wire &&
