@@ -117,7 +117,6 @@ type probeVerdict struct {
 	missing    []string
 	listModels []string
 	version    string
-	reason     string
 }
 
 func (d *Discoverer) getenv(k string) string {
