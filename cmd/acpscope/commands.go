@@ -43,6 +43,7 @@ type outputFlags struct {
 	permission string
 	timeout    time.Duration
 	verbose    bool
+	subagents  bool
 }
 
 func (o *outputFlags) register(fs *flag.FlagSet) {
@@ -53,6 +54,7 @@ func (o *outputFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.noDB, "no-db", false, "do not persist subagent contexts")
 	fs.StringVar(&o.permission, "permission", PolicyReject, "answer to permission requests: allow, reject or cancel")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "limit for the whole turn")
+	fs.BoolVar(&o.subagents, "subagents", false, "declare clientCapabilities.subagents: agents that support ACP subagent sessions then report children as child sessions instead of legacy tool calls")
 	fs.BoolVar(&o.verbose, "verbose", false, "log the connection's informational messages to standard error (default: warnings only)")
 }
 
@@ -171,7 +173,7 @@ func cmdRun(ctx context.Context, e env, args []string) error {
 	term := o.terminal(e.stdout)
 	res, err := runTurn(ctx, turnConfig{
 		dialect: o.agent, prompt: text, cwd: dir, policy: o.permission,
-		term: term, sink: sink.record, timeout: o.timeout, log: o.logger(e.stderr),
+		term: term, sink: sink.record, timeout: o.timeout, log: o.logger(e.stderr), subagents: o.subagents,
 	}, toAgent, fromAgent)
 	return finishTurn(e, o, term, res, err)
 }
@@ -240,7 +242,7 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 		term := o.terminal(e.stdout)
 		res, err := replayOne(ctx, src.c, turnConfig{
 			dialect: dialect, prompt: recordedPrompt(src.c), cwd: "/", policy: o.permission,
-			term: term, sink: sink.record, timeout: o.timeout, log: o.logger(e.stderr),
+			term: term, sink: sink.record, timeout: o.timeout, log: o.logger(e.stderr), subagents: o.subagents,
 		})
 		if err := finishTurn(e, o, term, res, err); err != nil {
 			return err

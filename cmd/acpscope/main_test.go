@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -12,6 +13,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -273,5 +277,69 @@ func TestCursorDoctorNeverShowsPaths(t *testing.T) {
 	}
 	if !strings.Contains(out, "cursor available:  no") || strings.Contains(out, "/") {
 		t.Fatalf("doctor output:\n%s", out)
+	}
+}
+
+func TestReplaySubagentSessionForm(t *testing.T) {
+	capture := filepath.Join("testdata", "subagent_session.jsonl")
+	code, out, errOut := acpscope(t, "", "replay", "--json", "--no-db", "--subagents", capture)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	cards := parseCards(t, out)
+	if len(cards) != 1 || !strings.Contains(string(cards[0].Subagent), `"child_session_id":"child1"`) {
+		t.Fatalf("cards = %s", out)
+	}
+	// Without the declaration the subagent-session frames are not read.
+	code, out, errOut = acpscope(t, "", "replay", "--json", "--no-db", capture)
+	if code != exitOK || strings.Contains(out, "child1") {
+		t.Fatalf("without --subagents: exit %d, out %s %s", code, out, errOut)
+	}
+}
+
+// postgresDSN returns a DSN on a fresh schema of the test server, or skips
+// (fails under CI=true) when none is reachable.
+func postgresDSN(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("ACP_TEST_POSTGRES_DSN")
+	if base == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("ACP_TEST_POSTGRES_DSN is not set under CI=true")
+		}
+		t.Skip("ACP_TEST_POSTGRES_DSN not set")
+	}
+	db, err := sql.Open("pgx", base)
+	if err == nil {
+		err = db.PingContext(context.Background())
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL unreachable under CI=true: %v", err)
+		}
+		t.Skipf("PostgreSQL unreachable: %v", err)
+	}
+	schema := fmt.Sprintf("acpscope_test_%d", time.Now().UnixNano())
+	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = db.Exec("DROP SCHEMA " + schema + " CASCADE")
+		db.Close()
+	})
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	return base + sep + "search_path=" + schema
+}
+
+func TestReplayPersistsToPostgres(t *testing.T) {
+	dsn := postgresDSN(t)
+	if code, _, errOut := acpscope(t, "", "replay", "--plain", "--db", dsn); code != exitOK {
+		t.Fatalf("replay exit %d: %s", code, errOut)
+	}
+	code, out, errOut := acpscope(t, "", "subagents", "--session", "cl-91b0", "--db", dsn)
+	if code != exitOK || !strings.Contains(out, "toolu_A") || !strings.Contains(out, "docs-auditor") {
+		t.Fatalf("subagents exit %d: %s%s", code, out, errOut)
 	}
 }

@@ -32,6 +32,9 @@ type turnConfig struct {
 	timeout time.Duration
 	// log receives the SDK's connection log.
 	log *slog.Logger
+	// subagents declares clientCapabilities.subagents, opting in to the
+	// ACP subagent-session form.
+	subagents bool
 }
 
 // turnResult is what a finished turn reports.
@@ -84,6 +87,9 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 			Fs: acp.FileSystemCapabilities{ReadTextFile: true},
 		},
 		ClientInfo: &acp.Implementation{Name: "acpscope", Version: version},
+	}
+	if cfg.subagents {
+		initReq.ClientCapabilities.Subagents = &acp.SubagentCapabilities{}
 	}
 	initResp, err := conn.Initialize(ctx, initReq)
 	if err != nil {

@@ -106,9 +106,13 @@ func (t *Terminal) snapshot(ev adapter.Event) (string, bool) {
 	return string(c.Status), true
 }
 
-// depth is the card's nesting depth (bounded, so a cycle cannot loop).
+// depth is the card's nesting depth (bounded, so a cycle cannot loop). A
+// tool call of a child session sits one level under the parent's cards.
 func (t *Terminal) depth(c *Card) int {
 	d := 0
+	if c.Event.ParentSessionID != "" && !c.IsSubagent() {
+		d = 1
+	}
 	for p := c.Event.ParentToolCallID; p != "" && d < 8; d++ {
 		parent, ok := t.board.cards[cardKey{c.Event.SessionID, p}]
 		if !ok {
