@@ -33,11 +33,6 @@ type unknownVariant struct {
 	raw []byte
 }
 
-// decodeParams decodes inbound method params.
-func decodeParams(params json.RawMessage, v any) error {
-	return decodeExact(params, v)
-}
-
 // decodeExact decodes data into v. Integers beyond 2^53 in interface-typed
 // values stay exact as json.Number; every other number is a float64.
 func decodeExact(data []byte, v any) error {
@@ -117,10 +112,7 @@ func fixAny(x any) any {
 	return x
 }
 
-var (
-	anyType    = reflect.TypeOf((*any)(nil)).Elem()
-	numberType = reflect.TypeOf(json.Number(""))
-)
+var anyType = reflect.TypeOf((*any)(nil)).Elem()
 
 // normalizeNumbers walks a decoded value and applies fixAny to every
 // interface-typed value in it.
@@ -175,7 +167,6 @@ func normalizeNumbers(v reflect.Value) {
 			}
 		}
 	}
-	_ = numberType
 }
 
 // jsonKind classifies a JSON value by its first significant byte: '{', '[',

@@ -26,9 +26,72 @@ type AgentAuthCapabilities struct {
 	Logout *LogoutCapabilities `json:"logout,omitempty"`
 }
 
+// decodeFast decodes AgentAuthCapabilities in one pass (see fastdecode.go).
+func (v *AgentAuthCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "logout":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Logout = nil
+			} else {
+				var x2 LogoutCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Logout = &x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "logout") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes AgentAuthCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AgentAuthCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AgentAuthCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain AgentAuthCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -101,6 +164,190 @@ type AgentCapabilities struct {
 	SessionCapabilities SessionCapabilities `json:"sessionCapabilities,omitempty"`
 }
 
+// decodeFast decodes AgentCapabilities in one pass (see fastdecode.go).
+func (v *AgentCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "auth":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Auth.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "loadSession":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if !d.null() {
+				x2, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.LoadSession = x2
+			}
+			continue
+		case "mcpCapabilities":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.McpCapabilities.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "nes":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if d.null() {
+				v.Nes = nil
+			} else {
+				var x3 NesCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				v.Nes = &x3
+			}
+			continue
+		case "positionEncoding":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if d.null() {
+				v.PositionEncoding = nil
+			} else {
+				var x4 PositionEncodingKind
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				x4 = PositionEncodingKind(x5)
+				v.PositionEncoding = &x4
+			}
+			continue
+		case "promptCapabilities":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.PromptCapabilities.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "providers":
+			if seen&(1<<7) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 7
+			if d.null() {
+				v.Providers = nil
+			} else {
+				var x6 ProvidersCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x6.decodeFast(d); err != nil {
+					return err
+				}
+				v.Providers = &x6
+			}
+			continue
+		case "sessionCapabilities":
+			if seen&(1<<8) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 8
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.SessionCapabilities.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "auth", "loadSession", "mcpCapabilities", "nes", "positionEncoding", "promptCapabilities", "providers", "sessionCapabilities") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	if seen&(1<<1) == 0 {
+		_ = json.Unmarshal([]byte("{}"), &v.Auth)
+	}
+	if seen&(1<<2) == 0 {
+		_ = json.Unmarshal([]byte("false"), &v.LoadSession)
+	}
+	if seen&(1<<3) == 0 {
+		_ = json.Unmarshal([]byte("{\n            \"acp\": false,\n            \"http\": false,\n            \"sse\": false\n          }"), &v.McpCapabilities)
+	}
+	if seen&(1<<6) == 0 {
+		_ = json.Unmarshal([]byte("{\n            \"audio\": false,\n            \"embeddedContext\": false,\n            \"image\": false\n          }"), &v.PromptCapabilities)
+	}
+	if seen&(1<<8) == 0 {
+		_ = json.Unmarshal([]byte("{}"), &v.SessionCapabilities)
+	}
+	return nil
+}
+
 // MarshalJSON encodes AgentCapabilities, writing schema defaults for nil lists and maps.
 func (v AgentCapabilities) MarshalJSON() ([]byte, error) {
 	type plain AgentCapabilities
@@ -110,6 +357,14 @@ func (v AgentCapabilities) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes AgentCapabilities; a missing or null key takes its schema default.
 func (v *AgentCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AgentCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain AgentCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -146,6 +401,56 @@ type AgentError struct {
 	Id RequestId `json:"id"`
 }
 
+// decodeFast decodes AgentError in one pass (see fastdecode.go).
+func (v *AgentError) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "error":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Error.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "id":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Id.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		}
+		if foldsTo(key, "error", "id") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // AgentNotification is an ACP object.
 type AgentNotification struct {
 	// Method is the "method" property.
@@ -154,9 +459,67 @@ type AgentNotification struct {
 	Params any `json:"params,omitempty"`
 }
 
+// decodeFast decodes AgentNotification in one pass (see fastdecode.go).
+func (v *AgentNotification) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "method":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Method = x1
+			}
+			continue
+		case "params":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			x2, err := d.anyValue()
+			if err != nil {
+				return err
+			}
+			v.Params = x2
+			continue
+		}
+		if foldsTo(key, "method", "params") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes AgentNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AgentNotification) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AgentNotification
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain AgentNotification
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -184,9 +547,79 @@ type AgentRequest struct {
 	Params any `json:"params,omitempty"`
 }
 
+// decodeFast decodes AgentRequest in one pass (see fastdecode.go).
+func (v *AgentRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "id":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Id.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "method":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Method = x1
+			}
+			continue
+		case "params":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			x2, err := d.anyValue()
+			if err != nil {
+				return err
+			}
+			v.Params = x2
+			continue
+		}
+		if foldsTo(key, "id", "method", "params") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes AgentRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AgentRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AgentRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain AgentRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -225,6 +658,30 @@ func (u AgentResponse) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *AgentResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AgentResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes AgentResponse in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *AgentResponse) decodeFast(d *fastDecoder) error {
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *AgentResponse) unmarshalSlow(b []byte) error {
 	*u = AgentResponse{}
 	switch jsonKind(b) {
 	case '{':
@@ -294,9 +751,66 @@ type AgentResult struct {
 	Result any `json:"result"`
 }
 
+// decodeFast decodes AgentResult in one pass (see fastdecode.go).
+func (v *AgentResult) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "id":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Id.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "result":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			x1, err := d.anyValue()
+			if err != nil {
+				return err
+			}
+			v.Result = x1
+			continue
+		}
+		if foldsTo(key, "id", "result") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes AgentResult; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AgentResult) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AgentResult
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain AgentResult
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -324,9 +838,128 @@ type Annotations struct {
 	Priority *float64 `json:"priority,omitempty"`
 }
 
+// decodeFast decodes Annotations in one pass (see fastdecode.go).
+func (v *Annotations) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "audience":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Audience = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []Role{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 Role
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					x4, err := d.str()
+					if err != nil {
+						return err
+					}
+					x3 = Role(x4)
+					x2 = append(x2, x3)
+				}
+				v.Audience = x2
+			}
+			continue
+		case "lastModified":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.LastModified = nil
+			} else {
+				var x5 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				x5 = x6
+				v.LastModified = &x5
+			}
+			continue
+		case "priority":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Priority = nil
+			} else {
+				var x7 float64
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x8, err := d.float()
+				if err != nil {
+					return err
+				}
+				x7 = x8
+				v.Priority = &x7
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "audience", "lastModified", "priority") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes Annotations; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *Annotations) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x Annotations
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain Annotations
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -354,9 +987,98 @@ type AudioContent struct {
 	MimeType string `json:"mimeType"`
 }
 
+// decodeFast decodes AudioContent in one pass (see fastdecode.go).
+func (v *AudioContent) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "annotations":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Annotations = nil
+			} else {
+				var x2 Annotations
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Annotations = &x2
+			}
+			continue
+		case "data":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Data = x3
+			}
+			continue
+		case "mimeType":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.MimeType = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "annotations", "data", "mimeType") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes AudioContent; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AudioContent) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AudioContent
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain AudioContent
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -392,6 +1114,62 @@ type AuthCapabilities struct {
 	Terminal bool `json:"terminal,omitempty"`
 }
 
+// decodeFast decodes AuthCapabilities in one pass (see fastdecode.go).
+func (v *AuthCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "terminal":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if !d.null() {
+				x2, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.Terminal = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "terminal") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	if seen&(1<<1) == 0 {
+		_ = json.Unmarshal([]byte("false"), &v.Terminal)
+	}
+	return nil
+}
+
 // MarshalJSON encodes AuthCapabilities, writing schema defaults for nil lists and maps.
 func (v AuthCapabilities) MarshalJSON() ([]byte, error) {
 	type plain AuthCapabilities
@@ -401,6 +1179,14 @@ func (v AuthCapabilities) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes AuthCapabilities; a missing or null key takes its schema default.
 func (v *AuthCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AuthCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain AuthCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -450,6 +1236,114 @@ type AuthEnvVar struct {
 	Secret bool `json:"secret,omitempty"`
 }
 
+// decodeFast decodes AuthEnvVar in one pass (see fastdecode.go).
+func (v *AuthEnvVar) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "label":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Label = nil
+			} else {
+				var x2 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.Label = &x2
+			}
+			continue
+		case "name":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x4
+			}
+			continue
+		case "optional":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if !d.null() {
+				x5, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.Optional = x5
+			}
+			continue
+		case "secret":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if !d.null() {
+				x6, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.Secret = x6
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "label", "name", "optional", "secret") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	if seen&(1<<3) == 0 {
+		_ = json.Unmarshal([]byte("false"), &v.Optional)
+	}
+	if seen&(1<<4) == 0 {
+		_ = json.Unmarshal([]byte("true"), &v.Secret)
+	}
+	return nil
+}
+
 // MarshalJSON encodes AuthEnvVar, writing schema defaults for nil lists and maps.
 func (v AuthEnvVar) MarshalJSON() ([]byte, error) {
 	type plain AuthEnvVar
@@ -459,6 +1353,14 @@ func (v AuthEnvVar) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes AuthEnvVar; a missing or null key takes its schema default.
 func (v *AuthEnvVar) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AuthEnvVar
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain AuthEnvVar
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -523,6 +1425,50 @@ func (u AuthMethod) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *AuthMethod) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AuthMethod
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes AuthMethod in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *AuthMethod) decodeFast(d *fastDecoder) error {
+	if d.peek() == '{' {
+		if tag, ok := peekTag(d.rest(), "type"); ok {
+			switch string(tag) {
+			case "env_var":
+				var x1 AuthMethodEnvVarInline
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				*u = AuthMethod{EnvVar: &x1}
+				return nil
+			case "terminal":
+				var x2 AuthMethodTerminalInline
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				*u = AuthMethod{Terminal: &x2}
+				return nil
+			}
+		}
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *AuthMethod) unmarshalSlow(b []byte) error {
 	*u = AuthMethod{}
 	switch jsonKind(b) {
 	case '{':
@@ -639,9 +1585,100 @@ type AuthMethodAgent struct {
 	Name string `json:"name"`
 }
 
+// decodeFast decodes AuthMethodAgent in one pass (see fastdecode.go).
+func (v *AuthMethodAgent) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "description":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Description = nil
+			} else {
+				var x2 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.Description = &x2
+			}
+			continue
+		case "id":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = x4
+			}
+			continue
+		case "name":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "description", "id", "name") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes AuthMethodAgent; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AuthMethodAgent) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AuthMethodAgent
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain AuthMethodAgent
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -679,9 +1716,152 @@ type AuthMethodEnvVar struct {
 	Vars []AuthEnvVar `json:"vars"`
 }
 
+// decodeFast decodes AuthMethodEnvVar in one pass (see fastdecode.go).
+func (v *AuthMethodEnvVar) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "description":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Description = nil
+			} else {
+				var x2 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.Description = &x2
+			}
+			continue
+		case "id":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = x4
+			}
+			continue
+		case "link":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Link = nil
+			} else {
+				var x5 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				x5 = x6
+				v.Link = &x5
+			}
+			continue
+		case "name":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x7, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x7
+			}
+			continue
+		case "vars":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if d.null() {
+				v.Vars = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x8 := []AuthEnvVar{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x9 AuthEnvVar
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x9.decodeFast(d); err != nil {
+						return err
+					}
+					x8 = append(x8, x9)
+				}
+				v.Vars = x8
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "description", "id", "link", "name", "vars") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes AuthMethodEnvVar; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AuthMethodEnvVar) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AuthMethodEnvVar
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain AuthMethodEnvVar
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -719,9 +1899,165 @@ type AuthMethodEnvVarInline struct {
 	Vars []AuthEnvVar `json:"vars"`
 }
 
+// decodeFast decodes AuthMethodEnvVarInline in one pass (see fastdecode.go).
+func (v *AuthMethodEnvVarInline) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "description":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Description = nil
+			} else {
+				var x2 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.Description = &x2
+			}
+			continue
+		case "id":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = x4
+			}
+			continue
+		case "link":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Link = nil
+			} else {
+				var x5 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				x5 = x6
+				v.Link = &x5
+			}
+			continue
+		case "name":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x7, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x7
+			}
+			continue
+		case "type":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if !d.null() {
+				x8, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x8
+			}
+			continue
+		case "vars":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if d.null() {
+				v.Vars = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x9 := []AuthEnvVar{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x10 AuthEnvVar
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x10.decodeFast(d); err != nil {
+						return err
+					}
+					x9 = append(x9, x10)
+				}
+				v.Vars = x9
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "description", "id", "link", "name", "type", "vars") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes AuthMethodEnvVarInline; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AuthMethodEnvVarInline) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AuthMethodEnvVarInline
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain AuthMethodEnvVarInline
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -759,9 +2095,145 @@ type AuthMethodTerminal struct {
 	Name string `json:"name"`
 }
 
+// decodeFast decodes AuthMethodTerminal in one pass (see fastdecode.go).
+func (v *AuthMethodTerminal) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "args":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Args = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []string{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 string
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					x4, err := d.str()
+					if err != nil {
+						return err
+					}
+					x3 = x4
+					x2 = append(x2, x3)
+				}
+				v.Args = x2
+			}
+			continue
+		case "description":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Description = nil
+			} else {
+				var x5 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				x5 = x6
+				v.Description = &x5
+			}
+			continue
+		case "env":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			x7, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Env = x7
+			continue
+		case "id":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x8, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = x8
+			}
+			continue
+		case "name":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if !d.null() {
+				x9, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x9
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "args", "description", "env", "id", "name") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes AuthMethodTerminal; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AuthMethodTerminal) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AuthMethodTerminal
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain AuthMethodTerminal
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -799,9 +2271,158 @@ type AuthMethodTerminalInline struct {
 	Type string `json:"type"`
 }
 
+// decodeFast decodes AuthMethodTerminalInline in one pass (see fastdecode.go).
+func (v *AuthMethodTerminalInline) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "args":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Args = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []string{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 string
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					x4, err := d.str()
+					if err != nil {
+						return err
+					}
+					x3 = x4
+					x2 = append(x2, x3)
+				}
+				v.Args = x2
+			}
+			continue
+		case "description":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Description = nil
+			} else {
+				var x5 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				x5 = x6
+				v.Description = &x5
+			}
+			continue
+		case "env":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			x7, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Env = x7
+			continue
+		case "id":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x8, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = x8
+			}
+			continue
+		case "name":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if !d.null() {
+				x9, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x9
+			}
+			continue
+		case "type":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if !d.null() {
+				x10, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x10
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "args", "description", "env", "id", "name", "type") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes AuthMethodTerminalInline; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AuthMethodTerminalInline) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AuthMethodTerminalInline
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain AuthMethodTerminalInline
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -828,9 +2449,67 @@ type AuthenticateRequest struct {
 	MethodId string `json:"methodId"`
 }
 
+// decodeFast decodes AuthenticateRequest in one pass (see fastdecode.go).
+func (v *AuthenticateRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "methodId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.MethodId = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "methodId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes AuthenticateRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AuthenticateRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AuthenticateRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain AuthenticateRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -860,9 +2539,54 @@ type AuthenticateResponse struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes AuthenticateResponse in one pass (see fastdecode.go).
+func (v *AuthenticateResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes AuthenticateResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AuthenticateResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AuthenticateResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain AuthenticateResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -895,9 +2619,98 @@ type AvailableCommand struct {
 	Name string `json:"name"`
 }
 
+// decodeFast decodes AvailableCommand in one pass (see fastdecode.go).
+func (v *AvailableCommand) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "description":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Description = x2
+			}
+			continue
+		case "input":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Input = nil
+			} else {
+				var x3 AvailableCommandInput
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				v.Input = &x3
+			}
+			continue
+		case "name":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "description", "input", "name") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes AvailableCommand; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AvailableCommand) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AvailableCommand
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain AvailableCommand
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -925,6 +2738,30 @@ func (u AvailableCommandInput) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *AvailableCommandInput) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AvailableCommandInput
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes AvailableCommandInput in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *AvailableCommandInput) decodeFast(d *fastDecoder) error {
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *AvailableCommandInput) unmarshalSlow(b []byte) error {
 	*u = AvailableCommandInput{}
 	switch jsonKind(b) {
 	case '{':
@@ -977,9 +2814,86 @@ type AvailableCommandsUpdate struct {
 	AvailableCommands []AvailableCommand `json:"availableCommands"`
 }
 
+// decodeFast decodes AvailableCommandsUpdate in one pass (see fastdecode.go).
+func (v *AvailableCommandsUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "availableCommands":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.AvailableCommands = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []AvailableCommand{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 AvailableCommand
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.AvailableCommands = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "availableCommands") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes AvailableCommandsUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AvailableCommandsUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x AvailableCommandsUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain AvailableCommandsUpdate
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -1007,9 +2921,100 @@ type BlobResourceContents struct {
 	Uri string `json:"uri"`
 }
 
+// decodeFast decodes BlobResourceContents in one pass (see fastdecode.go).
+func (v *BlobResourceContents) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "blob":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Blob = x2
+			}
+			continue
+		case "mimeType":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.MimeType = nil
+			} else {
+				var x3 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				x3 = x4
+				v.MimeType = &x3
+			}
+			continue
+		case "uri":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "blob", "mimeType", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes BlobResourceContents; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *BlobResourceContents) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x BlobResourceContents
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain BlobResourceContents
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -1035,9 +3040,67 @@ type CancelNotification struct {
 	SessionId SessionId `json:"sessionId"`
 }
 
+// decodeFast decodes CancelNotification in one pass (see fastdecode.go).
+func (v *CancelNotification) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "sessionId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x2)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "sessionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes CancelNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *CancelNotification) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x CancelNotification
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain CancelNotification
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -1132,6 +3195,204 @@ type ClientCapabilities struct {
 	Terminal bool `json:"terminal,omitempty"`
 }
 
+// decodeFast decodes ClientCapabilities in one pass (see fastdecode.go).
+func (v *ClientCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "auth":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Auth.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "elicitation":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Elicitation = nil
+			} else {
+				var x2 ElicitationCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Elicitation = &x2
+			}
+			continue
+		case "fs":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Fs.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "nes":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if d.null() {
+				v.Nes = nil
+			} else {
+				var x3 ClientNesCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				v.Nes = &x3
+			}
+			continue
+		case "planCapabilities":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if d.null() {
+				v.PlanCapabilities = nil
+			} else {
+				var x4 PlanCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x4.decodeFast(d); err != nil {
+					return err
+				}
+				v.PlanCapabilities = &x4
+			}
+			continue
+		case "positionEncodings":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if d.null() {
+				v.PositionEncodings = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x5 := []PositionEncodingKind{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x6 PositionEncodingKind
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					x7, err := d.str()
+					if err != nil {
+						return err
+					}
+					x6 = PositionEncodingKind(x7)
+					x5 = append(x5, x6)
+				}
+				v.PositionEncodings = x5
+			}
+			continue
+		case "subagents":
+			if seen&(1<<7) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 7
+			if d.null() {
+				v.Subagents = nil
+			} else {
+				var x8 SubagentCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x8.decodeFast(d); err != nil {
+					return err
+				}
+				v.Subagents = &x8
+			}
+			continue
+		case "terminal":
+			if seen&(1<<8) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 8
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if !d.null() {
+				x9, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.Terminal = x9
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "auth", "elicitation", "fs", "nes", "planCapabilities", "positionEncodings", "subagents", "terminal") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	if seen&(1<<1) == 0 {
+		_ = json.Unmarshal([]byte("{\n            \"terminal\": false\n          }"), &v.Auth)
+	}
+	if seen&(1<<3) == 0 {
+		_ = json.Unmarshal([]byte("{\n            \"readTextFile\": false,\n            \"writeTextFile\": false\n          }"), &v.Fs)
+	}
+	if seen&(1<<8) == 0 {
+		_ = json.Unmarshal([]byte("false"), &v.Terminal)
+	}
+	return nil
+}
+
 // MarshalJSON encodes ClientCapabilities, writing schema defaults for nil lists and maps.
 func (v ClientCapabilities) MarshalJSON() ([]byte, error) {
 	type plain ClientCapabilities
@@ -1141,6 +3402,14 @@ func (v ClientCapabilities) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes ClientCapabilities; a missing or null key takes its schema default.
 func (v *ClientCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ClientCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ClientCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -1171,6 +3440,56 @@ type ClientError struct {
 	Id RequestId `json:"id"`
 }
 
+// decodeFast decodes ClientError in one pass (see fastdecode.go).
+func (v *ClientError) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "error":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Error.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "id":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Id.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		}
+		if foldsTo(key, "error", "id") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ClientNesCapabilities is an ACP object.
 //
 // NES capabilities advertised by the client during initialization.
@@ -1189,9 +3508,108 @@ type ClientNesCapabilities struct {
 	SearchAndReplace *NesSearchAndReplaceCapabilities `json:"searchAndReplace,omitempty"`
 }
 
+// decodeFast decodes ClientNesCapabilities in one pass (see fastdecode.go).
+func (v *ClientNesCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "jump":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Jump = nil
+			} else {
+				var x2 NesJumpCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Jump = &x2
+			}
+			continue
+		case "rename":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Rename = nil
+			} else {
+				var x3 NesRenameCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				v.Rename = &x3
+			}
+			continue
+		case "searchAndReplace":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.SearchAndReplace = nil
+			} else {
+				var x4 NesSearchAndReplaceCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x4.decodeFast(d); err != nil {
+					return err
+				}
+				v.SearchAndReplace = &x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "jump", "rename", "searchAndReplace") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ClientNesCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ClientNesCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ClientNesCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ClientNesCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -1209,9 +3627,67 @@ type ClientNotification struct {
 	Params any `json:"params,omitempty"`
 }
 
+// decodeFast decodes ClientNotification in one pass (see fastdecode.go).
+func (v *ClientNotification) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "method":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Method = x1
+			}
+			continue
+		case "params":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			x2, err := d.anyValue()
+			if err != nil {
+				return err
+			}
+			v.Params = x2
+			continue
+		}
+		if foldsTo(key, "method", "params") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ClientNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ClientNotification) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ClientNotification
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ClientNotification
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -1239,9 +3715,79 @@ type ClientRequest struct {
 	Params any `json:"params,omitempty"`
 }
 
+// decodeFast decodes ClientRequest in one pass (see fastdecode.go).
+func (v *ClientRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "id":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Id.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "method":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Method = x1
+			}
+			continue
+		case "params":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			x2, err := d.anyValue()
+			if err != nil {
+				return err
+			}
+			v.Params = x2
+			continue
+		}
+		if foldsTo(key, "id", "method", "params") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ClientRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ClientRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ClientRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ClientRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -1280,6 +3826,30 @@ func (u ClientResponse) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *ClientResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ClientResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes ClientResponse in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *ClientResponse) decodeFast(d *fastDecoder) error {
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *ClientResponse) unmarshalSlow(b []byte) error {
 	*u = ClientResponse{}
 	switch jsonKind(b) {
 	case '{':
@@ -1349,9 +3919,66 @@ type ClientResult struct {
 	Result any `json:"result"`
 }
 
+// decodeFast decodes ClientResult in one pass (see fastdecode.go).
+func (v *ClientResult) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "id":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Id.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "result":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			x1, err := d.anyValue()
+			if err != nil {
+				return err
+			}
+			v.Result = x1
+			continue
+		}
+		if foldsTo(key, "id", "result") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ClientResult; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ClientResult) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ClientResult
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ClientResult
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -1381,9 +4008,67 @@ type CloseSessionRequest struct {
 	SessionId SessionId `json:"sessionId"`
 }
 
+// decodeFast decodes CloseSessionRequest in one pass (see fastdecode.go).
+func (v *CloseSessionRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "sessionId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x2)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "sessionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes CloseSessionRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *CloseSessionRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x CloseSessionRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain CloseSessionRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -1410,9 +4095,54 @@ type CloseSessionResponse struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes CloseSessionResponse in one pass (see fastdecode.go).
+func (v *CloseSessionResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes CloseSessionResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *CloseSessionResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x CloseSessionResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain CloseSessionResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -1441,9 +4171,86 @@ type ConfigOptionUpdate struct {
 	ConfigOptions []SessionConfigOption `json:"configOptions"`
 }
 
+// decodeFast decodes ConfigOptionUpdate in one pass (see fastdecode.go).
+func (v *ConfigOptionUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "configOptions":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.ConfigOptions = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []SessionConfigOption{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 SessionConfigOption
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.ConfigOptions = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "configOptions") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ConfigOptionUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ConfigOptionUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ConfigOptionUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ConfigOptionUpdate
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -1467,9 +4274,66 @@ type Content struct {
 	Content ContentBlock `json:"content"`
 }
 
+// decodeFast decodes Content in one pass (see fastdecode.go).
+func (v *Content) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "content":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Content.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "content") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes Content; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *Content) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x Content
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain Content
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -1553,6 +4417,71 @@ func (u ContentBlock) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *ContentBlock) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ContentBlock
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes ContentBlock in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *ContentBlock) decodeFast(d *fastDecoder) error {
+	if d.peek() == '{' {
+		if tag, ok := peekTag(d.rest(), "type"); ok {
+			switch string(tag) {
+			case "text":
+				var x1 ContentBlockText
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				*u = ContentBlock{Text: &x1}
+				return nil
+			case "image":
+				var x2 ContentBlockImage
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				*u = ContentBlock{Image: &x2}
+				return nil
+			case "audio":
+				var x3 ContentBlockAudio
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				*u = ContentBlock{Audio: &x3}
+				return nil
+			case "resource_link":
+				var x4 ContentBlockResourceLink
+				if err := x4.decodeFast(d); err != nil {
+					return err
+				}
+				*u = ContentBlock{ResourceLink: &x4}
+				return nil
+			case "resource":
+				var x5 ContentBlockResource
+				if err := x5.decodeFast(d); err != nil {
+					return err
+				}
+				*u = ContentBlock{Resource: &x5}
+				return nil
+			}
+		}
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *ContentBlock) unmarshalSlow(b []byte) error {
 	*u = ContentBlock{}
 	switch jsonKind(b) {
 	case '{':
@@ -1728,9 +4657,111 @@ type ContentBlockAudio struct {
 	Type string `json:"type"`
 }
 
+// decodeFast decodes ContentBlockAudio in one pass (see fastdecode.go).
+func (v *ContentBlockAudio) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "annotations":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Annotations = nil
+			} else {
+				var x2 Annotations
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Annotations = &x2
+			}
+			continue
+		case "data":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Data = x3
+			}
+			continue
+		case "mimeType":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.MimeType = x4
+			}
+			continue
+		case "type":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "annotations", "data", "mimeType", "type") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ContentBlockAudio; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ContentBlockAudio) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ContentBlockAudio
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ContentBlockAudio
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -1764,9 +4795,131 @@ type ContentBlockImage struct {
 	Uri *string `json:"uri,omitempty"`
 }
 
+// decodeFast decodes ContentBlockImage in one pass (see fastdecode.go).
+func (v *ContentBlockImage) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "annotations":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Annotations = nil
+			} else {
+				var x2 Annotations
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Annotations = &x2
+			}
+			continue
+		case "data":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Data = x3
+			}
+			continue
+		case "mimeType":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.MimeType = x4
+			}
+			continue
+		case "type":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x5
+			}
+			continue
+		case "uri":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if d.null() {
+				v.Uri = nil
+			} else {
+				var x6 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x7, err := d.str()
+				if err != nil {
+					return err
+				}
+				x6 = x7
+				v.Uri = &x6
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "annotations", "data", "mimeType", "type", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ContentBlockImage; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ContentBlockImage) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ContentBlockImage
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ContentBlockImage
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -1798,9 +4951,97 @@ type ContentBlockResource struct {
 	Type string `json:"type"`
 }
 
+// decodeFast decodes ContentBlockResource in one pass (see fastdecode.go).
+func (v *ContentBlockResource) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "annotations":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Annotations = nil
+			} else {
+				var x2 Annotations
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Annotations = &x2
+			}
+			continue
+		case "resource":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Resource.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "type":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "annotations", "resource", "type") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ContentBlockResource; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ContentBlockResource) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ContentBlockResource
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ContentBlockResource
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -1840,9 +5081,191 @@ type ContentBlockResourceLink struct {
 	Uri string `json:"uri"`
 }
 
+// decodeFast decodes ContentBlockResourceLink in one pass (see fastdecode.go).
+func (v *ContentBlockResourceLink) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "annotations":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Annotations = nil
+			} else {
+				var x2 Annotations
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Annotations = &x2
+			}
+			continue
+		case "description":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Description = nil
+			} else {
+				var x3 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				x3 = x4
+				v.Description = &x3
+			}
+			continue
+		case "mimeType":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.MimeType = nil
+			} else {
+				var x5 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				x5 = x6
+				v.MimeType = &x5
+			}
+			continue
+		case "name":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x7, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x7
+			}
+			continue
+		case "size":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if d.null() {
+				v.Size = nil
+			} else {
+				var x8 int
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x9, err := d.integer()
+				if err != nil {
+					return err
+				}
+				x8 = x9
+				v.Size = &x8
+			}
+			continue
+		case "title":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if d.null() {
+				v.Title = nil
+			} else {
+				var x10 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x11, err := d.str()
+				if err != nil {
+					return err
+				}
+				x10 = x11
+				v.Title = &x10
+			}
+			continue
+		case "type":
+			if seen&(1<<7) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 7
+			if !d.null() {
+				x12, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x12
+			}
+			continue
+		case "uri":
+			if seen&(1<<8) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 8
+			if !d.null() {
+				x13, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x13
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "annotations", "description", "mimeType", "name", "size", "title", "type", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ContentBlockResourceLink; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ContentBlockResourceLink) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ContentBlockResourceLink
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ContentBlockResourceLink
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -1873,9 +5296,98 @@ type ContentBlockText struct {
 	Type string `json:"type"`
 }
 
+// decodeFast decodes ContentBlockText in one pass (see fastdecode.go).
+func (v *ContentBlockText) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "annotations":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Annotations = nil
+			} else {
+				var x2 Annotations
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Annotations = &x2
+			}
+			continue
+		case "text":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Text = x3
+			}
+			continue
+		case "type":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "annotations", "text", "type") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ContentBlockText; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ContentBlockText) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ContentBlockText
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ContentBlockText
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -1909,9 +5421,86 @@ type ContentChunk struct {
 	MessageId *string `json:"messageId,omitempty"`
 }
 
+// decodeFast decodes ContentChunk in one pass (see fastdecode.go).
+func (v *ContentChunk) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "content":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Content.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "messageId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.MessageId = nil
+			} else {
+				var x2 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.MessageId = &x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "content", "messageId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ContentChunk; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ContentChunk) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ContentChunk
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ContentChunk
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -1933,6 +5522,58 @@ type Cost struct {
 	Amount float64 `json:"amount"`
 	// ISO 4217 currency code (e.g., "USD", "EUR").
 	Currency string `json:"currency"`
+}
+
+// decodeFast decodes Cost in one pass (see fastdecode.go).
+func (v *Cost) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "amount":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.float()
+				if err != nil {
+					return err
+				}
+				v.Amount = x1
+			}
+			continue
+		case "currency":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Currency = x2
+			}
+			continue
+		}
+		if foldsTo(key, "amount", "currency") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CreateTerminalRequest is an ACP object.
@@ -1966,9 +5607,186 @@ type CreateTerminalRequest struct {
 	SessionId SessionId `json:"sessionId"`
 }
 
+// decodeFast decodes CreateTerminalRequest in one pass (see fastdecode.go).
+func (v *CreateTerminalRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "args":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Args = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []string{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 string
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					x4, err := d.str()
+					if err != nil {
+						return err
+					}
+					x3 = x4
+					x2 = append(x2, x3)
+				}
+				v.Args = x2
+			}
+			continue
+		case "command":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Command = x5
+			}
+			continue
+		case "cwd":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Cwd = nil
+			} else {
+				var x6 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x7, err := d.str()
+				if err != nil {
+					return err
+				}
+				x6 = x7
+				v.Cwd = &x6
+			}
+			continue
+		case "env":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if d.null() {
+				v.Env = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x8 := []EnvVariable{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x9 EnvVariable
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x9.decodeFast(d); err != nil {
+						return err
+					}
+					x8 = append(x8, x9)
+				}
+				v.Env = x8
+			}
+			continue
+		case "outputByteLimit":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if d.null() {
+				v.OutputByteLimit = nil
+			} else {
+				var x10 int
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x11, err := d.integer()
+				if err != nil {
+					return err
+				}
+				x10 = x11
+				v.OutputByteLimit = &x10
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if !d.null() {
+				x12, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x12)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "args", "command", "cwd", "env", "outputByteLimit", "sessionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes CreateTerminalRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *CreateTerminalRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x CreateTerminalRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain CreateTerminalRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -2000,9 +5818,67 @@ type CreateTerminalResponse struct {
 	TerminalId string `json:"terminalId"`
 }
 
+// decodeFast decodes CreateTerminalResponse in one pass (see fastdecode.go).
+func (v *CreateTerminalResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "terminalId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.TerminalId = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "terminalId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes CreateTerminalResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *CreateTerminalResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x CreateTerminalResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain CreateTerminalResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -2036,9 +5912,67 @@ type CurrentModeUpdate struct {
 	CurrentModeId SessionModeId `json:"currentModeId"`
 }
 
+// decodeFast decodes CurrentModeUpdate in one pass (see fastdecode.go).
+func (v *CurrentModeUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "currentModeId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.CurrentModeId = SessionModeId(x2)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "currentModeId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes CurrentModeUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *CurrentModeUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x CurrentModeUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain CurrentModeUpdate
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -2070,9 +6004,100 @@ type Diff struct {
 	Path string `json:"path"`
 }
 
+// decodeFast decodes Diff in one pass (see fastdecode.go).
+func (v *Diff) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "newText":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.NewText = x2
+			}
+			continue
+		case "oldText":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.OldText = nil
+			} else {
+				var x3 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				x3 = x4
+				v.OldText = &x3
+			}
+			continue
+		case "path":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Path = x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "newText", "oldText", "path") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes Diff; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *Diff) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x Diff
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain Diff
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -2102,9 +6127,90 @@ type ElicitationCapabilities struct {
 	Url *ElicitationUrlCapabilities `json:"url,omitempty"`
 }
 
+// decodeFast decodes ElicitationCapabilities in one pass (see fastdecode.go).
+func (v *ElicitationCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "form":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Form = nil
+			} else {
+				var x2 ElicitationFormCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Form = &x2
+			}
+			continue
+		case "url":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Url = nil
+			} else {
+				var x3 ElicitationUrlCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				v.Url = &x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "form", "url") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ElicitationCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ElicitationCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ElicitationCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ElicitationCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -2130,9 +6236,54 @@ type ElicitationFormCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes ElicitationFormCapabilities in one pass (see fastdecode.go).
+func (v *ElicitationFormCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ElicitationFormCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ElicitationFormCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ElicitationFormCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ElicitationFormCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -2158,9 +6309,54 @@ type ElicitationUrlCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes ElicitationUrlCapabilities in one pass (see fastdecode.go).
+func (v *ElicitationUrlCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ElicitationUrlCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ElicitationUrlCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ElicitationUrlCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ElicitationUrlCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -2186,9 +6382,84 @@ type EmbeddedResource struct {
 	Resource EmbeddedResourceResource `json:"resource"`
 }
 
+// decodeFast decodes EmbeddedResource in one pass (see fastdecode.go).
+func (v *EmbeddedResource) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "annotations":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Annotations = nil
+			} else {
+				var x2 Annotations
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Annotations = &x2
+			}
+			continue
+		case "resource":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Resource.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "annotations", "resource") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes EmbeddedResource; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *EmbeddedResource) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x EmbeddedResource
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain EmbeddedResource
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -2221,6 +6492,30 @@ func (u EmbeddedResourceResource) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *EmbeddedResourceResource) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x EmbeddedResourceResource
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes EmbeddedResourceResource in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *EmbeddedResourceResource) decodeFast(d *fastDecoder) error {
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *EmbeddedResourceResource) unmarshalSlow(b []byte) error {
 	*u = EmbeddedResourceResource{}
 	switch jsonKind(b) {
 	case '{':
@@ -2293,9 +6588,80 @@ type EnvVariable struct {
 	Value string `json:"value"`
 }
 
+// decodeFast decodes EnvVariable in one pass (see fastdecode.go).
+func (v *EnvVariable) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "name":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x2
+			}
+			continue
+		case "value":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Value = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "name", "value") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes EnvVariable; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *EnvVariable) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x EnvVariable
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain EnvVariable
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -2325,9 +6691,79 @@ type Error struct {
 	Message string `json:"message"`
 }
 
+// decodeFast decodes Error in one pass (see fastdecode.go).
+func (v *Error) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "code":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Code.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "data":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			x1, err := d.anyValue()
+			if err != nil {
+				return err
+			}
+			v.Data = x1
+			continue
+		case "message":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Message = x2
+			}
+			continue
+		}
+		if foldsTo(key, "code", "data", "message") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes Error; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *Error) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x Error
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain Error
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -2395,6 +6831,30 @@ func (u ErrorCode) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *ErrorCode) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ErrorCode
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes ErrorCode in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *ErrorCode) decodeFast(d *fastDecoder) error {
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *ErrorCode) unmarshalSlow(b []byte) error {
 	*u = ErrorCode{}
 	switch jsonKind(b) {
 	case '0':
@@ -2568,6 +7028,81 @@ type FileSystemCapabilities struct {
 	WriteTextFile bool `json:"writeTextFile,omitempty"`
 }
 
+// decodeFast decodes FileSystemCapabilities in one pass (see fastdecode.go).
+func (v *FileSystemCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "readTextFile":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if !d.null() {
+				x2, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.ReadTextFile = x2
+			}
+			continue
+		case "writeTextFile":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if !d.null() {
+				x3, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.WriteTextFile = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "readTextFile", "writeTextFile") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	if seen&(1<<1) == 0 {
+		_ = json.Unmarshal([]byte("false"), &v.ReadTextFile)
+	}
+	if seen&(1<<2) == 0 {
+		_ = json.Unmarshal([]byte("false"), &v.WriteTextFile)
+	}
+	return nil
+}
+
 // MarshalJSON encodes FileSystemCapabilities, writing schema defaults for nil lists and maps.
 func (v FileSystemCapabilities) MarshalJSON() ([]byte, error) {
 	type plain FileSystemCapabilities
@@ -2577,6 +7112,14 @@ func (v FileSystemCapabilities) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes FileSystemCapabilities; a missing or null key takes its schema default.
 func (v *FileSystemCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x FileSystemCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain FileSystemCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -2612,9 +7155,80 @@ type HttpHeader struct {
 	Value string `json:"value"`
 }
 
+// decodeFast decodes HttpHeader in one pass (see fastdecode.go).
+func (v *HttpHeader) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "name":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x2
+			}
+			continue
+		case "value":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Value = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "name", "value") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes HttpHeader; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *HttpHeader) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x HttpHeader
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain HttpHeader
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -2649,9 +7263,110 @@ type IdleStateUpdate struct {
 	Usage *Usage `json:"usage,omitempty"`
 }
 
+// decodeFast decodes IdleStateUpdate in one pass (see fastdecode.go).
+func (v *IdleStateUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "error":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Error = nil
+			} else {
+				var x2 Error
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Error = &x2
+			}
+			continue
+		case "stopReason":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.StopReason = nil
+			} else {
+				var x3 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				x3 = x4
+				v.StopReason = &x3
+			}
+			continue
+		case "usage":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Usage = nil
+			} else {
+				var x5 Usage
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x5.decodeFast(d); err != nil {
+					return err
+				}
+				v.Usage = &x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "error", "stopReason", "usage") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes IdleStateUpdate. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *IdleStateUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x IdleStateUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain IdleStateUpdate
 	var p plain
 	if err := decodeExact(b, &p); err == nil {
@@ -2711,9 +7426,118 @@ type ImageContent struct {
 	Uri *string `json:"uri,omitempty"`
 }
 
+// decodeFast decodes ImageContent in one pass (see fastdecode.go).
+func (v *ImageContent) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "annotations":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Annotations = nil
+			} else {
+				var x2 Annotations
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Annotations = &x2
+			}
+			continue
+		case "data":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Data = x3
+			}
+			continue
+		case "mimeType":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.MimeType = x4
+			}
+			continue
+		case "uri":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if d.null() {
+				v.Uri = nil
+			} else {
+				var x5 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				x5 = x6
+				v.Uri = &x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "annotations", "data", "mimeType", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ImageContent; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ImageContent) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ImageContent
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ImageContent
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -2748,9 +7572,100 @@ type Implementation struct {
 	Version string `json:"version"`
 }
 
+// decodeFast decodes Implementation in one pass (see fastdecode.go).
+func (v *Implementation) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "name":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x2
+			}
+			continue
+		case "title":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Title = nil
+			} else {
+				var x3 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				x3 = x4
+				v.Title = &x3
+			}
+			continue
+		case "version":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Version = x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "name", "title", "version") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes Implementation; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *Implementation) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x Implementation
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain Implementation
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -2795,6 +7710,92 @@ type InitializeRequest struct {
 	ProtocolVersion ProtocolVersion `json:"protocolVersion"`
 }
 
+// decodeFast decodes InitializeRequest in one pass (see fastdecode.go).
+func (v *InitializeRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "clientCapabilities":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.ClientCapabilities.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "clientInfo":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.ClientInfo = nil
+			} else {
+				var x2 Implementation
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.ClientInfo = &x2
+			}
+			continue
+		case "protocolVersion":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x3, err := d.integer()
+				if err != nil {
+					return err
+				}
+				v.ProtocolVersion = ProtocolVersion(x3)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "clientCapabilities", "clientInfo", "protocolVersion") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	if seen&(1<<1) == 0 {
+		_ = json.Unmarshal([]byte("{\n            \"auth\": {\n              \"terminal\": false\n            },\n            \"fs\": {\n              \"readTextFile\": false,\n              \"writeTextFile\": false\n            },\n            \"terminal\": false\n          }"), &v.ClientCapabilities)
+	}
+	return nil
+}
+
 // MarshalJSON encodes InitializeRequest, writing schema defaults for nil lists and maps.
 func (v InitializeRequest) MarshalJSON() ([]byte, error) {
 	type plain InitializeRequest
@@ -2804,6 +7805,14 @@ func (v InitializeRequest) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes InitializeRequest; a missing or null key takes its schema default.
 func (v *InitializeRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x InitializeRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain InitializeRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -2872,6 +7881,130 @@ type InitializeResponse struct {
 	ProtocolVersion ProtocolVersion `json:"protocolVersion"`
 }
 
+// decodeFast decodes InitializeResponse in one pass (see fastdecode.go).
+func (v *InitializeResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "agentCapabilities":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.AgentCapabilities.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "agentInfo":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.AgentInfo = nil
+			} else {
+				var x2 Implementation
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.AgentInfo = &x2
+			}
+			continue
+		case "authMethods":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if d.null() {
+				v.AuthMethods = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x3 := []AuthMethod{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x4 AuthMethod
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x4.decodeFast(d); err != nil {
+						return err
+					}
+					x3 = append(x3, x4)
+				}
+				v.AuthMethods = x3
+			}
+			continue
+		case "protocolVersion":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x5, err := d.integer()
+				if err != nil {
+					return err
+				}
+				v.ProtocolVersion = ProtocolVersion(x5)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "agentCapabilities", "agentInfo", "authMethods", "protocolVersion") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	if seen&(1<<1) == 0 {
+		_ = json.Unmarshal([]byte("{\n            \"auth\": {},\n            \"loadSession\": false,\n            \"mcpCapabilities\": {\n              \"acp\": false,\n              \"http\": false,\n              \"sse\": false\n            },\n            \"promptCapabilities\": {\n              \"audio\": false,\n              \"embeddedContext\": false,\n              \"image\": false\n            },\n            \"sessionCapabilities\": {}\n          }"), &v.AgentCapabilities)
+	}
+	if seen&(1<<3) == 0 {
+		_ = json.Unmarshal([]byte("[]"), &v.AuthMethods)
+	}
+	return nil
+}
+
 // MarshalJSON encodes InitializeResponse, writing schema defaults for nil lists and maps.
 func (v InitializeResponse) MarshalJSON() ([]byte, error) {
 	type plain InitializeResponse
@@ -2884,6 +8017,14 @@ func (v InitializeResponse) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes InitializeResponse; a missing or null key takes its schema default.
 func (v *InitializeResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x InitializeResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain InitializeResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -2924,9 +8065,80 @@ type KillTerminalRequest struct {
 	TerminalId string `json:"terminalId"`
 }
 
+// decodeFast decodes KillTerminalRequest in one pass (see fastdecode.go).
+func (v *KillTerminalRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "sessionId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x2)
+			}
+			continue
+		case "terminalId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.TerminalId = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "sessionId", "terminalId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes KillTerminalRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *KillTerminalRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x KillTerminalRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain KillTerminalRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -2956,9 +8168,54 @@ type KillTerminalResponse struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes KillTerminalResponse in one pass (see fastdecode.go).
+func (v *KillTerminalResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes KillTerminalResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *KillTerminalResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x KillTerminalResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain KillTerminalResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -2987,9 +8244,100 @@ type LegacyModelInfo struct {
 	Name string `json:"name"`
 }
 
+// decodeFast decodes LegacyModelInfo in one pass (see fastdecode.go).
+func (v *LegacyModelInfo) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "description":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Description = nil
+			} else {
+				var x2 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.Description = &x2
+			}
+			continue
+		case "modelId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ModelId = x4
+			}
+			continue
+		case "name":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "description", "modelId", "name") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes LegacyModelInfo; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *LegacyModelInfo) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x LegacyModelInfo
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain LegacyModelInfo
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3007,6 +8355,77 @@ type LegacyModels struct {
 	AvailableModels []LegacyModelInfo `json:"availableModels"`
 	// The model in use.
 	CurrentModelId string `json:"currentModelId"`
+}
+
+// decodeFast decodes LegacyModels in one pass (see fastdecode.go).
+func (v *LegacyModels) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "availableModels":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if d.null() {
+				v.AvailableModels = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x1 := []LegacyModelInfo{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x2 LegacyModelInfo
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x2.decodeFast(d); err != nil {
+						return err
+					}
+					x1 = append(x1, x2)
+				}
+				v.AvailableModels = x1
+			}
+			continue
+		case "currentModelId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.CurrentModelId = x3
+			}
+			continue
+		}
+		if foldsTo(key, "availableModels", "currentModelId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ListSessionsRequest is an ACP object.
@@ -3027,9 +8446,94 @@ type ListSessionsRequest struct {
 	Cwd *string `json:"cwd,omitempty"`
 }
 
+// decodeFast decodes ListSessionsRequest in one pass (see fastdecode.go).
+func (v *ListSessionsRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "cursor":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Cursor = nil
+			} else {
+				var x2 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.Cursor = &x2
+			}
+			continue
+		case "cwd":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Cwd = nil
+			} else {
+				var x4 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				x4 = x5
+				v.Cwd = &x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "cursor", "cwd") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ListSessionsRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ListSessionsRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ListSessionsRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ListSessionsRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3061,9 +8565,106 @@ type ListSessionsResponse struct {
 	Sessions []SessionInfo `json:"sessions"`
 }
 
+// decodeFast decodes ListSessionsResponse in one pass (see fastdecode.go).
+func (v *ListSessionsResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "nextCursor":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.NextCursor = nil
+			} else {
+				var x2 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.NextCursor = &x2
+			}
+			continue
+		case "sessions":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Sessions = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x4 := []SessionInfo{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x5 SessionInfo
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x5.decodeFast(d); err != nil {
+						return err
+					}
+					x4 = append(x4, x5)
+				}
+				v.Sessions = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "nextCursor", "sessions") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ListSessionsResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ListSessionsResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ListSessionsResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ListSessionsResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3110,9 +8711,146 @@ type LoadSessionRequest struct {
 	SessionId SessionId `json:"sessionId"`
 }
 
+// decodeFast decodes LoadSessionRequest in one pass (see fastdecode.go).
+func (v *LoadSessionRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "additionalDirectories":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.AdditionalDirectories = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []string{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 string
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					x4, err := d.str()
+					if err != nil {
+						return err
+					}
+					x3 = x4
+					x2 = append(x2, x3)
+				}
+				v.AdditionalDirectories = x2
+			}
+			continue
+		case "cwd":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Cwd = x5
+			}
+			continue
+		case "mcpServers":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.McpServers = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x6 := []McpServer{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x7 McpServer
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x7.decodeFast(d); err != nil {
+						return err
+					}
+					x6 = append(x6, x7)
+				}
+				v.McpServers = x6
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x8, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x8)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "additionalDirectories", "cwd", "mcpServers", "sessionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes LoadSessionRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *LoadSessionRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x LoadSessionRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain LoadSessionRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3154,9 +8892,122 @@ type LoadSessionResponse struct {
 	Modes *SessionModeState `json:"modes,omitempty"`
 }
 
+// decodeFast decodes LoadSessionResponse in one pass (see fastdecode.go).
+func (v *LoadSessionResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "configOptions":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.ConfigOptions = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []SessionConfigOption{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 SessionConfigOption
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.ConfigOptions = x2
+			}
+			continue
+		case "models":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.LegacyModels = nil
+			} else {
+				var x4 LegacyModels
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x4.decodeFast(d); err != nil {
+					return err
+				}
+				v.LegacyModels = &x4
+			}
+			continue
+		case "modes":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Modes = nil
+			} else {
+				var x5 SessionModeState
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x5.decodeFast(d); err != nil {
+					return err
+				}
+				v.Modes = &x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "configOptions", "models", "modes") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes LoadSessionResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *LoadSessionResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x LoadSessionResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain LoadSessionResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3185,9 +9036,54 @@ type LogoutCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes LogoutCapabilities in one pass (see fastdecode.go).
+func (v *LogoutCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes LogoutCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *LogoutCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x LogoutCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain LogoutCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3211,9 +9107,54 @@ type LogoutRequest struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes LogoutRequest in one pass (see fastdecode.go).
+func (v *LogoutRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes LogoutRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *LogoutRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x LogoutRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain LogoutRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3240,9 +9181,54 @@ type LogoutResponse struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes LogoutResponse in one pass (see fastdecode.go).
+func (v *LogoutResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes LogoutResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *LogoutResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x LogoutResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain LogoutResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3285,6 +9271,100 @@ type McpCapabilities struct {
 	Sse bool `json:"sse,omitempty"`
 }
 
+// decodeFast decodes McpCapabilities in one pass (see fastdecode.go).
+func (v *McpCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "acp":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if !d.null() {
+				x2, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.Acp = x2
+			}
+			continue
+		case "http":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if !d.null() {
+				x3, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.Http = x3
+			}
+			continue
+		case "sse":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if !d.null() {
+				x4, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.Sse = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "acp", "http", "sse") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	if seen&(1<<1) == 0 {
+		_ = json.Unmarshal([]byte("false"), &v.Acp)
+	}
+	if seen&(1<<2) == 0 {
+		_ = json.Unmarshal([]byte("false"), &v.Http)
+	}
+	if seen&(1<<3) == 0 {
+		_ = json.Unmarshal([]byte("false"), &v.Sse)
+	}
+	return nil
+}
+
 // MarshalJSON encodes McpCapabilities, writing schema defaults for nil lists and maps.
 func (v McpCapabilities) MarshalJSON() ([]byte, error) {
 	type plain McpCapabilities
@@ -3294,6 +9374,14 @@ func (v McpCapabilities) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes McpCapabilities; a missing or null key takes its schema default.
 func (v *McpCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x McpCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain McpCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3373,6 +9461,57 @@ func (u McpServer) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *McpServer) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x McpServer
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes McpServer in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *McpServer) decodeFast(d *fastDecoder) error {
+	if d.peek() == '{' {
+		if tag, ok := peekTag(d.rest(), "type"); ok {
+			switch string(tag) {
+			case "http":
+				var x1 McpServerHttpInline
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				*u = McpServer{Http: &x1}
+				return nil
+			case "sse":
+				var x2 McpServerSseInline
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				*u = McpServer{Sse: &x2}
+				return nil
+			case "acp":
+				var x3 McpServerAcpInline
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				*u = McpServer{Acp: &x3}
+				return nil
+			}
+		}
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *McpServer) unmarshalSlow(b []byte) error {
 	*u = McpServer{}
 	switch jsonKind(b) {
 	case '{':
@@ -3520,9 +9659,80 @@ type McpServerAcp struct {
 	Name string `json:"name"`
 }
 
+// decodeFast decodes McpServerAcp in one pass (see fastdecode.go).
+func (v *McpServerAcp) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "id":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = McpServerAcpId(x2)
+			}
+			continue
+		case "name":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "id", "name") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes McpServerAcp; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *McpServerAcp) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x McpServerAcp
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain McpServerAcp
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3573,9 +9783,93 @@ type McpServerAcpInline struct {
 	Type string `json:"type"`
 }
 
+// decodeFast decodes McpServerAcpInline in one pass (see fastdecode.go).
+func (v *McpServerAcpInline) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "id":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = McpServerAcpId(x2)
+			}
+			continue
+		case "name":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x3
+			}
+			continue
+		case "type":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "id", "name", "type") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes McpServerAcpInline; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *McpServerAcpInline) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x McpServerAcpInline
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain McpServerAcpInline
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3603,9 +9897,112 @@ type McpServerHttp struct {
 	Url string `json:"url"`
 }
 
+// decodeFast decodes McpServerHttp in one pass (see fastdecode.go).
+func (v *McpServerHttp) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "headers":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Headers = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []HttpHeader{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 HttpHeader
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Headers = x2
+			}
+			continue
+		case "name":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x4
+			}
+			continue
+		case "url":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Url = x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "headers", "name", "url") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes McpServerHttp; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *McpServerHttp) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x McpServerHttp
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain McpServerHttp
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3637,9 +10034,125 @@ type McpServerHttpInline struct {
 	Url string `json:"url"`
 }
 
+// decodeFast decodes McpServerHttpInline in one pass (see fastdecode.go).
+func (v *McpServerHttpInline) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "headers":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Headers = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []HttpHeader{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 HttpHeader
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Headers = x2
+			}
+			continue
+		case "name":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x4
+			}
+			continue
+		case "type":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x5
+			}
+			continue
+		case "url":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Url = x6
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "headers", "name", "type", "url") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes McpServerHttpInline; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *McpServerHttpInline) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x McpServerHttpInline
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain McpServerHttpInline
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3667,9 +10180,112 @@ type McpServerSse struct {
 	Url string `json:"url"`
 }
 
+// decodeFast decodes McpServerSse in one pass (see fastdecode.go).
+func (v *McpServerSse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "headers":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Headers = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []HttpHeader{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 HttpHeader
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Headers = x2
+			}
+			continue
+		case "name":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x4
+			}
+			continue
+		case "url":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Url = x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "headers", "name", "url") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes McpServerSse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *McpServerSse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x McpServerSse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain McpServerSse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3701,9 +10317,125 @@ type McpServerSseInline struct {
 	Url string `json:"url"`
 }
 
+// decodeFast decodes McpServerSseInline in one pass (see fastdecode.go).
+func (v *McpServerSseInline) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "headers":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Headers = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []HttpHeader{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 HttpHeader
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Headers = x2
+			}
+			continue
+		case "name":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x4
+			}
+			continue
+		case "type":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x5
+			}
+			continue
+		case "url":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Url = x6
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "headers", "name", "type", "url") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes McpServerSseInline; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *McpServerSseInline) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x McpServerSseInline
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain McpServerSseInline
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3733,9 +10465,146 @@ type McpServerStdio struct {
 	Name string `json:"name"`
 }
 
+// decodeFast decodes McpServerStdio in one pass (see fastdecode.go).
+func (v *McpServerStdio) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "args":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Args = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []string{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 string
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					x4, err := d.str()
+					if err != nil {
+						return err
+					}
+					x3 = x4
+					x2 = append(x2, x3)
+				}
+				v.Args = x2
+			}
+			continue
+		case "command":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Command = x5
+			}
+			continue
+		case "env":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Env = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x6 := []EnvVariable{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x7 EnvVariable
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x7.decodeFast(d); err != nil {
+						return err
+					}
+					x6 = append(x6, x7)
+				}
+				v.Env = x6
+			}
+			continue
+		case "name":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x8, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x8
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "args", "command", "env", "name") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes McpServerStdio; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *McpServerStdio) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x McpServerStdio
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain McpServerStdio
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3761,9 +10630,90 @@ type NesCapabilities struct {
 	Events *NesEventCapabilities `json:"events,omitempty"`
 }
 
+// decodeFast decodes NesCapabilities in one pass (see fastdecode.go).
+func (v *NesCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "context":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Context = nil
+			} else {
+				var x2 NesContextCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Context = &x2
+			}
+			continue
+		case "events":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Events = nil
+			} else {
+				var x3 NesEventCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				v.Events = &x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "context", "events") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NesCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NesCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NesCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3797,9 +10747,162 @@ type NesContextCapabilities struct {
 	UserActions *NesUserActionsCapabilities `json:"userActions,omitempty"`
 }
 
+// decodeFast decodes NesContextCapabilities in one pass (see fastdecode.go).
+func (v *NesContextCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "diagnostics":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Diagnostics = nil
+			} else {
+				var x2 NesDiagnosticsCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Diagnostics = &x2
+			}
+			continue
+		case "editHistory":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.EditHistory = nil
+			} else {
+				var x3 NesEditHistoryCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				v.EditHistory = &x3
+			}
+			continue
+		case "openFiles":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.OpenFiles = nil
+			} else {
+				var x4 NesOpenFilesCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x4.decodeFast(d); err != nil {
+					return err
+				}
+				v.OpenFiles = &x4
+			}
+			continue
+		case "recentFiles":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if d.null() {
+				v.RecentFiles = nil
+			} else {
+				var x5 NesRecentFilesCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x5.decodeFast(d); err != nil {
+					return err
+				}
+				v.RecentFiles = &x5
+			}
+			continue
+		case "relatedSnippets":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if d.null() {
+				v.RelatedSnippets = nil
+			} else {
+				var x6 NesRelatedSnippetsCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x6.decodeFast(d); err != nil {
+					return err
+				}
+				v.RelatedSnippets = &x6
+			}
+			continue
+		case "userActions":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if d.null() {
+				v.UserActions = nil
+			} else {
+				var x7 NesUserActionsCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x7.decodeFast(d); err != nil {
+					return err
+				}
+				v.UserActions = &x7
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "diagnostics", "editHistory", "openFiles", "recentFiles", "relatedSnippets", "userActions") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NesContextCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesContextCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NesContextCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NesContextCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3821,9 +10924,54 @@ type NesDiagnosticsCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes NesDiagnosticsCapabilities in one pass (see fastdecode.go).
+func (v *NesDiagnosticsCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NesDiagnosticsCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesDiagnosticsCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NesDiagnosticsCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NesDiagnosticsCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3847,9 +10995,67 @@ type NesDocumentDidChangeCapabilities struct {
 	SyncKind TextDocumentSyncKind `json:"syncKind"`
 }
 
+// decodeFast decodes NesDocumentDidChangeCapabilities in one pass (see fastdecode.go).
+func (v *NesDocumentDidChangeCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "syncKind":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SyncKind = TextDocumentSyncKind(x2)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "syncKind") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NesDocumentDidChangeCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesDocumentDidChangeCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NesDocumentDidChangeCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NesDocumentDidChangeCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3871,9 +11077,54 @@ type NesDocumentDidCloseCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes NesDocumentDidCloseCapabilities in one pass (see fastdecode.go).
+func (v *NesDocumentDidCloseCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NesDocumentDidCloseCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesDocumentDidCloseCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NesDocumentDidCloseCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NesDocumentDidCloseCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3895,9 +11146,54 @@ type NesDocumentDidFocusCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes NesDocumentDidFocusCapabilities in one pass (see fastdecode.go).
+func (v *NesDocumentDidFocusCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NesDocumentDidFocusCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesDocumentDidFocusCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NesDocumentDidFocusCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NesDocumentDidFocusCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3919,9 +11215,54 @@ type NesDocumentDidOpenCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes NesDocumentDidOpenCapabilities in one pass (see fastdecode.go).
+func (v *NesDocumentDidOpenCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NesDocumentDidOpenCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesDocumentDidOpenCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NesDocumentDidOpenCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NesDocumentDidOpenCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3943,9 +11284,54 @@ type NesDocumentDidSaveCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes NesDocumentDidSaveCapabilities in one pass (see fastdecode.go).
+func (v *NesDocumentDidSaveCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NesDocumentDidSaveCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesDocumentDidSaveCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NesDocumentDidSaveCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NesDocumentDidSaveCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -3977,9 +11363,144 @@ type NesDocumentEventCapabilities struct {
 	DidSave *NesDocumentDidSaveCapabilities `json:"didSave,omitempty"`
 }
 
+// decodeFast decodes NesDocumentEventCapabilities in one pass (see fastdecode.go).
+func (v *NesDocumentEventCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "didChange":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.DidChange = nil
+			} else {
+				var x2 NesDocumentDidChangeCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.DidChange = &x2
+			}
+			continue
+		case "didClose":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.DidClose = nil
+			} else {
+				var x3 NesDocumentDidCloseCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				v.DidClose = &x3
+			}
+			continue
+		case "didFocus":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.DidFocus = nil
+			} else {
+				var x4 NesDocumentDidFocusCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x4.decodeFast(d); err != nil {
+					return err
+				}
+				v.DidFocus = &x4
+			}
+			continue
+		case "didOpen":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if d.null() {
+				v.DidOpen = nil
+			} else {
+				var x5 NesDocumentDidOpenCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x5.decodeFast(d); err != nil {
+					return err
+				}
+				v.DidOpen = &x5
+			}
+			continue
+		case "didSave":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if d.null() {
+				v.DidSave = nil
+			} else {
+				var x6 NesDocumentDidSaveCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x6.decodeFast(d); err != nil {
+					return err
+				}
+				v.DidSave = &x6
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "didChange", "didClose", "didFocus", "didOpen", "didSave") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NesDocumentEventCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesDocumentEventCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NesDocumentEventCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NesDocumentEventCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4003,9 +11524,74 @@ type NesEditHistoryCapabilities struct {
 	MaxCount *int `json:"maxCount,omitempty"`
 }
 
+// decodeFast decodes NesEditHistoryCapabilities in one pass (see fastdecode.go).
+func (v *NesEditHistoryCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "maxCount":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.MaxCount = nil
+			} else {
+				var x2 int
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.integer()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.MaxCount = &x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "maxCount") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NesEditHistoryCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesEditHistoryCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NesEditHistoryCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NesEditHistoryCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4029,9 +11615,72 @@ type NesEventCapabilities struct {
 	Document *NesDocumentEventCapabilities `json:"document,omitempty"`
 }
 
+// decodeFast decodes NesEventCapabilities in one pass (see fastdecode.go).
+func (v *NesEventCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "document":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Document = nil
+			} else {
+				var x2 NesDocumentEventCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Document = &x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "document") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NesEventCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesEventCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NesEventCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NesEventCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4053,9 +11702,54 @@ type NesJumpCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes NesJumpCapabilities in one pass (see fastdecode.go).
+func (v *NesJumpCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NesJumpCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesJumpCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NesJumpCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NesJumpCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4077,9 +11771,54 @@ type NesOpenFilesCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes NesOpenFilesCapabilities in one pass (see fastdecode.go).
+func (v *NesOpenFilesCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NesOpenFilesCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesOpenFilesCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NesOpenFilesCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NesOpenFilesCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4103,9 +11842,74 @@ type NesRecentFilesCapabilities struct {
 	MaxCount *int `json:"maxCount,omitempty"`
 }
 
+// decodeFast decodes NesRecentFilesCapabilities in one pass (see fastdecode.go).
+func (v *NesRecentFilesCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "maxCount":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.MaxCount = nil
+			} else {
+				var x2 int
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.integer()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.MaxCount = &x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "maxCount") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NesRecentFilesCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesRecentFilesCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NesRecentFilesCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NesRecentFilesCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4127,9 +11931,54 @@ type NesRelatedSnippetsCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes NesRelatedSnippetsCapabilities in one pass (see fastdecode.go).
+func (v *NesRelatedSnippetsCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NesRelatedSnippetsCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesRelatedSnippetsCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NesRelatedSnippetsCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NesRelatedSnippetsCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4151,9 +12000,54 @@ type NesRenameCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes NesRenameCapabilities in one pass (see fastdecode.go).
+func (v *NesRenameCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NesRenameCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesRenameCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NesRenameCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NesRenameCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4175,9 +12069,54 @@ type NesSearchAndReplaceCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes NesSearchAndReplaceCapabilities in one pass (see fastdecode.go).
+func (v *NesSearchAndReplaceCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NesSearchAndReplaceCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesSearchAndReplaceCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NesSearchAndReplaceCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NesSearchAndReplaceCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4201,9 +12140,74 @@ type NesUserActionsCapabilities struct {
 	MaxCount *int `json:"maxCount,omitempty"`
 }
 
+// decodeFast decodes NesUserActionsCapabilities in one pass (see fastdecode.go).
+func (v *NesUserActionsCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "maxCount":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.MaxCount = nil
+			} else {
+				var x2 int
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.integer()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.MaxCount = &x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "maxCount") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NesUserActionsCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesUserActionsCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NesUserActionsCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NesUserActionsCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4237,9 +12241,133 @@ type NewSessionRequest struct {
 	McpServers []McpServer `json:"mcpServers"`
 }
 
+// decodeFast decodes NewSessionRequest in one pass (see fastdecode.go).
+func (v *NewSessionRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "additionalDirectories":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.AdditionalDirectories = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []string{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 string
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					x4, err := d.str()
+					if err != nil {
+						return err
+					}
+					x3 = x4
+					x2 = append(x2, x3)
+				}
+				v.AdditionalDirectories = x2
+			}
+			continue
+		case "cwd":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Cwd = x5
+			}
+			continue
+		case "mcpServers":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.McpServers = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x6 := []McpServer{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x7 McpServer
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x7.decodeFast(d); err != nil {
+						return err
+					}
+					x6 = append(x6, x7)
+				}
+				v.McpServers = x6
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "additionalDirectories", "cwd", "mcpServers") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NewSessionRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NewSessionRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NewSessionRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NewSessionRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4287,9 +12415,135 @@ type NewSessionResponse struct {
 	SessionId SessionId `json:"sessionId"`
 }
 
+// decodeFast decodes NewSessionResponse in one pass (see fastdecode.go).
+func (v *NewSessionResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "configOptions":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.ConfigOptions = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []SessionConfigOption{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 SessionConfigOption
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.ConfigOptions = x2
+			}
+			continue
+		case "models":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.LegacyModels = nil
+			} else {
+				var x4 LegacyModels
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x4.decodeFast(d); err != nil {
+					return err
+				}
+				v.LegacyModels = &x4
+			}
+			continue
+		case "modes":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Modes = nil
+			} else {
+				var x5 SessionModeState
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x5.decodeFast(d); err != nil {
+					return err
+				}
+				v.Modes = &x5
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x6)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "configOptions", "models", "modes", "sessionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes NewSessionResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NewSessionResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x NewSessionResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain NewSessionResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4322,9 +12576,93 @@ type PermissionOption struct {
 	OptionId PermissionOptionId `json:"optionId"`
 }
 
+// decodeFast decodes PermissionOption in one pass (see fastdecode.go).
+func (v *PermissionOption) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "kind":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Kind = PermissionOptionKind(x2)
+			}
+			continue
+		case "name":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x3
+			}
+			continue
+		case "optionId":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.OptionId = PermissionOptionId(x4)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "kind", "name", "optionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes PermissionOption; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PermissionOption) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x PermissionOption
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain PermissionOption
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4381,9 +12719,86 @@ type Plan struct {
 	Entries []PlanEntry `json:"entries"`
 }
 
+// decodeFast decodes Plan in one pass (see fastdecode.go).
+func (v *Plan) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "entries":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Entries = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []PlanEntry{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 PlanEntry
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Entries = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "entries") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes Plan; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *Plan) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x Plan
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain Plan
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4409,9 +12824,54 @@ type PlanCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes PlanCapabilities in one pass (see fastdecode.go).
+func (v *PlanCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes PlanCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x PlanCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain PlanCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4444,9 +12904,93 @@ type PlanEntry struct {
 	Status PlanEntryStatus `json:"status"`
 }
 
+// decodeFast decodes PlanEntry in one pass (see fastdecode.go).
+func (v *PlanEntry) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "content":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Content = x2
+			}
+			continue
+		case "priority":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Priority = PlanEntryPriority(x3)
+			}
+			continue
+		case "status":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Status = PlanEntryStatus(x4)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "content", "priority", "status") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes PlanEntry; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanEntry) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x PlanEntry
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain PlanEntry
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4513,9 +13057,80 @@ type PlanFile struct {
 	Uri string `json:"uri"`
 }
 
+// decodeFast decodes PlanFile in one pass (see fastdecode.go).
+func (v *PlanFile) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "id":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = PlanId(x2)
+			}
+			continue
+		case "uri":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "id", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes PlanFile; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanFile) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x PlanFile
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain PlanFile
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4557,9 +13172,99 @@ type PlanItems struct {
 	Id PlanId `json:"id"`
 }
 
+// decodeFast decodes PlanItems in one pass (see fastdecode.go).
+func (v *PlanItems) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "entries":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Entries = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []PlanEntry{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 PlanEntry
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Entries = x2
+			}
+			continue
+		case "id":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = PlanId(x4)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "entries", "id") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes PlanItems; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanItems) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x PlanItems
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain PlanItems
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4589,9 +13294,80 @@ type PlanMarkdown struct {
 	Id PlanId `json:"id"`
 }
 
+// decodeFast decodes PlanMarkdown in one pass (see fastdecode.go).
+func (v *PlanMarkdown) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "content":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Content = x2
+			}
+			continue
+		case "id":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = PlanId(x3)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "content", "id") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes PlanMarkdown; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanMarkdown) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x PlanMarkdown
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain PlanMarkdown
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4619,9 +13395,67 @@ type PlanRemoved struct {
 	Id PlanId `json:"id"`
 }
 
+// decodeFast decodes PlanRemoved in one pass (see fastdecode.go).
+func (v *PlanRemoved) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "id":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = PlanId(x2)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "id") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes PlanRemoved; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanRemoved) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x PlanRemoved
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain PlanRemoved
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4649,9 +13483,66 @@ type PlanUpdate struct {
 	Plan PlanUpdateContent `json:"plan"`
 }
 
+// decodeFast decodes PlanUpdate in one pass (see fastdecode.go).
+func (v *PlanUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "plan":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Plan.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "plan") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes PlanUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x PlanUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain PlanUpdate
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4699,6 +13590,57 @@ func (u PlanUpdateContent) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *PlanUpdateContent) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x PlanUpdateContent
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes PlanUpdateContent in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *PlanUpdateContent) decodeFast(d *fastDecoder) error {
+	if d.peek() == '{' {
+		if tag, ok := peekTag(d.rest(), "type"); ok {
+			switch string(tag) {
+			case "items":
+				var x1 PlanUpdateContentItems
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				*u = PlanUpdateContent{Items: &x1}
+				return nil
+			case "file":
+				var x2 PlanUpdateContentFile
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				*u = PlanUpdateContent{File: &x2}
+				return nil
+			case "markdown":
+				var x3 PlanUpdateContentMarkdown
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				*u = PlanUpdateContent{Markdown: &x3}
+				return nil
+			}
+		}
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *PlanUpdateContent) unmarshalSlow(b []byte) error {
 	*u = PlanUpdateContent{}
 	switch jsonKind(b) {
 	case '{':
@@ -4820,9 +13762,93 @@ type PlanUpdateContentFile struct {
 	Uri string `json:"uri"`
 }
 
+// decodeFast decodes PlanUpdateContentFile in one pass (see fastdecode.go).
+func (v *PlanUpdateContentFile) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "id":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = PlanId(x2)
+			}
+			continue
+		case "type":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x3
+			}
+			continue
+		case "uri":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "id", "type", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes PlanUpdateContentFile; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanUpdateContentFile) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x PlanUpdateContentFile
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain PlanUpdateContentFile
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4853,9 +13879,112 @@ type PlanUpdateContentItems struct {
 	Type string `json:"type"`
 }
 
+// decodeFast decodes PlanUpdateContentItems in one pass (see fastdecode.go).
+func (v *PlanUpdateContentItems) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "entries":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Entries = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []PlanEntry{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 PlanEntry
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Entries = x2
+			}
+			continue
+		case "id":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = PlanId(x4)
+			}
+			continue
+		case "type":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "entries", "id", "type") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes PlanUpdateContentItems; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanUpdateContentItems) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x PlanUpdateContentItems
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain PlanUpdateContentItems
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4883,9 +14012,93 @@ type PlanUpdateContentMarkdown struct {
 	Type string `json:"type"`
 }
 
+// decodeFast decodes PlanUpdateContentMarkdown in one pass (see fastdecode.go).
+func (v *PlanUpdateContentMarkdown) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "content":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Content = x2
+			}
+			continue
+		case "id":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = PlanId(x3)
+			}
+			continue
+		case "type":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "content", "id", "type") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes PlanUpdateContentMarkdown; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanUpdateContentMarkdown) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x PlanUpdateContentMarkdown
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain PlanUpdateContentMarkdown
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -4950,6 +14163,100 @@ type PromptCapabilities struct {
 	Image bool `json:"image,omitempty"`
 }
 
+// decodeFast decodes PromptCapabilities in one pass (see fastdecode.go).
+func (v *PromptCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "audio":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if !d.null() {
+				x2, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.Audio = x2
+			}
+			continue
+		case "embeddedContext":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if !d.null() {
+				x3, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.EmbeddedContext = x3
+			}
+			continue
+		case "image":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if !d.null() {
+				x4, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.Image = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "audio", "embeddedContext", "image") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	if seen&(1<<1) == 0 {
+		_ = json.Unmarshal([]byte("false"), &v.Audio)
+	}
+	if seen&(1<<2) == 0 {
+		_ = json.Unmarshal([]byte("false"), &v.EmbeddedContext)
+	}
+	if seen&(1<<3) == 0 {
+		_ = json.Unmarshal([]byte("false"), &v.Image)
+	}
+	return nil
+}
+
 // MarshalJSON encodes PromptCapabilities, writing schema defaults for nil lists and maps.
 func (v PromptCapabilities) MarshalJSON() ([]byte, error) {
 	type plain PromptCapabilities
@@ -4959,6 +14266,14 @@ func (v PromptCapabilities) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes PromptCapabilities; a missing or null key takes its schema default.
 func (v *PromptCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x PromptCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain PromptCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -5023,9 +14338,119 @@ type PromptRequest struct {
 	SessionId SessionId `json:"sessionId"`
 }
 
+// decodeFast decodes PromptRequest in one pass (see fastdecode.go).
+func (v *PromptRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "messageId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.MessageId = nil
+			} else {
+				var x2 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.MessageId = &x2
+			}
+			continue
+		case "prompt":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Prompt = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x4 := []ContentBlock{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x5 ContentBlock
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x5.decodeFast(d); err != nil {
+						return err
+					}
+					x4 = append(x4, x5)
+				}
+				v.Prompt = x4
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x6)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "messageId", "prompt", "sessionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes PromptRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PromptRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x PromptRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain PromptRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -5075,9 +14500,105 @@ type PromptResponse struct {
 	UserMessageId *string `json:"userMessageId,omitempty"`
 }
 
+// decodeFast decodes PromptResponse in one pass (see fastdecode.go).
+func (v *PromptResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "stopReason":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.StopReason = StopReason(x2)
+			}
+			continue
+		case "usage":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Usage = nil
+			} else {
+				var x3 Usage
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				v.Usage = &x3
+			}
+			continue
+		case "userMessageId":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.UserMessageId = nil
+			} else {
+				var x4 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				x4 = x5
+				v.UserMessageId = &x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "stopReason", "usage", "userMessageId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes PromptResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PromptResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x PromptResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain PromptResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -5118,9 +14639,54 @@ type ProvidersCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes ProvidersCapabilities in one pass (see fastdecode.go).
+func (v *ProvidersCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ProvidersCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ProvidersCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ProvidersCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ProvidersCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -5152,9 +14718,120 @@ type ReadTextFileRequest struct {
 	SessionId SessionId `json:"sessionId"`
 }
 
+// decodeFast decodes ReadTextFileRequest in one pass (see fastdecode.go).
+func (v *ReadTextFileRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "limit":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Limit = nil
+			} else {
+				var x2 int
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.integer()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.Limit = &x2
+			}
+			continue
+		case "line":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Line = nil
+			} else {
+				var x4 int
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x5, err := d.integer()
+				if err != nil {
+					return err
+				}
+				x4 = x5
+				v.Line = &x4
+			}
+			continue
+		case "path":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Path = x6
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x7, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x7)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "limit", "line", "path", "sessionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ReadTextFileRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ReadTextFileRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ReadTextFileRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ReadTextFileRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -5186,9 +14863,67 @@ type ReadTextFileResponse struct {
 	Content string `json:"content"`
 }
 
+// decodeFast decodes ReadTextFileResponse in one pass (see fastdecode.go).
+func (v *ReadTextFileResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "content":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Content = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "content") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ReadTextFileResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ReadTextFileResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ReadTextFileResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ReadTextFileResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -5222,9 +14957,80 @@ type ReleaseTerminalRequest struct {
 	TerminalId string `json:"terminalId"`
 }
 
+// decodeFast decodes ReleaseTerminalRequest in one pass (see fastdecode.go).
+func (v *ReleaseTerminalRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "sessionId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x2)
+			}
+			continue
+		case "terminalId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.TerminalId = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "sessionId", "terminalId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ReleaseTerminalRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ReleaseTerminalRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ReleaseTerminalRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ReleaseTerminalRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -5254,9 +15060,54 @@ type ReleaseTerminalResponse struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes ReleaseTerminalResponse in one pass (see fastdecode.go).
+func (v *ReleaseTerminalResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ReleaseTerminalResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ReleaseTerminalResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ReleaseTerminalResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ReleaseTerminalResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -5307,6 +15158,30 @@ func (u RequestId) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *RequestId) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x RequestId
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes RequestId in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *RequestId) decodeFast(d *fastDecoder) error {
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *RequestId) unmarshalSlow(b []byte) error {
 	*u = RequestId{}
 	switch jsonKind(b) {
 	case 'n':
@@ -5353,6 +15228,26 @@ func (u *RequestId) Validate() error {
 type RequestIdNull struct {
 }
 
+// decodeFast decodes RequestIdNull in one pass (see fastdecode.go).
+func (v *RequestIdNull) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		_, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // RequestIdNumber is a variant of RequestId.
 type RequestIdNumber int
 
@@ -5392,6 +15287,50 @@ func (u RequestPermissionOutcome) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *RequestPermissionOutcome) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x RequestPermissionOutcome
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes RequestPermissionOutcome in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *RequestPermissionOutcome) decodeFast(d *fastDecoder) error {
+	if d.peek() == '{' {
+		if tag, ok := peekTag(d.rest(), "outcome"); ok {
+			switch string(tag) {
+			case "cancelled":
+				var x1 RequestPermissionOutcomeCancelled
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				*u = RequestPermissionOutcome{Cancelled: &x1}
+				return nil
+			case "selected":
+				var x2 RequestPermissionOutcomeSelected
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				*u = RequestPermissionOutcome{Selected: &x2}
+				return nil
+			}
+		}
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *RequestPermissionOutcome) unmarshalSlow(b []byte) error {
 	*u = RequestPermissionOutcome{}
 	switch jsonKind(b) {
 	case '{':
@@ -5484,6 +15423,45 @@ type RequestPermissionOutcomeCancelled struct {
 	Outcome string `json:"outcome"`
 }
 
+// decodeFast decodes RequestPermissionOutcomeCancelled in one pass (see fastdecode.go).
+func (v *RequestPermissionOutcomeCancelled) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "outcome":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Outcome = x1
+			}
+			continue
+		}
+		if foldsTo(key, "outcome") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // RequestPermissionOutcomeSelected is the "selected" variant of RequestPermissionOutcome.
 //
 // The user selected one of the provided options.
@@ -5500,9 +15478,80 @@ type RequestPermissionOutcomeSelected struct {
 	Outcome string `json:"outcome"`
 }
 
+// decodeFast decodes RequestPermissionOutcomeSelected in one pass (see fastdecode.go).
+func (v *RequestPermissionOutcomeSelected) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "optionId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.OptionId = PermissionOptionId(x2)
+			}
+			continue
+		case "outcome":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Outcome = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "optionId", "outcome") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes RequestPermissionOutcomeSelected; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *RequestPermissionOutcomeSelected) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x RequestPermissionOutcomeSelected
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain RequestPermissionOutcomeSelected
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -5534,9 +15583,111 @@ type RequestPermissionRequest struct {
 	ToolCall ToolCallUpdate `json:"toolCall"`
 }
 
+// decodeFast decodes RequestPermissionRequest in one pass (see fastdecode.go).
+func (v *RequestPermissionRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "options":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Options = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []PermissionOption{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 PermissionOption
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Options = x2
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x4)
+			}
+			continue
+		case "toolCall":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.ToolCall.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "options", "sessionId", "toolCall") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes RequestPermissionRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *RequestPermissionRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x RequestPermissionRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain RequestPermissionRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -5568,9 +15719,66 @@ type RequestPermissionResponse struct {
 	Outcome RequestPermissionOutcome `json:"outcome"`
 }
 
+// decodeFast decodes RequestPermissionResponse in one pass (see fastdecode.go).
+func (v *RequestPermissionResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "outcome":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Outcome.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "outcome") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes RequestPermissionResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *RequestPermissionResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x RequestPermissionResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain RequestPermissionResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -5595,9 +15803,54 @@ type RequiresActionStateUpdate struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes RequiresActionStateUpdate in one pass (see fastdecode.go).
+func (v *RequiresActionStateUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes RequiresActionStateUpdate. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *RequiresActionStateUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x RequiresActionStateUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain RequiresActionStateUpdate
 	var p plain
 	if err := decodeExact(b, &p); err == nil {
@@ -5645,9 +15898,178 @@ type ResourceLink struct {
 	Uri string `json:"uri"`
 }
 
+// decodeFast decodes ResourceLink in one pass (see fastdecode.go).
+func (v *ResourceLink) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "annotations":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Annotations = nil
+			} else {
+				var x2 Annotations
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Annotations = &x2
+			}
+			continue
+		case "description":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Description = nil
+			} else {
+				var x3 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				x3 = x4
+				v.Description = &x3
+			}
+			continue
+		case "mimeType":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.MimeType = nil
+			} else {
+				var x5 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				x5 = x6
+				v.MimeType = &x5
+			}
+			continue
+		case "name":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x7, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x7
+			}
+			continue
+		case "size":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if d.null() {
+				v.Size = nil
+			} else {
+				var x8 int
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x9, err := d.integer()
+				if err != nil {
+					return err
+				}
+				x8 = x9
+				v.Size = &x8
+			}
+			continue
+		case "title":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if d.null() {
+				v.Title = nil
+			} else {
+				var x10 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x11, err := d.str()
+				if err != nil {
+					return err
+				}
+				x10 = x11
+				v.Title = &x10
+			}
+			continue
+		case "uri":
+			if seen&(1<<7) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 7
+			if !d.null() {
+				x12, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x12
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "annotations", "description", "mimeType", "name", "size", "title", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ResourceLink; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ResourceLink) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ResourceLink
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ResourceLink
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -5687,9 +16109,146 @@ type ResumeSessionRequest struct {
 	SessionId SessionId `json:"sessionId"`
 }
 
+// decodeFast decodes ResumeSessionRequest in one pass (see fastdecode.go).
+func (v *ResumeSessionRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "additionalDirectories":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.AdditionalDirectories = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []string{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 string
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					x4, err := d.str()
+					if err != nil {
+						return err
+					}
+					x3 = x4
+					x2 = append(x2, x3)
+				}
+				v.AdditionalDirectories = x2
+			}
+			continue
+		case "cwd":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Cwd = x5
+			}
+			continue
+		case "mcpServers":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.McpServers = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x6 := []McpServer{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x7 McpServer
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x7.decodeFast(d); err != nil {
+						return err
+					}
+					x6 = append(x6, x7)
+				}
+				v.McpServers = x6
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x8, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x8)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "additionalDirectories", "cwd", "mcpServers", "sessionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ResumeSessionRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ResumeSessionRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ResumeSessionRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ResumeSessionRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -5728,9 +16287,122 @@ type ResumeSessionResponse struct {
 	Modes *SessionModeState `json:"modes,omitempty"`
 }
 
+// decodeFast decodes ResumeSessionResponse in one pass (see fastdecode.go).
+func (v *ResumeSessionResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "configOptions":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.ConfigOptions = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []SessionConfigOption{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 SessionConfigOption
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.ConfigOptions = x2
+			}
+			continue
+		case "models":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.LegacyModels = nil
+			} else {
+				var x4 LegacyModels
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x4.decodeFast(d); err != nil {
+					return err
+				}
+				v.LegacyModels = &x4
+			}
+			continue
+		case "modes":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Modes = nil
+			} else {
+				var x5 SessionModeState
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x5.decodeFast(d); err != nil {
+					return err
+				}
+				v.Modes = &x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "configOptions", "models", "modes") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ResumeSessionResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ResumeSessionResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ResumeSessionResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ResumeSessionResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -5768,9 +16440,54 @@ type RunningStateUpdate struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes RunningStateUpdate in one pass (see fastdecode.go).
+func (v *RunningStateUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes RunningStateUpdate. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *RunningStateUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x RunningStateUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain RunningStateUpdate
 	var p plain
 	if err := decodeExact(b, &p); err == nil {
@@ -5806,9 +16523,67 @@ type SelectedPermissionOutcome struct {
 	OptionId PermissionOptionId `json:"optionId"`
 }
 
+// decodeFast decodes SelectedPermissionOutcome in one pass (see fastdecode.go).
+func (v *SelectedPermissionOutcome) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "optionId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.OptionId = PermissionOptionId(x2)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "optionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SelectedPermissionOutcome; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SelectedPermissionOutcome) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SelectedPermissionOutcome
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SelectedPermissionOutcome
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -5835,9 +16610,54 @@ type SessionAdditionalDirectoriesCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes SessionAdditionalDirectoriesCapabilities in one pass (see fastdecode.go).
+func (v *SessionAdditionalDirectoriesCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionAdditionalDirectoriesCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionAdditionalDirectoriesCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionAdditionalDirectoriesCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionAdditionalDirectoriesCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -5863,9 +16683,99 @@ type SessionAvailableCommandsUpdate struct {
 	SessionUpdate string `json:"sessionUpdate"`
 }
 
+// decodeFast decodes SessionAvailableCommandsUpdate in one pass (see fastdecode.go).
+func (v *SessionAvailableCommandsUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "availableCommands":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.AvailableCommands = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []AvailableCommand{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 AvailableCommand
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.AvailableCommands = x2
+			}
+			continue
+		case "sessionUpdate":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionUpdate = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "availableCommands", "sessionUpdate") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionAvailableCommandsUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionAvailableCommandsUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionAvailableCommandsUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionAvailableCommandsUpdate
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -5893,9 +16803,54 @@ type SessionCancelCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes SessionCancelCapabilities in one pass (see fastdecode.go).
+func (v *SessionCancelCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionCancelCapabilities. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionCancelCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionCancelCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionCancelCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err == nil {
@@ -5964,9 +16919,162 @@ type SessionCapabilities struct {
 	Resume *SessionResumeCapabilities `json:"resume,omitempty"`
 }
 
+// decodeFast decodes SessionCapabilities in one pass (see fastdecode.go).
+func (v *SessionCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "additionalDirectories":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.AdditionalDirectories = nil
+			} else {
+				var x2 SessionAdditionalDirectoriesCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.AdditionalDirectories = &x2
+			}
+			continue
+		case "close":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Close = nil
+			} else {
+				var x3 SessionCloseCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				v.Close = &x3
+			}
+			continue
+		case "delete":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Delete = nil
+			} else {
+				var x4 SessionDeleteCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x4.decodeFast(d); err != nil {
+					return err
+				}
+				v.Delete = &x4
+			}
+			continue
+		case "fork":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if d.null() {
+				v.Fork = nil
+			} else {
+				var x5 SessionForkCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x5.decodeFast(d); err != nil {
+					return err
+				}
+				v.Fork = &x5
+			}
+			continue
+		case "list":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if d.null() {
+				v.List = nil
+			} else {
+				var x6 SessionListCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x6.decodeFast(d); err != nil {
+					return err
+				}
+				v.List = &x6
+			}
+			continue
+		case "resume":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if d.null() {
+				v.Resume = nil
+			} else {
+				var x7 SessionResumeCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x7.decodeFast(d); err != nil {
+					return err
+				}
+				v.Resume = &x7
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "additionalDirectories", "close", "delete", "fork", "list", "resume") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -5990,9 +17098,54 @@ type SessionCloseCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes SessionCloseCapabilities in one pass (see fastdecode.go).
+func (v *SessionCloseCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionCloseCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionCloseCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionCloseCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionCloseCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -6012,6 +17165,45 @@ func (v *SessionCloseCapabilities) UnmarshalJSON(b []byte) error {
 type SessionConfigBoolean struct {
 	// The current value of the boolean option.
 	CurrentValue bool `json:"currentValue"`
+}
+
+// decodeFast decodes SessionConfigBoolean in one pass (see fastdecode.go).
+func (v *SessionConfigBoolean) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "currentValue":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.CurrentValue = x1
+			}
+			continue
+		}
+		if foldsTo(key, "currentValue") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SessionConfigGroupId is a string identifier.
@@ -6055,6 +17247,50 @@ func (u SessionConfigOption) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *SessionConfigOption) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionConfigOption
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes SessionConfigOption in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *SessionConfigOption) decodeFast(d *fastDecoder) error {
+	if d.peek() == '{' {
+		if tag, ok := peekTag(d.rest(), "type"); ok {
+			switch string(tag) {
+			case "select":
+				var x1 SessionConfigOptionSelect
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionConfigOption{Select: &x1}
+				return nil
+			case "boolean":
+				var x2 SessionConfigOptionBoolean
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionConfigOption{Boolean: &x2}
+				return nil
+			}
+		}
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *SessionConfigOption) unmarshalSlow(b []byte) error {
 	*u = SessionConfigOption{}
 	switch jsonKind(b) {
 	case '{':
@@ -6161,9 +17397,146 @@ type SessionConfigOptionBoolean struct {
 	Type string `json:"type"`
 }
 
+// decodeFast decodes SessionConfigOptionBoolean in one pass (see fastdecode.go).
+func (v *SessionConfigOptionBoolean) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "category":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Category = nil
+			} else {
+				var x2 SessionConfigOptionCategory
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = SessionConfigOptionCategory(x3)
+				v.Category = &x2
+			}
+			continue
+		case "currentValue":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.CurrentValue = x4
+			}
+			continue
+		case "description":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Description = nil
+			} else {
+				var x5 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				x5 = x6
+				v.Description = &x5
+			}
+			continue
+		case "id":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x7, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = SessionConfigId(x7)
+			}
+			continue
+		case "name":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if !d.null() {
+				x8, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x8
+			}
+			continue
+		case "type":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if !d.null() {
+				x9, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x9
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "category", "currentValue", "description", "id", "name", "type") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionConfigOptionBoolean; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionConfigOptionBoolean) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionConfigOptionBoolean
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionConfigOptionBoolean
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -6222,9 +17595,158 @@ type SessionConfigOptionSelect struct {
 	Type string `json:"type"`
 }
 
+// decodeFast decodes SessionConfigOptionSelect in one pass (see fastdecode.go).
+func (v *SessionConfigOptionSelect) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "category":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Category = nil
+			} else {
+				var x2 SessionConfigOptionCategory
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = SessionConfigOptionCategory(x3)
+				v.Category = &x2
+			}
+			continue
+		case "currentValue":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.CurrentValue = SessionConfigValueId(x4)
+			}
+			continue
+		case "description":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Description = nil
+			} else {
+				var x5 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				x5 = x6
+				v.Description = &x5
+			}
+			continue
+		case "id":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x7, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = SessionConfigId(x7)
+			}
+			continue
+		case "name":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if !d.null() {
+				x8, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x8
+			}
+			continue
+		case "options":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Options.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "type":
+			if seen&(1<<7) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 7
+			if !d.null() {
+				x9, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x9
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "category", "currentValue", "description", "id", "name", "options", "type") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionConfigOptionSelect; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionConfigOptionSelect) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionConfigOptionSelect
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionConfigOptionSelect
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -6250,9 +17772,99 @@ type SessionConfigOptionUpdate struct {
 	SessionUpdate string `json:"sessionUpdate"`
 }
 
+// decodeFast decodes SessionConfigOptionUpdate in one pass (see fastdecode.go).
+func (v *SessionConfigOptionUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "configOptions":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.ConfigOptions = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []SessionConfigOption{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 SessionConfigOption
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.ConfigOptions = x2
+			}
+			continue
+		case "sessionUpdate":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionUpdate = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "configOptions", "sessionUpdate") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionConfigOptionUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionConfigOptionUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionConfigOptionUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionConfigOptionUpdate
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -6270,6 +17882,57 @@ type SessionConfigSelect struct {
 	CurrentValue SessionConfigValueId `json:"currentValue"`
 	// The set of selectable options.
 	Options SessionConfigSelectOptions `json:"options"`
+}
+
+// decodeFast decodes SessionConfigSelect in one pass (see fastdecode.go).
+func (v *SessionConfigSelect) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "currentValue":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.CurrentValue = SessionConfigValueId(x1)
+			}
+			continue
+		case "options":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Options.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		}
+		if foldsTo(key, "currentValue", "options") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SessionConfigSelectGroup is an ACP object.
@@ -6290,9 +17953,112 @@ type SessionConfigSelectGroup struct {
 	Options []SessionConfigSelectOption `json:"options"`
 }
 
+// decodeFast decodes SessionConfigSelectGroup in one pass (see fastdecode.go).
+func (v *SessionConfigSelectGroup) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "group":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Group = SessionConfigGroupId(x2)
+			}
+			continue
+		case "name":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x3
+			}
+			continue
+		case "options":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Options = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x4 := []SessionConfigSelectOption{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x5 SessionConfigSelectOption
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x5.decodeFast(d); err != nil {
+						return err
+					}
+					x4 = append(x4, x5)
+				}
+				v.Options = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "group", "name", "options") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionConfigSelectGroup; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionConfigSelectGroup) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionConfigSelectGroup
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionConfigSelectGroup
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -6320,9 +18086,100 @@ type SessionConfigSelectOption struct {
 	Value SessionConfigValueId `json:"value"`
 }
 
+// decodeFast decodes SessionConfigSelectOption in one pass (see fastdecode.go).
+func (v *SessionConfigSelectOption) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "description":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Description = nil
+			} else {
+				var x2 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.Description = &x2
+			}
+			continue
+		case "name":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x4
+			}
+			continue
+		case "value":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Value = SessionConfigValueId(x5)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "description", "name", "value") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionConfigSelectOption; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionConfigSelectOption) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionConfigSelectOption
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionConfigSelectOption
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -6355,6 +18212,30 @@ func (u SessionConfigSelectOptions) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *SessionConfigSelectOptions) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionConfigSelectOptions
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes SessionConfigSelectOptions in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *SessionConfigSelectOptions) decodeFast(d *fastDecoder) error {
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *SessionConfigSelectOptions) unmarshalSlow(b []byte) error {
 	*u = SessionConfigSelectOptions{}
 	switch jsonKind(b) {
 	case '[':
@@ -6445,9 +18326,80 @@ type SessionCurrentModeUpdate struct {
 	SessionUpdate string `json:"sessionUpdate"`
 }
 
+// decodeFast decodes SessionCurrentModeUpdate in one pass (see fastdecode.go).
+func (v *SessionCurrentModeUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "currentModeId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.CurrentModeId = SessionModeId(x2)
+			}
+			continue
+		case "sessionUpdate":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionUpdate = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "currentModeId", "sessionUpdate") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionCurrentModeUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionCurrentModeUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionCurrentModeUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionCurrentModeUpdate
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -6475,9 +18427,54 @@ type SessionDeleteCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes SessionDeleteCapabilities in one pass (see fastdecode.go).
+func (v *SessionDeleteCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionDeleteCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionDeleteCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionDeleteCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionDeleteCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -6505,9 +18502,54 @@ type SessionForkCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes SessionForkCapabilities in one pass (see fastdecode.go).
+func (v *SessionForkCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionForkCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionForkCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionForkCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionForkCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -6553,9 +18595,154 @@ type SessionInfo struct {
 	UpdatedAt *string `json:"updatedAt,omitempty"`
 }
 
+// decodeFast decodes SessionInfo in one pass (see fastdecode.go).
+func (v *SessionInfo) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "additionalDirectories":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.AdditionalDirectories = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []string{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 string
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					x4, err := d.str()
+					if err != nil {
+						return err
+					}
+					x3 = x4
+					x2 = append(x2, x3)
+				}
+				v.AdditionalDirectories = x2
+			}
+			continue
+		case "cwd":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Cwd = x5
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x6)
+			}
+			continue
+		case "title":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if d.null() {
+				v.Title = nil
+			} else {
+				var x7 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x8, err := d.str()
+				if err != nil {
+					return err
+				}
+				x7 = x8
+				v.Title = &x7
+			}
+			continue
+		case "updatedAt":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if d.null() {
+				v.UpdatedAt = nil
+			} else {
+				var x9 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x10, err := d.str()
+				if err != nil {
+					return err
+				}
+				x9 = x10
+				v.UpdatedAt = &x9
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "additionalDirectories", "cwd", "sessionId", "title", "updatedAt") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionInfo; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionInfo) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionInfo
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionInfo
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -6584,9 +18771,94 @@ type SessionInfoUpdate struct {
 	UpdatedAt *string `json:"updatedAt,omitempty"`
 }
 
+// decodeFast decodes SessionInfoUpdate in one pass (see fastdecode.go).
+func (v *SessionInfoUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "title":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Title = nil
+			} else {
+				var x2 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.Title = &x2
+			}
+			continue
+		case "updatedAt":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.UpdatedAt = nil
+			} else {
+				var x4 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				x4 = x5
+				v.UpdatedAt = &x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "title", "updatedAt") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionInfoUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionInfoUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionInfoUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionInfoUpdate
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -6610,9 +18882,54 @@ type SessionListCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes SessionListCapabilities in one pass (see fastdecode.go).
+func (v *SessionListCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionListCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionListCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionListCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionListCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -6673,9 +18990,134 @@ type SessionMessage struct {
 	SenderSessionId Nullable[SessionId] `json:"senderSessionId,omitzero"`
 }
 
+// decodeFast decodes SessionMessage in one pass (see fastdecode.go).
+func (v *SessionMessage) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x1, &v.Meta) != nil {
+				return errFallback
+			}
+			continue
+		case "content":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			x2, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x2, &v.Content) != nil {
+				return errFallback
+			}
+			continue
+		case "messageId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.MessageId = x3
+			}
+			continue
+		case "recipientMessageId":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			x4, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x4, &v.RecipientMessageId) != nil {
+				return errFallback
+			}
+			continue
+		case "recipientSessionId":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			x5, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x5, &v.RecipientSessionId) != nil {
+				return errFallback
+			}
+			continue
+		case "senderMessageId":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			x6, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x6, &v.SenderMessageId) != nil {
+				return errFallback
+			}
+			continue
+		case "senderSessionId":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			x7, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x7, &v.SenderSessionId) != nil {
+				return errFallback
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "content", "messageId", "recipientMessageId", "recipientSessionId", "senderMessageId", "senderSessionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionMessage. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionMessage) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionMessage
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionMessage
 	var p plain
 	if err := decodeExact(b, &p); err == nil {
@@ -6753,9 +19195,79 @@ type SessionMessageChunk struct {
 	MessageId MessageId `json:"messageId"`
 }
 
+// decodeFast decodes SessionMessageChunk in one pass (see fastdecode.go).
+func (v *SessionMessageChunk) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "content":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Content.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "messageId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.MessageId = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "content", "messageId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionMessageChunk. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionMessageChunk) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionMessageChunk
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionMessageChunk
 	var p plain
 	if err := decodeExact(b, &p); err == nil {
@@ -6807,9 +19319,100 @@ type SessionMode struct {
 	Name string `json:"name"`
 }
 
+// decodeFast decodes SessionMode in one pass (see fastdecode.go).
+func (v *SessionMode) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "description":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Description = nil
+			} else {
+				var x2 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.Description = &x2
+			}
+			continue
+		case "id":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = SessionModeId(x4)
+			}
+			continue
+		case "name":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "description", "id", "name") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionMode; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionMode) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionMode
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionMode
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -6840,9 +19443,99 @@ type SessionModeState struct {
 	CurrentModeId SessionModeId `json:"currentModeId"`
 }
 
+// decodeFast decodes SessionModeState in one pass (see fastdecode.go).
+func (v *SessionModeState) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "availableModes":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.AvailableModes = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []SessionMode{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 SessionMode
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.AvailableModes = x2
+			}
+			continue
+		case "currentModeId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.CurrentModeId = SessionModeId(x4)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "availableModes", "currentModeId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionModeState; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionModeState) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionModeState
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionModeState
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -6872,9 +19565,79 @@ type SessionNotification struct {
 	Update SessionUpdate `json:"update"`
 }
 
+// decodeFast decodes SessionNotification in one pass (see fastdecode.go).
+func (v *SessionNotification) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "sessionId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x2)
+			}
+			continue
+		case "update":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Update.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "sessionId", "update") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionNotification) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionNotification
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionNotification
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -6909,9 +19672,79 @@ type SessionPlanUpdate struct {
 	SessionUpdate string `json:"sessionUpdate"`
 }
 
+// decodeFast decodes SessionPlanUpdate in one pass (see fastdecode.go).
+func (v *SessionPlanUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "plan":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Plan.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "sessionUpdate":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionUpdate = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "plan", "sessionUpdate") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionPlanUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionPlanUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionPlanUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionPlanUpdate
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -6935,9 +19768,54 @@ type SessionResumeCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes SessionResumeCapabilities in one pass (see fastdecode.go).
+func (v *SessionResumeCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionResumeCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionResumeCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionResumeCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionResumeCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -6965,9 +19843,107 @@ type SessionSessionInfoUpdate struct {
 	UpdatedAt *string `json:"updatedAt,omitempty"`
 }
 
+// decodeFast decodes SessionSessionInfoUpdate in one pass (see fastdecode.go).
+func (v *SessionSessionInfoUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "sessionUpdate":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionUpdate = x2
+			}
+			continue
+		case "title":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Title = nil
+			} else {
+				var x3 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				x3 = x4
+				v.Title = &x3
+			}
+			continue
+		case "updatedAt":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.UpdatedAt = nil
+			} else {
+				var x5 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				x5 = x6
+				v.UpdatedAt = &x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "sessionUpdate", "title", "updatedAt") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionSessionInfoUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionSessionInfoUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionSessionInfoUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionSessionInfoUpdate
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -7053,9 +20029,160 @@ type SessionSubagentUpdate struct {
 	Title Nullable[string] `json:"title,omitzero"`
 }
 
+// decodeFast decodes SessionSubagentUpdate in one pass (see fastdecode.go).
+func (v *SessionSubagentUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x1, &v.Meta) != nil {
+				return errFallback
+			}
+			continue
+		case "additionalDirectories":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			x2, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x2, &v.AdditionalDirectories) != nil {
+				return errFallback
+			}
+			continue
+		case "capabilities":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			x3, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x3, &v.Capabilities) != nil {
+				return errFallback
+			}
+			continue
+		case "cwd":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			x4, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x4, &v.Cwd) != nil {
+				return errFallback
+			}
+			continue
+		case "description":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			x5, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x5, &v.Description) != nil {
+				return errFallback
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if !d.null() {
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x6)
+			}
+			continue
+		case "sessionUpdate":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if !d.null() {
+				x7, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionUpdate = x7
+			}
+			continue
+		case "state":
+			if seen&(1<<7) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 7
+			x8, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x8, &v.State) != nil {
+				return errFallback
+			}
+			continue
+		case "title":
+			if seen&(1<<8) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 8
+			x9, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x9, &v.Title) != nil {
+				return errFallback
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "additionalDirectories", "capabilities", "cwd", "description", "sessionId", "sessionUpdate", "state", "title") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionSubagentUpdate. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionSubagentUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionSubagentUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionSubagentUpdate
 	var p plain
 	if err := decodeExact(b, &p); err == nil {
@@ -7151,9 +20278,226 @@ type SessionToolCallUpdate struct {
 	ToolCallId ToolCallId `json:"toolCallId"`
 }
 
+// decodeFast decodes SessionToolCallUpdate in one pass (see fastdecode.go).
+func (v *SessionToolCallUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "content":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Content = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []ToolCallContent{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 ToolCallContent
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Content = x2
+			}
+			continue
+		case "kind":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Kind = nil
+			} else {
+				var x4 ToolKind
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				x4 = ToolKind(x5)
+				v.Kind = &x4
+			}
+			continue
+		case "locations":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Locations = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x6 := []ToolCallLocation{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x7 ToolCallLocation
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x7.decodeFast(d); err != nil {
+						return err
+					}
+					x6 = append(x6, x7)
+				}
+				v.Locations = x6
+			}
+			continue
+		case "rawInput":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			x8, err := d.anyValue()
+			if err != nil {
+				return err
+			}
+			v.RawInput = x8
+			continue
+		case "rawOutput":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			x9, err := d.anyValue()
+			if err != nil {
+				return err
+			}
+			v.RawOutput = x9
+			continue
+		case "sessionUpdate":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if !d.null() {
+				x10, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionUpdate = x10
+			}
+			continue
+		case "status":
+			if seen&(1<<7) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 7
+			if d.null() {
+				v.Status = nil
+			} else {
+				var x11 ToolCallStatus
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x12, err := d.str()
+				if err != nil {
+					return err
+				}
+				x11 = ToolCallStatus(x12)
+				v.Status = &x11
+			}
+			continue
+		case "title":
+			if seen&(1<<8) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 8
+			if d.null() {
+				v.Title = nil
+			} else {
+				var x13 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x14, err := d.str()
+				if err != nil {
+					return err
+				}
+				x13 = x14
+				v.Title = &x13
+			}
+			continue
+		case "toolCallId":
+			if seen&(1<<9) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 9
+			if !d.null() {
+				x15, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ToolCallId = ToolCallId(x15)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "content", "kind", "locations", "rawInput", "rawOutput", "sessionUpdate", "status", "title", "toolCallId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionToolCallUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionToolCallUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionToolCallUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionToolCallUpdate
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -7326,6 +20670,154 @@ func (u SessionUpdate) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *SessionUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes SessionUpdate in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *SessionUpdate) decodeFast(d *fastDecoder) error {
+	if d.peek() == '{' {
+		if tag, ok := peekTag(d.rest(), "sessionUpdate"); ok {
+			switch string(tag) {
+			case "user_message_chunk":
+				var x1 SessionUpdateUserMessageChunk
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionUpdate{UserMessageChunk: &x1}
+				return nil
+			case "agent_message_chunk":
+				var x2 SessionUpdateAgentMessageChunk
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionUpdate{AgentMessageChunk: &x2}
+				return nil
+			case "agent_thought_chunk":
+				var x3 SessionUpdateAgentThoughtChunk
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionUpdate{AgentThoughtChunk: &x3}
+				return nil
+			case "tool_call":
+				var x4 SessionUpdateToolCall
+				if err := x4.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionUpdate{ToolCall: &x4}
+				return nil
+			case "tool_call_update":
+				var x5 SessionToolCallUpdate
+				if err := x5.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionUpdate{ToolCallUpdate: &x5}
+				return nil
+			case "plan":
+				var x6 SessionUpdatePlan
+				if err := x6.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionUpdate{Plan: &x6}
+				return nil
+			case "plan_update":
+				var x7 SessionPlanUpdate
+				if err := x7.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionUpdate{PlanUpdate: &x7}
+				return nil
+			case "plan_removed":
+				var x8 SessionUpdatePlanRemoved
+				if err := x8.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionUpdate{PlanRemoved: &x8}
+				return nil
+			case "available_commands_update":
+				var x9 SessionAvailableCommandsUpdate
+				if err := x9.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionUpdate{AvailableCommandsUpdate: &x9}
+				return nil
+			case "current_mode_update":
+				var x10 SessionCurrentModeUpdate
+				if err := x10.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionUpdate{CurrentModeUpdate: &x10}
+				return nil
+			case "config_option_update":
+				var x11 SessionConfigOptionUpdate
+				if err := x11.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionUpdate{ConfigOptionUpdate: &x11}
+				return nil
+			case "session_info_update":
+				var x12 SessionSessionInfoUpdate
+				if err := x12.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionUpdate{SessionInfoUpdate: &x12}
+				return nil
+			case "usage_update":
+				var x13 SessionUsageUpdate
+				if err := x13.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionUpdate{UsageUpdate: &x13}
+				return nil
+			case "subagent_update":
+				var x14 SessionSubagentUpdate
+				if err := x14.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionUpdate{SubagentUpdate: &x14}
+				return nil
+			case "session_message":
+				var x15 SessionUpdateSessionMessage
+				if err := x15.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionUpdate{SessionMessage: &x15}
+				return nil
+			case "session_message_chunk":
+				var x16 SessionUpdateSessionMessageChunk
+				if err := x16.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionUpdate{SessionMessageChunk: &x16}
+				return nil
+			}
+			raw, err := d.raw()
+			if err != nil {
+				return err
+			}
+			*u = SessionUpdate{unknown: &unknownVariant{tag: string(tag), raw: append([]byte(nil), raw...)}}
+			return nil
+		}
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *SessionUpdate) unmarshalSlow(b []byte) error {
 	*u = SessionUpdate{}
 	switch jsonKind(b) {
 	case '{':
@@ -7552,9 +21044,99 @@ type SessionUpdateAgentMessageChunk struct {
 	SessionUpdate string `json:"sessionUpdate"`
 }
 
+// decodeFast decodes SessionUpdateAgentMessageChunk in one pass (see fastdecode.go).
+func (v *SessionUpdateAgentMessageChunk) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "content":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Content.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "messageId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.MessageId = nil
+			} else {
+				var x2 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.MessageId = &x2
+			}
+			continue
+		case "sessionUpdate":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionUpdate = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "content", "messageId", "sessionUpdate") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionUpdateAgentMessageChunk; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionUpdateAgentMessageChunk) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionUpdateAgentMessageChunk
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionUpdateAgentMessageChunk
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -7590,9 +21172,99 @@ type SessionUpdateAgentThoughtChunk struct {
 	SessionUpdate string `json:"sessionUpdate"`
 }
 
+// decodeFast decodes SessionUpdateAgentThoughtChunk in one pass (see fastdecode.go).
+func (v *SessionUpdateAgentThoughtChunk) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "content":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Content.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "messageId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.MessageId = nil
+			} else {
+				var x2 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.MessageId = &x2
+			}
+			continue
+		case "sessionUpdate":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionUpdate = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "content", "messageId", "sessionUpdate") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionUpdateAgentThoughtChunk; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionUpdateAgentThoughtChunk) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionUpdateAgentThoughtChunk
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionUpdateAgentThoughtChunk
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -7622,9 +21294,99 @@ type SessionUpdatePlan struct {
 	SessionUpdate string `json:"sessionUpdate"`
 }
 
+// decodeFast decodes SessionUpdatePlan in one pass (see fastdecode.go).
+func (v *SessionUpdatePlan) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "entries":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Entries = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []PlanEntry{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 PlanEntry
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Entries = x2
+			}
+			continue
+		case "sessionUpdate":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionUpdate = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "entries", "sessionUpdate") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionUpdatePlan; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionUpdatePlan) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionUpdatePlan
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionUpdatePlan
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -7654,9 +21416,80 @@ type SessionUpdatePlanRemoved struct {
 	SessionUpdate string `json:"sessionUpdate"`
 }
 
+// decodeFast decodes SessionUpdatePlanRemoved in one pass (see fastdecode.go).
+func (v *SessionUpdatePlanRemoved) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "id":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = PlanId(x2)
+			}
+			continue
+		case "sessionUpdate":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionUpdate = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "id", "sessionUpdate") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionUpdatePlanRemoved; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionUpdatePlanRemoved) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionUpdatePlanRemoved
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionUpdatePlanRemoved
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -7720,9 +21553,147 @@ type SessionUpdateSessionMessage struct {
 	SessionUpdate string `json:"sessionUpdate"`
 }
 
+// decodeFast decodes SessionUpdateSessionMessage in one pass (see fastdecode.go).
+func (v *SessionUpdateSessionMessage) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x1, &v.Meta) != nil {
+				return errFallback
+			}
+			continue
+		case "content":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			x2, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x2, &v.Content) != nil {
+				return errFallback
+			}
+			continue
+		case "messageId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.MessageId = x3
+			}
+			continue
+		case "recipientMessageId":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			x4, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x4, &v.RecipientMessageId) != nil {
+				return errFallback
+			}
+			continue
+		case "recipientSessionId":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			x5, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x5, &v.RecipientSessionId) != nil {
+				return errFallback
+			}
+			continue
+		case "senderMessageId":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			x6, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x6, &v.SenderMessageId) != nil {
+				return errFallback
+			}
+			continue
+		case "senderSessionId":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			x7, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x7, &v.SenderSessionId) != nil {
+				return errFallback
+			}
+			continue
+		case "sessionUpdate":
+			if seen&(1<<7) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 7
+			if !d.null() {
+				x8, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionUpdate = x8
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "content", "messageId", "recipientMessageId", "recipientSessionId", "senderMessageId", "senderSessionId", "sessionUpdate") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionUpdateSessionMessage. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionUpdateSessionMessage) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionUpdateSessionMessage
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionUpdateSessionMessage
 	var p plain
 	if err := decodeExact(b, &p); err == nil {
@@ -7804,9 +21775,92 @@ type SessionUpdateSessionMessageChunk struct {
 	SessionUpdate string `json:"sessionUpdate"`
 }
 
+// decodeFast decodes SessionUpdateSessionMessageChunk in one pass (see fastdecode.go).
+func (v *SessionUpdateSessionMessageChunk) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "content":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Content.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "messageId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.MessageId = x2
+			}
+			continue
+		case "sessionUpdate":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionUpdate = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "content", "messageId", "sessionUpdate") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionUpdateSessionMessageChunk. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionUpdateSessionMessageChunk) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionUpdateSessionMessageChunk
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionUpdateSessionMessageChunk
 	var p plain
 	if err := decodeExact(b, &p); err == nil {
@@ -7875,9 +21929,205 @@ type SessionUpdateToolCall struct {
 	ToolCallId ToolCallId `json:"toolCallId"`
 }
 
+// decodeFast decodes SessionUpdateToolCall in one pass (see fastdecode.go).
+func (v *SessionUpdateToolCall) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "content":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Content = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []ToolCallContent{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 ToolCallContent
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Content = x2
+			}
+			continue
+		case "kind":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Kind = ToolKind(x4)
+			}
+			continue
+		case "locations":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Locations = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x5 := []ToolCallLocation{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x6 ToolCallLocation
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x6.decodeFast(d); err != nil {
+						return err
+					}
+					x5 = append(x5, x6)
+				}
+				v.Locations = x5
+			}
+			continue
+		case "rawInput":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			x7, err := d.anyValue()
+			if err != nil {
+				return err
+			}
+			v.RawInput = x7
+			continue
+		case "rawOutput":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			x8, err := d.anyValue()
+			if err != nil {
+				return err
+			}
+			v.RawOutput = x8
+			continue
+		case "sessionUpdate":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if !d.null() {
+				x9, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionUpdate = x9
+			}
+			continue
+		case "status":
+			if seen&(1<<7) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 7
+			if !d.null() {
+				x10, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Status = ToolCallStatus(x10)
+			}
+			continue
+		case "title":
+			if seen&(1<<8) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 8
+			if !d.null() {
+				x11, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Title = x11
+			}
+			continue
+		case "toolCallId":
+			if seen&(1<<9) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 9
+			if !d.null() {
+				x12, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ToolCallId = ToolCallId(x12)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "content", "kind", "locations", "rawInput", "rawOutput", "sessionUpdate", "status", "title", "toolCallId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionUpdateToolCall; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionUpdateToolCall) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionUpdateToolCall
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionUpdateToolCall
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -7913,9 +22163,99 @@ type SessionUpdateUserMessageChunk struct {
 	SessionUpdate string `json:"sessionUpdate"`
 }
 
+// decodeFast decodes SessionUpdateUserMessageChunk in one pass (see fastdecode.go).
+func (v *SessionUpdateUserMessageChunk) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "content":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Content.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "messageId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.MessageId = nil
+			} else {
+				var x2 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.MessageId = &x2
+			}
+			continue
+		case "sessionUpdate":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionUpdate = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "content", "messageId", "sessionUpdate") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionUpdateUserMessageChunk; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionUpdateUserMessageChunk) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionUpdateUserMessageChunk
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionUpdateUserMessageChunk
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -7949,9 +22289,111 @@ type SessionUsageUpdate struct {
 	Used int `json:"used"`
 }
 
+// decodeFast decodes SessionUsageUpdate in one pass (see fastdecode.go).
+func (v *SessionUsageUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "cost":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Cost = nil
+			} else {
+				var x2 Cost
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Cost = &x2
+			}
+			continue
+		case "sessionUpdate":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionUpdate = x3
+			}
+			continue
+		case "size":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.integer()
+				if err != nil {
+					return err
+				}
+				v.Size = x4
+			}
+			continue
+		case "used":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x5, err := d.integer()
+				if err != nil {
+					return err
+				}
+				v.Used = x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "cost", "sessionUpdate", "size", "used") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SessionUsageUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionUsageUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SessionUsageUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SessionUsageUpdate
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -7981,9 +22423,106 @@ type SetSessionConfigOptionBoolean struct {
 	Value bool `json:"value"`
 }
 
+// decodeFast decodes SetSessionConfigOptionBoolean in one pass (see fastdecode.go).
+func (v *SetSessionConfigOptionBoolean) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "configId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ConfigId = SessionConfigId(x2)
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x3)
+			}
+			continue
+		case "type":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x4
+			}
+			continue
+		case "value":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x5, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.Value = x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "configId", "sessionId", "type", "value") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SetSessionConfigOptionBoolean; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SetSessionConfigOptionBoolean) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SetSessionConfigOptionBoolean
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SetSessionConfigOptionBoolean
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -8022,6 +22561,43 @@ func (u SetSessionConfigOptionRequest) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *SetSessionConfigOptionRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SetSessionConfigOptionRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes SetSessionConfigOptionRequest in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *SetSessionConfigOptionRequest) decodeFast(d *fastDecoder) error {
+	if d.peek() == '{' {
+		if tag, ok := peekTag(d.rest(), "type"); ok {
+			switch string(tag) {
+			case "boolean":
+				var x1 SetSessionConfigOptionBoolean
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SetSessionConfigOptionRequest{Boolean: &x1}
+				return nil
+			}
+		}
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *SetSessionConfigOptionRequest) unmarshalSlow(b []byte) error {
 	*u = SetSessionConfigOptionRequest{}
 	switch jsonKind(b) {
 	case '{':
@@ -8107,9 +22683,86 @@ type SetSessionConfigOptionResponse struct {
 	ConfigOptions []SessionConfigOption `json:"configOptions"`
 }
 
+// decodeFast decodes SetSessionConfigOptionResponse in one pass (see fastdecode.go).
+func (v *SetSessionConfigOptionResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "configOptions":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.ConfigOptions = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []SessionConfigOption{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 SessionConfigOption
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.ConfigOptions = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "configOptions") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SetSessionConfigOptionResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SetSessionConfigOptionResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SetSessionConfigOptionResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SetSessionConfigOptionResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -8149,9 +22802,93 @@ type SetSessionConfigOptionValueId struct {
 	Value SessionConfigValueId `json:"value"`
 }
 
+// decodeFast decodes SetSessionConfigOptionValueId in one pass (see fastdecode.go).
+func (v *SetSessionConfigOptionValueId) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "configId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ConfigId = SessionConfigId(x2)
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x3)
+			}
+			continue
+		case "value":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Value = SessionConfigValueId(x4)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "configId", "sessionId", "value") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SetSessionConfigOptionValueId; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SetSessionConfigOptionValueId) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SetSessionConfigOptionValueId
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SetSessionConfigOptionValueId
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -8177,9 +22914,80 @@ type SetSessionModeRequest struct {
 	SessionId SessionId `json:"sessionId"`
 }
 
+// decodeFast decodes SetSessionModeRequest in one pass (see fastdecode.go).
+func (v *SetSessionModeRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "modeId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ModeId = SessionModeId(x2)
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x3)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "modeId", "sessionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SetSessionModeRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SetSessionModeRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SetSessionModeRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SetSessionModeRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -8206,9 +23014,54 @@ type SetSessionModeResponse struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes SetSessionModeResponse in one pass (see fastdecode.go).
+func (v *SetSessionModeResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SetSessionModeResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SetSessionModeResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SetSessionModeResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SetSessionModeResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -8287,6 +23140,70 @@ func (u StateUpdate) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *StateUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x StateUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes StateUpdate in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *StateUpdate) decodeFast(d *fastDecoder) error {
+	if d.peek() == '{' {
+		if tag, ok := peekTag(d.rest(), "state"); ok {
+			switch string(tag) {
+			case "running":
+				var x1 StateUpdateRunning
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				*u = StateUpdate{Running: &x1}
+				return nil
+			case "idle":
+				var x2 StateUpdateIdle
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				*u = StateUpdate{Idle: &x2}
+				return nil
+			case "requires_action":
+				var x3 StateUpdateRequiresAction
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				*u = StateUpdate{RequiresAction: &x3}
+				return nil
+			case "unknown":
+				var x4 StateUpdateUnknown
+				if err := x4.decodeFast(d); err != nil {
+					return err
+				}
+				*u = StateUpdate{Unknown: &x4}
+				return nil
+			}
+			raw, err := d.raw()
+			if err != nil {
+				return err
+			}
+			*u = StateUpdate{Other: &StateUpdateOther{State: string(tag), Raw: append(json.RawMessage(nil), raw...)}}
+			return nil
+		}
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *StateUpdate) unmarshalSlow(b []byte) error {
 	*u = StateUpdate{}
 	switch jsonKind(b) {
 	case '{':
@@ -8391,9 +23308,123 @@ type StateUpdateIdle struct {
 	Usage *Usage `json:"usage,omitempty"`
 }
 
+// decodeFast decodes StateUpdateIdle in one pass (see fastdecode.go).
+func (v *StateUpdateIdle) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "error":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Error = nil
+			} else {
+				var x2 Error
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Error = &x2
+			}
+			continue
+		case "state":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.State = x3
+			}
+			continue
+		case "stopReason":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.StopReason = nil
+			} else {
+				var x4 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				x4 = x5
+				v.StopReason = &x4
+			}
+			continue
+		case "usage":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if d.null() {
+				v.Usage = nil
+			} else {
+				var x6 Usage
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x6.decodeFast(d); err != nil {
+					return err
+				}
+				v.Usage = &x6
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "error", "state", "stopReason", "usage") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes StateUpdateIdle; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *StateUpdateIdle) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x StateUpdateIdle
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain StateUpdateIdle
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -8415,9 +23446,67 @@ type StateUpdateRequiresAction struct {
 	State string `json:"state"`
 }
 
+// decodeFast decodes StateUpdateRequiresAction in one pass (see fastdecode.go).
+func (v *StateUpdateRequiresAction) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "state":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.State = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "state") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes StateUpdateRequiresAction; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *StateUpdateRequiresAction) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x StateUpdateRequiresAction
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain StateUpdateRequiresAction
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -8439,9 +23528,67 @@ type StateUpdateRunning struct {
 	State string `json:"state"`
 }
 
+// decodeFast decodes StateUpdateRunning in one pass (see fastdecode.go).
+func (v *StateUpdateRunning) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "state":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.State = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "state") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes StateUpdateRunning; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *StateUpdateRunning) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x StateUpdateRunning
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain StateUpdateRunning
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -8465,9 +23612,67 @@ type StateUpdateUnknown struct {
 	State string `json:"state"`
 }
 
+// decodeFast decodes StateUpdateUnknown in one pass (see fastdecode.go).
+func (v *StateUpdateUnknown) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "state":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.State = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "state") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes StateUpdateUnknown; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *StateUpdateUnknown) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x StateUpdateUnknown
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain StateUpdateUnknown
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -8525,9 +23730,54 @@ type SubagentCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes SubagentCapabilities in one pass (see fastdecode.go).
+func (v *SubagentCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SubagentCapabilities. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SubagentCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SubagentCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SubagentCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err == nil {
@@ -8570,9 +23820,72 @@ type SubagentSessionCapabilities struct {
 	Cancel *SessionCancelCapabilities `json:"cancel,omitempty"`
 }
 
+// decodeFast decodes SubagentSessionCapabilities in one pass (see fastdecode.go).
+func (v *SubagentSessionCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "cancel":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Cancel = nil
+			} else {
+				var x2 SessionCancelCapabilities
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Cancel = &x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "cancel") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SubagentSessionCapabilities. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SubagentSessionCapabilities) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SubagentSessionCapabilities
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SubagentSessionCapabilities
 	var p plain
 	if err := decodeExact(b, &p); err == nil {
@@ -8693,9 +24006,147 @@ type SubagentUpdate struct {
 	Title Nullable[string] `json:"title,omitzero"`
 }
 
+// decodeFast decodes SubagentUpdate in one pass (see fastdecode.go).
+func (v *SubagentUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x1, &v.Meta) != nil {
+				return errFallback
+			}
+			continue
+		case "additionalDirectories":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			x2, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x2, &v.AdditionalDirectories) != nil {
+				return errFallback
+			}
+			continue
+		case "capabilities":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			x3, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x3, &v.Capabilities) != nil {
+				return errFallback
+			}
+			continue
+		case "cwd":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			x4, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x4, &v.Cwd) != nil {
+				return errFallback
+			}
+			continue
+		case "description":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			x5, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x5, &v.Description) != nil {
+				return errFallback
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if !d.null() {
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x6)
+			}
+			continue
+		case "state":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			x7, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x7, &v.State) != nil {
+				return errFallback
+			}
+			continue
+		case "title":
+			if seen&(1<<7) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 7
+			x8, err := d.raw()
+			if err != nil {
+				return err
+			}
+			if decodeExact(x8, &v.Title) != nil {
+				return errFallback
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "additionalDirectories", "capabilities", "cwd", "description", "sessionId", "state", "title") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes SubagentUpdate. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SubagentUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x SubagentUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain SubagentUpdate
 	var p plain
 	if err := decodeExact(b, &p); err == nil {
@@ -8774,9 +24225,67 @@ type Terminal struct {
 	TerminalId string `json:"terminalId"`
 }
 
+// decodeFast decodes Terminal in one pass (see fastdecode.go).
+func (v *Terminal) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "terminalId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.TerminalId = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "terminalId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes Terminal; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *Terminal) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x Terminal
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain Terminal
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -8802,9 +24311,94 @@ type TerminalExitStatus struct {
 	Signal *string `json:"signal,omitempty"`
 }
 
+// decodeFast decodes TerminalExitStatus in one pass (see fastdecode.go).
+func (v *TerminalExitStatus) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "exitCode":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.ExitCode = nil
+			} else {
+				var x2 int
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.integer()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.ExitCode = &x2
+			}
+			continue
+		case "signal":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Signal = nil
+			} else {
+				var x4 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				x4 = x5
+				v.Signal = &x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "exitCode", "signal") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes TerminalExitStatus; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *TerminalExitStatus) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x TerminalExitStatus
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain TerminalExitStatus
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -8830,9 +24424,80 @@ type TerminalOutputRequest struct {
 	TerminalId string `json:"terminalId"`
 }
 
+// decodeFast decodes TerminalOutputRequest in one pass (see fastdecode.go).
+func (v *TerminalOutputRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "sessionId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x2)
+			}
+			continue
+		case "terminalId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.TerminalId = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "sessionId", "terminalId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes TerminalOutputRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *TerminalOutputRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x TerminalOutputRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain TerminalOutputRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -8868,9 +24533,98 @@ type TerminalOutputResponse struct {
 	Truncated bool `json:"truncated"`
 }
 
+// decodeFast decodes TerminalOutputResponse in one pass (see fastdecode.go).
+func (v *TerminalOutputResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "exitStatus":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.ExitStatus = nil
+			} else {
+				var x2 TerminalExitStatus
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.ExitStatus = &x2
+			}
+			continue
+		case "output":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Output = x3
+			}
+			continue
+		case "truncated":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.Truncated = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "exitStatus", "output", "truncated") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes TerminalOutputResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *TerminalOutputResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x TerminalOutputResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain TerminalOutputResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -8904,9 +24658,85 @@ type TextContent struct {
 	Text string `json:"text"`
 }
 
+// decodeFast decodes TextContent in one pass (see fastdecode.go).
+func (v *TextContent) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "annotations":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Annotations = nil
+			} else {
+				var x2 Annotations
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Annotations = &x2
+			}
+			continue
+		case "text":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Text = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "annotations", "text") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes TextContent; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *TextContent) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x TextContent
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain TextContent
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -8947,9 +24777,100 @@ type TextResourceContents struct {
 	Uri string `json:"uri"`
 }
 
+// decodeFast decodes TextResourceContents in one pass (see fastdecode.go).
+func (v *TextResourceContents) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "mimeType":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.MimeType = nil
+			} else {
+				var x2 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.MimeType = &x2
+			}
+			continue
+		case "text":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Text = x4
+			}
+			continue
+		case "uri":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "mimeType", "text", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes TextResourceContents; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *TextResourceContents) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x TextResourceContents
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain TextResourceContents
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -8994,9 +24915,192 @@ type ToolCall struct {
 	ToolCallId ToolCallId `json:"toolCallId"`
 }
 
+// decodeFast decodes ToolCall in one pass (see fastdecode.go).
+func (v *ToolCall) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "content":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Content = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []ToolCallContent{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 ToolCallContent
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Content = x2
+			}
+			continue
+		case "kind":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Kind = ToolKind(x4)
+			}
+			continue
+		case "locations":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Locations = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x5 := []ToolCallLocation{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x6 ToolCallLocation
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x6.decodeFast(d); err != nil {
+						return err
+					}
+					x5 = append(x5, x6)
+				}
+				v.Locations = x5
+			}
+			continue
+		case "rawInput":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			x7, err := d.anyValue()
+			if err != nil {
+				return err
+			}
+			v.RawInput = x7
+			continue
+		case "rawOutput":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			x8, err := d.anyValue()
+			if err != nil {
+				return err
+			}
+			v.RawOutput = x8
+			continue
+		case "status":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if !d.null() {
+				x9, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Status = ToolCallStatus(x9)
+			}
+			continue
+		case "title":
+			if seen&(1<<7) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 7
+			if !d.null() {
+				x10, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Title = x10
+			}
+			continue
+		case "toolCallId":
+			if seen&(1<<8) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 8
+			if !d.null() {
+				x11, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ToolCallId = ToolCallId(x11)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "content", "kind", "locations", "rawInput", "rawOutput", "status", "title", "toolCallId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ToolCall; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ToolCall) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ToolCall
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ToolCall
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -9060,6 +25164,64 @@ func (u ToolCallContent) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *ToolCallContent) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ToolCallContent
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes ToolCallContent in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *ToolCallContent) decodeFast(d *fastDecoder) error {
+	if d.peek() == '{' {
+		if tag, ok := peekTag(d.rest(), "type"); ok {
+			switch string(tag) {
+			case "content":
+				var x1 ToolCallContentContent
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				*u = ToolCallContent{Content: &x1}
+				return nil
+			case "diff":
+				var x2 ToolCallContentDiff
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				*u = ToolCallContent{Diff: &x2}
+				return nil
+			case "terminal":
+				var x3 ToolCallContentTerminal
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				*u = ToolCallContent{Terminal: &x3}
+				return nil
+			case "session":
+				var x4 ToolCallContentSession
+				if err := x4.decodeFast(d); err != nil {
+					return err
+				}
+				*u = ToolCallContent{Session: &x4}
+				return nil
+			}
+		}
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *ToolCallContent) unmarshalSlow(b []byte) error {
 	*u = ToolCallContent{}
 	switch jsonKind(b) {
 	case '{':
@@ -9204,9 +25366,79 @@ type ToolCallContentContent struct {
 	Type string `json:"type"`
 }
 
+// decodeFast decodes ToolCallContentContent in one pass (see fastdecode.go).
+func (v *ToolCallContentContent) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "content":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Content.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "type":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "content", "type") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ToolCallContentContent; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ToolCallContentContent) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ToolCallContentContent
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ToolCallContentContent
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -9236,9 +25468,113 @@ type ToolCallContentDiff struct {
 	Type string `json:"type"`
 }
 
+// decodeFast decodes ToolCallContentDiff in one pass (see fastdecode.go).
+func (v *ToolCallContentDiff) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "newText":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.NewText = x2
+			}
+			continue
+		case "oldText":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.OldText = nil
+			} else {
+				var x3 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				x3 = x4
+				v.OldText = &x3
+			}
+			continue
+		case "path":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Path = x5
+			}
+			continue
+		case "type":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x6
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "newText", "oldText", "path", "type") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ToolCallContentDiff; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ToolCallContentDiff) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ToolCallContentDiff
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ToolCallContentDiff
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -9266,9 +25602,80 @@ type ToolCallContentSession struct {
 	Type string `json:"type"`
 }
 
+// decodeFast decodes ToolCallContentSession in one pass (see fastdecode.go).
+func (v *ToolCallContentSession) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "sessionId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x2)
+			}
+			continue
+		case "type":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "sessionId", "type") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ToolCallContentSession; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ToolCallContentSession) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ToolCallContentSession
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ToolCallContentSession
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -9298,9 +25705,80 @@ type ToolCallContentTerminal struct {
 	Type string `json:"type"`
 }
 
+// decodeFast decodes ToolCallContentTerminal in one pass (see fastdecode.go).
+func (v *ToolCallContentTerminal) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "terminalId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.TerminalId = x2
+			}
+			continue
+		case "type":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "terminalId", "type") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ToolCallContentTerminal; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ToolCallContentTerminal) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ToolCallContentTerminal
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ToolCallContentTerminal
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -9336,9 +25814,87 @@ type ToolCallLocation struct {
 	Path string `json:"path"`
 }
 
+// decodeFast decodes ToolCallLocation in one pass (see fastdecode.go).
+func (v *ToolCallLocation) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "line":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Line = nil
+			} else {
+				var x2 int
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.integer()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.Line = &x2
+			}
+			continue
+		case "path":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Path = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "line", "path") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ToolCallLocation; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ToolCallLocation) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ToolCallLocation
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ToolCallLocation
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -9403,9 +25959,213 @@ type ToolCallUpdate struct {
 	ToolCallId ToolCallId `json:"toolCallId"`
 }
 
+// decodeFast decodes ToolCallUpdate in one pass (see fastdecode.go).
+func (v *ToolCallUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "content":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Content = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []ToolCallContent{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 ToolCallContent
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Content = x2
+			}
+			continue
+		case "kind":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Kind = nil
+			} else {
+				var x4 ToolKind
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				x4 = ToolKind(x5)
+				v.Kind = &x4
+			}
+			continue
+		case "locations":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Locations = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x6 := []ToolCallLocation{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x7 ToolCallLocation
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x7.decodeFast(d); err != nil {
+						return err
+					}
+					x6 = append(x6, x7)
+				}
+				v.Locations = x6
+			}
+			continue
+		case "rawInput":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			x8, err := d.anyValue()
+			if err != nil {
+				return err
+			}
+			v.RawInput = x8
+			continue
+		case "rawOutput":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			x9, err := d.anyValue()
+			if err != nil {
+				return err
+			}
+			v.RawOutput = x9
+			continue
+		case "status":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if d.null() {
+				v.Status = nil
+			} else {
+				var x10 ToolCallStatus
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x11, err := d.str()
+				if err != nil {
+					return err
+				}
+				x10 = ToolCallStatus(x11)
+				v.Status = &x10
+			}
+			continue
+		case "title":
+			if seen&(1<<7) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 7
+			if d.null() {
+				v.Title = nil
+			} else {
+				var x12 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x13, err := d.str()
+				if err != nil {
+					return err
+				}
+				x12 = x13
+				v.Title = &x12
+			}
+			continue
+		case "toolCallId":
+			if seen&(1<<8) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 8
+			if !d.null() {
+				x14, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ToolCallId = ToolCallId(x14)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "content", "kind", "locations", "rawInput", "rawOutput", "status", "title", "toolCallId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes ToolCallUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ToolCallUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x ToolCallUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain ToolCallUpdate
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -9476,9 +26236,54 @@ type UnknownStateUpdate struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes UnknownStateUpdate in one pass (see fastdecode.go).
+func (v *UnknownStateUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnknownStateUpdate. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *UnknownStateUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnknownStateUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnknownStateUpdate
 	var p plain
 	if err := decodeExact(b, &p); err == nil {
@@ -9516,9 +26321,80 @@ type UnstableAcceptNesNotification struct {
 	SessionId SessionId `json:"sessionId"`
 }
 
+// decodeFast decodes UnstableAcceptNesNotification in one pass (see fastdecode.go).
+func (v *UnstableAcceptNesNotification) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "id":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = x2
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x3)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "id", "sessionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableAcceptNesNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableAcceptNesNotification) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableAcceptNesNotification
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableAcceptNesNotification
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -9556,9 +26432,66 @@ type UnstableCancelRequestNotification struct {
 	RequestId RequestId `json:"requestId"`
 }
 
+// decodeFast decodes UnstableCancelRequestNotification in one pass (see fastdecode.go).
+func (v *UnstableCancelRequestNotification) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "requestId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.RequestId.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "requestId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableCancelRequestNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableCancelRequestNotification) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableCancelRequestNotification
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableCancelRequestNotification
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -9590,9 +26523,67 @@ type UnstableCloseNesRequest struct {
 	SessionId SessionId `json:"sessionId"`
 }
 
+// decodeFast decodes UnstableCloseNesRequest in one pass (see fastdecode.go).
+func (v *UnstableCloseNesRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "sessionId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x2)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "sessionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableCloseNesRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableCloseNesRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableCloseNesRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableCloseNesRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -9619,9 +26610,54 @@ type UnstableCloseNesResponse struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes UnstableCloseNesResponse in one pass (see fastdecode.go).
+func (v *UnstableCloseNesResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableCloseNesResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableCloseNesResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableCloseNesResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableCloseNesResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -9654,9 +26690,67 @@ type UnstableCompleteElicitationNotification struct {
 	ElicitationId UnstableElicitationId `json:"elicitationId"`
 }
 
+// decodeFast decodes UnstableCompleteElicitationNotification in one pass (see fastdecode.go).
+func (v *UnstableCompleteElicitationNotification) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "elicitationId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ElicitationId = UnstableElicitationId(x2)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "elicitationId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableCompleteElicitationNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableCompleteElicitationNotification) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableCompleteElicitationNotification
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableCompleteElicitationNotification
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -9689,9 +26783,67 @@ type UnstableConnectMcpRequest struct {
 	AcpId UnstableMcpServerAcpId `json:"acpId"`
 }
 
+// decodeFast decodes UnstableConnectMcpRequest in one pass (see fastdecode.go).
+func (v *UnstableConnectMcpRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "acpId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.AcpId = UnstableMcpServerAcpId(x2)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "acpId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableConnectMcpRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableConnectMcpRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableConnectMcpRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableConnectMcpRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -9724,9 +26876,67 @@ type UnstableConnectMcpResponse struct {
 	ConnectionId UnstableMcpConnectionId `json:"connectionId"`
 }
 
+// decodeFast decodes UnstableConnectMcpResponse in one pass (see fastdecode.go).
+func (v *UnstableConnectMcpResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "connectionId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ConnectionId = UnstableMcpConnectionId(x2)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "connectionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableConnectMcpResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableConnectMcpResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableConnectMcpResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableConnectMcpResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -9757,9 +26967,78 @@ type UnstableCreateElicitationAccept struct {
 	Content map[string]any `json:"content,omitempty"`
 }
 
+// decodeFast decodes UnstableCreateElicitationAccept in one pass (see fastdecode.go).
+func (v *UnstableCreateElicitationAccept) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "action":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Action = x2
+			}
+			continue
+		case "content":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			x3, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Content = x3
+			continue
+		}
+		if foldsTo(key, "_meta", "action", "content") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableCreateElicitationAccept; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableCreateElicitationAccept) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableCreateElicitationAccept
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableCreateElicitationAccept
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -9783,9 +27062,67 @@ type UnstableCreateElicitationCancel struct {
 	Action string `json:"action"`
 }
 
+// decodeFast decodes UnstableCreateElicitationCancel in one pass (see fastdecode.go).
+func (v *UnstableCreateElicitationCancel) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "action":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Action = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "action") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableCreateElicitationCancel; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableCreateElicitationCancel) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableCreateElicitationCancel
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableCreateElicitationCancel
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -9809,9 +27146,67 @@ type UnstableCreateElicitationDecline struct {
 	Action string `json:"action"`
 }
 
+// decodeFast decodes UnstableCreateElicitationDecline in one pass (see fastdecode.go).
+func (v *UnstableCreateElicitationDecline) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "action":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Action = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "action") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableCreateElicitationDecline; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableCreateElicitationDecline) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableCreateElicitationDecline
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableCreateElicitationDecline
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -9839,9 +27234,92 @@ type UnstableCreateElicitationForm struct {
 	RequestedSchema UnstableElicitationSchema `json:"requestedSchema"`
 }
 
+// decodeFast decodes UnstableCreateElicitationForm in one pass (see fastdecode.go).
+func (v *UnstableCreateElicitationForm) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "message":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Message = x2
+			}
+			continue
+		case "mode":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Mode = x3
+			}
+			continue
+		case "requestedSchema":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.RequestedSchema.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "message", "mode", "requestedSchema") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableCreateElicitationForm; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableCreateElicitationForm) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableCreateElicitationForm
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableCreateElicitationForm
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -9886,6 +27364,50 @@ func (u UnstableCreateElicitationRequest) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *UnstableCreateElicitationRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableCreateElicitationRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes UnstableCreateElicitationRequest in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *UnstableCreateElicitationRequest) decodeFast(d *fastDecoder) error {
+	if d.peek() == '{' {
+		if tag, ok := peekTag(d.rest(), "mode"); ok {
+			switch string(tag) {
+			case "form":
+				var x1 UnstableCreateElicitationForm
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				*u = UnstableCreateElicitationRequest{Form: &x1}
+				return nil
+			case "url":
+				var x2 UnstableCreateElicitationUrl
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				*u = UnstableCreateElicitationRequest{Url: &x2}
+				return nil
+			}
+		}
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *UnstableCreateElicitationRequest) unmarshalSlow(b []byte) error {
 	*u = UnstableCreateElicitationRequest{}
 	switch jsonKind(b) {
 	case '{':
@@ -10002,6 +27524,57 @@ func (u UnstableCreateElicitationResponse) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *UnstableCreateElicitationResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableCreateElicitationResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes UnstableCreateElicitationResponse in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *UnstableCreateElicitationResponse) decodeFast(d *fastDecoder) error {
+	if d.peek() == '{' {
+		if tag, ok := peekTag(d.rest(), "action"); ok {
+			switch string(tag) {
+			case "accept":
+				var x1 UnstableCreateElicitationAccept
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				*u = UnstableCreateElicitationResponse{Accept: &x1}
+				return nil
+			case "decline":
+				var x2 UnstableCreateElicitationDecline
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				*u = UnstableCreateElicitationResponse{Decline: &x2}
+				return nil
+			case "cancel":
+				var x3 UnstableCreateElicitationCancel
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				*u = UnstableCreateElicitationResponse{Cancel: &x3}
+				return nil
+			}
+		}
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *UnstableCreateElicitationResponse) unmarshalSlow(b []byte) error {
 	*u = UnstableCreateElicitationResponse{}
 	switch jsonKind(b) {
 	case '{':
@@ -10125,9 +27698,106 @@ type UnstableCreateElicitationUrl struct {
 	Url string `json:"url"`
 }
 
+// decodeFast decodes UnstableCreateElicitationUrl in one pass (see fastdecode.go).
+func (v *UnstableCreateElicitationUrl) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "elicitationId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ElicitationId = UnstableElicitationId(x2)
+			}
+			continue
+		case "message":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Message = x3
+			}
+			continue
+		case "mode":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Mode = x4
+			}
+			continue
+		case "url":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Url = x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "elicitationId", "message", "mode", "url") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableCreateElicitationUrl; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableCreateElicitationUrl) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableCreateElicitationUrl
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableCreateElicitationUrl
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -10157,9 +27827,67 @@ type UnstableDeleteSessionRequest struct {
 	SessionId SessionId `json:"sessionId"`
 }
 
+// decodeFast decodes UnstableDeleteSessionRequest in one pass (see fastdecode.go).
+func (v *UnstableDeleteSessionRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "sessionId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x2)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "sessionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableDeleteSessionRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDeleteSessionRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableDeleteSessionRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableDeleteSessionRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -10190,9 +27918,54 @@ type UnstableDeleteSessionResponse struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes UnstableDeleteSessionResponse in one pass (see fastdecode.go).
+func (v *UnstableDeleteSessionResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableDeleteSessionResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDeleteSessionResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableDeleteSessionResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableDeleteSessionResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -10227,9 +28000,125 @@ type UnstableDidChangeDocumentNotification struct {
 	Version int `json:"version"`
 }
 
+// decodeFast decodes UnstableDidChangeDocumentNotification in one pass (see fastdecode.go).
+func (v *UnstableDidChangeDocumentNotification) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "contentChanges":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.ContentChanges = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []UnstableTextDocumentContentChangeEvent{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 UnstableTextDocumentContentChangeEvent
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.ContentChanges = x2
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x4)
+			}
+			continue
+		case "uri":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x5
+			}
+			continue
+		case "version":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x6, err := d.integer()
+				if err != nil {
+					return err
+				}
+				v.Version = x6
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "contentChanges", "sessionId", "uri", "version") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableDidChangeDocumentNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDidChangeDocumentNotification) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableDidChangeDocumentNotification
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableDidChangeDocumentNotification
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -10266,9 +28155,80 @@ type UnstableDidCloseDocumentNotification struct {
 	Uri string `json:"uri"`
 }
 
+// decodeFast decodes UnstableDidCloseDocumentNotification in one pass (see fastdecode.go).
+func (v *UnstableDidCloseDocumentNotification) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "sessionId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x2)
+			}
+			continue
+		case "uri":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "sessionId", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableDidCloseDocumentNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDidCloseDocumentNotification) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableDidCloseDocumentNotification
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableDidCloseDocumentNotification
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -10308,9 +28268,117 @@ type UnstableDidFocusDocumentNotification struct {
 	VisibleRange UnstableRange `json:"visibleRange"`
 }
 
+// decodeFast decodes UnstableDidFocusDocumentNotification in one pass (see fastdecode.go).
+func (v *UnstableDidFocusDocumentNotification) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "position":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Position.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x2)
+			}
+			continue
+		case "uri":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x3
+			}
+			continue
+		case "version":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x4, err := d.integer()
+				if err != nil {
+					return err
+				}
+				v.Version = x4
+			}
+			continue
+		case "visibleRange":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.VisibleRange.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "position", "sessionId", "uri", "version", "visibleRange") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableDidFocusDocumentNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDidFocusDocumentNotification) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableDidFocusDocumentNotification
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableDidFocusDocumentNotification
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -10350,9 +28418,119 @@ type UnstableDidOpenDocumentNotification struct {
 	Version int `json:"version"`
 }
 
+// decodeFast decodes UnstableDidOpenDocumentNotification in one pass (see fastdecode.go).
+func (v *UnstableDidOpenDocumentNotification) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "languageId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.LanguageId = x2
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x3)
+			}
+			continue
+		case "text":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Text = x4
+			}
+			continue
+		case "uri":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x5
+			}
+			continue
+		case "version":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if !d.null() {
+				x6, err := d.integer()
+				if err != nil {
+					return err
+				}
+				v.Version = x6
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "languageId", "sessionId", "text", "uri", "version") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableDidOpenDocumentNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDidOpenDocumentNotification) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableDidOpenDocumentNotification
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableDidOpenDocumentNotification
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -10392,9 +28570,80 @@ type UnstableDidSaveDocumentNotification struct {
 	Uri string `json:"uri"`
 }
 
+// decodeFast decodes UnstableDidSaveDocumentNotification in one pass (see fastdecode.go).
+func (v *UnstableDidSaveDocumentNotification) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "sessionId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x2)
+			}
+			continue
+		case "uri":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "sessionId", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableDidSaveDocumentNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDidSaveDocumentNotification) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableDidSaveDocumentNotification
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableDidSaveDocumentNotification
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -10430,9 +28679,67 @@ type UnstableDisableProviderRequest struct {
 	Id string `json:"id"`
 }
 
+// decodeFast decodes UnstableDisableProviderRequest in one pass (see fastdecode.go).
+func (v *UnstableDisableProviderRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "id":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "id") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableDisableProviderRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDisableProviderRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableDisableProviderRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableDisableProviderRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -10466,9 +28773,54 @@ type UnstableDisableProviderResponse struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes UnstableDisableProviderResponse in one pass (see fastdecode.go).
+func (v *UnstableDisableProviderResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableDisableProviderResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDisableProviderResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableDisableProviderResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableDisableProviderResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -10501,9 +28853,67 @@ type UnstableDisconnectMcpRequest struct {
 	ConnectionId UnstableMcpConnectionId `json:"connectionId"`
 }
 
+// decodeFast decodes UnstableDisconnectMcpRequest in one pass (see fastdecode.go).
+func (v *UnstableDisconnectMcpRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "connectionId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ConnectionId = UnstableMcpConnectionId(x2)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "connectionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableDisconnectMcpRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDisconnectMcpRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableDisconnectMcpRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableDisconnectMcpRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -10534,9 +28944,54 @@ type UnstableDisconnectMcpResponse struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes UnstableDisconnectMcpResponse in one pass (see fastdecode.go).
+func (v *UnstableDisconnectMcpResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableDisconnectMcpResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDisconnectMcpResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableDisconnectMcpResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableDisconnectMcpResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -10563,9 +29018,54 @@ type UnstableElicitationAcceptAction struct {
 	Content map[string]any `json:"content,omitempty"`
 }
 
+// decodeFast decodes UnstableElicitationAcceptAction in one pass (see fastdecode.go).
+func (v *UnstableElicitationAcceptAction) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "content":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Content = x1
+			continue
+		}
+		if foldsTo(key, "content") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableElicitationAcceptAction; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableElicitationAcceptAction) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableElicitationAcceptAction
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableElicitationAcceptAction
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -10603,6 +29103,30 @@ func (u UnstableElicitationFormMode) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *UnstableElicitationFormMode) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableElicitationFormMode
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes UnstableElicitationFormMode in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *UnstableElicitationFormMode) decodeFast(d *fastDecoder) error {
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *UnstableElicitationFormMode) unmarshalSlow(b []byte) error {
 	*u = UnstableElicitationFormMode{}
 	switch jsonKind(b) {
 	case '{':
@@ -10681,6 +29205,44 @@ type UnstableElicitationRequestScope struct {
 	RequestId RequestId `json:"requestId"`
 }
 
+// decodeFast decodes UnstableElicitationRequestScope in one pass (see fastdecode.go).
+func (v *UnstableElicitationRequestScope) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "requestId":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.RequestId.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		}
+		if foldsTo(key, "requestId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnstableElicitationSchema is an ACP object.
 //
 // Type-safe elicitation schema for requesting structured user input.
@@ -10704,6 +29266,142 @@ type UnstableElicitationSchema struct {
 	Type UnstableElicitationSchemaType `json:"type,omitempty"`
 }
 
+// decodeFast decodes UnstableElicitationSchema in one pass (see fastdecode.go).
+func (v *UnstableElicitationSchema) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "description":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if d.null() {
+				v.Description = nil
+			} else {
+				var x1 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				x1 = x2
+				v.Description = &x1
+			}
+			continue
+		case "properties":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			x3, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Properties = x3
+			continue
+		case "required":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Required = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x4 := []string{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x5 string
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					x6, err := d.str()
+					if err != nil {
+						return err
+					}
+					x5 = x6
+					x4 = append(x4, x5)
+				}
+				v.Required = x4
+			}
+			continue
+		case "title":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Title = nil
+			} else {
+				var x7 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x8, err := d.str()
+				if err != nil {
+					return err
+				}
+				x7 = x8
+				v.Title = &x7
+			}
+			continue
+		case "type":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if !d.null() {
+				x9, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = UnstableElicitationSchemaType(x9)
+			}
+			continue
+		}
+		if foldsTo(key, "description", "properties", "required", "title", "type") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	if seen&(1<<1) == 0 {
+		_ = json.Unmarshal([]byte("{}"), &v.Properties)
+	}
+	if seen&(1<<4) == 0 {
+		_ = json.Unmarshal([]byte("\"object\""), &v.Type)
+	}
+	return nil
+}
+
 // MarshalJSON encodes UnstableElicitationSchema, writing schema defaults for nil lists and maps.
 func (v UnstableElicitationSchema) MarshalJSON() ([]byte, error) {
 	type plain UnstableElicitationSchema
@@ -10719,6 +29417,14 @@ func (v UnstableElicitationSchema) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes UnstableElicitationSchema; a missing or null key takes its schema default.
 func (v *UnstableElicitationSchema) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableElicitationSchema
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableElicitationSchema
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -10767,6 +29473,65 @@ type UnstableElicitationSessionScope struct {
 	ToolCallId *ToolCallId `json:"toolCallId,omitempty"`
 }
 
+// decodeFast decodes UnstableElicitationSessionScope in one pass (see fastdecode.go).
+func (v *UnstableElicitationSessionScope) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "sessionId":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x1)
+			}
+			continue
+		case "toolCallId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.ToolCallId = nil
+			} else {
+				var x2 ToolCallId
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = ToolCallId(x3)
+				v.ToolCallId = &x2
+			}
+			continue
+		}
+		if foldsTo(key, "sessionId", "toolCallId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnstableElicitationUrlMode is a union: exactly one of its fields is set.
 //
 // **UNSTABLE**
@@ -10795,6 +29560,30 @@ func (u UnstableElicitationUrlMode) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *UnstableElicitationUrlMode) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableElicitationUrlMode
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes UnstableElicitationUrlMode in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *UnstableElicitationUrlMode) decodeFast(d *fastDecoder) error {
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *UnstableElicitationUrlMode) unmarshalSlow(b []byte) error {
 	*u = UnstableElicitationUrlMode{}
 	switch jsonKind(b) {
 	case '{':
@@ -10884,9 +29673,146 @@ type UnstableForkSessionRequest struct {
 	SessionId SessionId `json:"sessionId"`
 }
 
+// decodeFast decodes UnstableForkSessionRequest in one pass (see fastdecode.go).
+func (v *UnstableForkSessionRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "additionalDirectories":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.AdditionalDirectories = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []string{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 string
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					x4, err := d.str()
+					if err != nil {
+						return err
+					}
+					x3 = x4
+					x2 = append(x2, x3)
+				}
+				v.AdditionalDirectories = x2
+			}
+			continue
+		case "cwd":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Cwd = x5
+			}
+			continue
+		case "mcpServers":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.McpServers = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x6 := []UnstableMcpServer{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x7 UnstableMcpServer
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x7.decodeFast(d); err != nil {
+						return err
+					}
+					x6 = append(x6, x7)
+				}
+				v.McpServers = x6
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x8, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x8)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "additionalDirectories", "cwd", "mcpServers", "sessionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableForkSessionRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableForkSessionRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableForkSessionRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableForkSessionRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -10931,9 +29857,135 @@ type UnstableForkSessionResponse struct {
 	SessionId SessionId `json:"sessionId"`
 }
 
+// decodeFast decodes UnstableForkSessionResponse in one pass (see fastdecode.go).
+func (v *UnstableForkSessionResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "configOptions":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.ConfigOptions = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []UnstableSessionConfigOption{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 UnstableSessionConfigOption
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.ConfigOptions = x2
+			}
+			continue
+		case "models":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.LegacyModels = nil
+			} else {
+				var x4 LegacyModels
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x4.decodeFast(d); err != nil {
+					return err
+				}
+				v.LegacyModels = &x4
+			}
+			continue
+		case "modes":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Modes = nil
+			} else {
+				var x5 SessionModeState
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x5.decodeFast(d); err != nil {
+					return err
+				}
+				v.Modes = &x5
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x6)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "configOptions", "models", "modes", "sessionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableForkSessionResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableForkSessionResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableForkSessionResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableForkSessionResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -10964,9 +30016,54 @@ type UnstableListProvidersRequest struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes UnstableListProvidersRequest in one pass (see fastdecode.go).
+func (v *UnstableListProvidersRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableListProvidersRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableListProvidersRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableListProvidersRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableListProvidersRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -10999,9 +30096,86 @@ type UnstableListProvidersResponse struct {
 	Providers []UnstableProviderInfo `json:"providers"`
 }
 
+// decodeFast decodes UnstableListProvidersResponse in one pass (see fastdecode.go).
+func (v *UnstableListProvidersResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "providers":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Providers = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []UnstableProviderInfo{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 UnstableProviderInfo
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Providers = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "providers") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableListProvidersResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableListProvidersResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableListProvidersResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableListProvidersResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -11113,6 +30287,57 @@ func (u UnstableMcpServer) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *UnstableMcpServer) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableMcpServer
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes UnstableMcpServer in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *UnstableMcpServer) decodeFast(d *fastDecoder) error {
+	if d.peek() == '{' {
+		if tag, ok := peekTag(d.rest(), "type"); ok {
+			switch string(tag) {
+			case "http":
+				var x1 UnstableMcpServerHttp
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				*u = UnstableMcpServer{Http: &x1}
+				return nil
+			case "sse":
+				var x2 UnstableMcpServerSse
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				*u = UnstableMcpServer{Sse: &x2}
+				return nil
+			case "acp":
+				var x3 UnstableMcpServerAcpInline
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				*u = UnstableMcpServer{Acp: &x3}
+				return nil
+			}
+		}
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *UnstableMcpServer) unmarshalSlow(b []byte) error {
 	*u = UnstableMcpServer{}
 	switch jsonKind(b) {
 	case '{':
@@ -11260,9 +30485,80 @@ type UnstableMcpServerAcp struct {
 	Name string `json:"name"`
 }
 
+// decodeFast decodes UnstableMcpServerAcp in one pass (see fastdecode.go).
+func (v *UnstableMcpServerAcp) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "id":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = UnstableMcpServerAcpId(x2)
+			}
+			continue
+		case "name":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "id", "name") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableMcpServerAcp; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableMcpServerAcp) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableMcpServerAcp
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableMcpServerAcp
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -11313,9 +30609,93 @@ type UnstableMcpServerAcpInline struct {
 	Type string `json:"type"`
 }
 
+// decodeFast decodes UnstableMcpServerAcpInline in one pass (see fastdecode.go).
+func (v *UnstableMcpServerAcpInline) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "id":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = UnstableMcpServerAcpId(x2)
+			}
+			continue
+		case "name":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x3
+			}
+			continue
+		case "type":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "id", "name", "type") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableMcpServerAcpInline; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableMcpServerAcpInline) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableMcpServerAcpInline
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableMcpServerAcpInline
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -11347,9 +30727,125 @@ type UnstableMcpServerHttp struct {
 	Url string `json:"url"`
 }
 
+// decodeFast decodes UnstableMcpServerHttp in one pass (see fastdecode.go).
+func (v *UnstableMcpServerHttp) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "headers":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Headers = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []HttpHeader{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 HttpHeader
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Headers = x2
+			}
+			continue
+		case "name":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x4
+			}
+			continue
+		case "type":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x5
+			}
+			continue
+		case "url":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Url = x6
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "headers", "name", "type", "url") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableMcpServerHttp; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableMcpServerHttp) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableMcpServerHttp
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableMcpServerHttp
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -11381,9 +30877,125 @@ type UnstableMcpServerSse struct {
 	Url string `json:"url"`
 }
 
+// decodeFast decodes UnstableMcpServerSse in one pass (see fastdecode.go).
+func (v *UnstableMcpServerSse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "headers":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Headers = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []HttpHeader{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 HttpHeader
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Headers = x2
+			}
+			continue
+		case "name":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x4
+			}
+			continue
+		case "type":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x5
+			}
+			continue
+		case "url":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Url = x6
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "headers", "name", "type", "url") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableMcpServerSse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableMcpServerSse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableMcpServerSse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableMcpServerSse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -11420,9 +31032,91 @@ type UnstableMessageMcpNotification struct {
 	Params map[string]any `json:"params,omitempty"`
 }
 
+// decodeFast decodes UnstableMessageMcpNotification in one pass (see fastdecode.go).
+func (v *UnstableMessageMcpNotification) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "connectionId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ConnectionId = UnstableMcpConnectionId(x2)
+			}
+			continue
+		case "method":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Method = x3
+			}
+			continue
+		case "params":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			x4, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Params = x4
+			continue
+		}
+		if foldsTo(key, "_meta", "connectionId", "method", "params") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableMessageMcpNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableMessageMcpNotification) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableMessageMcpNotification
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableMessageMcpNotification
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -11464,9 +31158,91 @@ type UnstableMessageMcpRequest struct {
 	Params map[string]any `json:"params,omitempty"`
 }
 
+// decodeFast decodes UnstableMessageMcpRequest in one pass (see fastdecode.go).
+func (v *UnstableMessageMcpRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "connectionId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ConnectionId = UnstableMcpConnectionId(x2)
+			}
+			continue
+		case "method":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Method = x3
+			}
+			continue
+		case "params":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			x4, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Params = x4
+			continue
+		}
+		if foldsTo(key, "_meta", "connectionId", "method", "params") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableMessageMcpRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableMessageMcpRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableMessageMcpRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableMessageMcpRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -11509,6 +31285,83 @@ type UnstableNesDiagnostic struct {
 	Uri string `json:"uri"`
 }
 
+// decodeFast decodes UnstableNesDiagnostic in one pass (see fastdecode.go).
+func (v *UnstableNesDiagnostic) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "message":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Message = x1
+			}
+			continue
+		case "range":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Range.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "severity":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Severity = UnstableNesDiagnosticSeverity(x2)
+			}
+			continue
+		case "uri":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x3
+			}
+			continue
+		}
+		if foldsTo(key, "message", "range", "severity", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnstableNesDiagnosticSeverity is an enumeration of string values.
 //
 // Severity of a diagnostic.
@@ -11536,6 +31389,58 @@ type UnstableNesEditHistoryEntry struct {
 	Uri string `json:"uri"`
 }
 
+// decodeFast decodes UnstableNesEditHistoryEntry in one pass (see fastdecode.go).
+func (v *UnstableNesEditHistoryEntry) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "diff":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Diff = x1
+			}
+			continue
+		case "uri":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x2
+			}
+			continue
+		}
+		if foldsTo(key, "diff", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnstableNesEditSuggestion is an ACP object.
 //
 // A text edit suggestion.
@@ -11550,6 +31455,108 @@ type UnstableNesEditSuggestion struct {
 	Uri string `json:"uri"`
 }
 
+// decodeFast decodes UnstableNesEditSuggestion in one pass (see fastdecode.go).
+func (v *UnstableNesEditSuggestion) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "cursorPosition":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if d.null() {
+				v.CursorPosition = nil
+			} else {
+				var x1 UnstablePosition
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				v.CursorPosition = &x1
+			}
+			continue
+		case "edits":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Edits = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []UnstableNesTextEdit{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 UnstableNesTextEdit
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Edits = x2
+			}
+			continue
+		case "id":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = x4
+			}
+			continue
+		case "uri":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x5
+			}
+			continue
+		}
+		if foldsTo(key, "cursorPosition", "edits", "id", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnstableNesExcerpt is an ACP object.
 //
 // A code excerpt from a file.
@@ -11562,6 +31569,71 @@ type UnstableNesExcerpt struct {
 	Text string `json:"text"`
 }
 
+// decodeFast decodes UnstableNesExcerpt in one pass (see fastdecode.go).
+func (v *UnstableNesExcerpt) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "endLine":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.integer()
+				if err != nil {
+					return err
+				}
+				v.EndLine = x1
+			}
+			continue
+		case "startLine":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.integer()
+				if err != nil {
+					return err
+				}
+				v.StartLine = x2
+			}
+			continue
+		case "text":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Text = x3
+			}
+			continue
+		}
+		if foldsTo(key, "endLine", "startLine", "text") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnstableNesJumpSuggestion is an ACP object.
 //
 // A jump-to-location suggestion.
@@ -11572,6 +31644,70 @@ type UnstableNesJumpSuggestion struct {
 	Position UnstablePosition `json:"position"`
 	// The file to navigate to.
 	Uri string `json:"uri"`
+}
+
+// decodeFast decodes UnstableNesJumpSuggestion in one pass (see fastdecode.go).
+func (v *UnstableNesJumpSuggestion) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "id":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = x1
+			}
+			continue
+		case "position":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Position.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "uri":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x2
+			}
+			continue
+		}
+		if foldsTo(key, "id", "position", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // UnstableNesOpenFile is an ACP object.
@@ -11588,6 +31724,96 @@ type UnstableNesOpenFile struct {
 	VisibleRange *UnstableRange `json:"visibleRange,omitempty"`
 }
 
+// decodeFast decodes UnstableNesOpenFile in one pass (see fastdecode.go).
+func (v *UnstableNesOpenFile) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "languageId":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.LanguageId = x1
+			}
+			continue
+		case "lastFocusedMs":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.LastFocusedMs = nil
+			} else {
+				var x2 int
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.integer()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.LastFocusedMs = &x2
+			}
+			continue
+		case "uri":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x4
+			}
+			continue
+		case "visibleRange":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.VisibleRange = nil
+			} else {
+				var x5 UnstableRange
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x5.decodeFast(d); err != nil {
+					return err
+				}
+				v.VisibleRange = &x5
+			}
+			continue
+		}
+		if foldsTo(key, "languageId", "lastFocusedMs", "uri", "visibleRange") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnstableNesRecentFile is an ACP object.
 //
 // A recently accessed file.
@@ -11598,6 +31824,71 @@ type UnstableNesRecentFile struct {
 	Text string `json:"text"`
 	// The URI of the file.
 	Uri string `json:"uri"`
+}
+
+// decodeFast decodes UnstableNesRecentFile in one pass (see fastdecode.go).
+func (v *UnstableNesRecentFile) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "languageId":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.LanguageId = x1
+			}
+			continue
+		case "text":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Text = x2
+			}
+			continue
+		case "uri":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x3
+			}
+			continue
+		}
+		if foldsTo(key, "languageId", "text", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // UnstableNesRejectReason is an enumeration of string values.
@@ -11627,6 +31918,77 @@ type UnstableNesRelatedSnippet struct {
 	Uri string `json:"uri"`
 }
 
+// decodeFast decodes UnstableNesRelatedSnippet in one pass (see fastdecode.go).
+func (v *UnstableNesRelatedSnippet) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "excerpts":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if d.null() {
+				v.Excerpts = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x1 := []UnstableNesExcerpt{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x2 UnstableNesExcerpt
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x2.decodeFast(d); err != nil {
+						return err
+					}
+					x1 = append(x1, x2)
+				}
+				v.Excerpts = x1
+			}
+			continue
+		case "uri":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x3
+			}
+			continue
+		}
+		if foldsTo(key, "excerpts", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnstableNesRenameSuggestion is an ACP object.
 //
 // A rename symbol suggestion.
@@ -11641,6 +32003,83 @@ type UnstableNesRenameSuggestion struct {
 	Uri string `json:"uri"`
 }
 
+// decodeFast decodes UnstableNesRenameSuggestion in one pass (see fastdecode.go).
+func (v *UnstableNesRenameSuggestion) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "id":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = x1
+			}
+			continue
+		case "newName":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.NewName = x2
+			}
+			continue
+		case "position":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Position.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "uri":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x3
+			}
+			continue
+		}
+		if foldsTo(key, "id", "newName", "position", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnstableNesRepository is an ACP object.
 //
 // Repository metadata for an NES session.
@@ -11651,6 +32090,71 @@ type UnstableNesRepository struct {
 	Owner string `json:"owner"`
 	// The remote URL of the repository.
 	RemoteUrl string `json:"remoteUrl"`
+}
+
+// decodeFast decodes UnstableNesRepository in one pass (see fastdecode.go).
+func (v *UnstableNesRepository) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "name":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x1
+			}
+			continue
+		case "owner":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Owner = x2
+			}
+			continue
+		case "remoteUrl":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.RemoteUrl = x3
+			}
+			continue
+		}
+		if foldsTo(key, "name", "owner", "remoteUrl") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // UnstableNesSearchAndReplaceSuggestion is an ACP object.
@@ -11667,6 +32171,104 @@ type UnstableNesSearchAndReplaceSuggestion struct {
 	Search string `json:"search"`
 	// The file URI to search within.
 	Uri string `json:"uri"`
+}
+
+// decodeFast decodes UnstableNesSearchAndReplaceSuggestion in one pass (see fastdecode.go).
+func (v *UnstableNesSearchAndReplaceSuggestion) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "id":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = x1
+			}
+			continue
+		case "isRegex":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.IsRegex = nil
+			} else {
+				var x2 bool
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.IsRegex = &x2
+			}
+			continue
+		case "replace":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Replace = x4
+			}
+			continue
+		case "search":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Search = x5
+			}
+			continue
+		case "uri":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x6
+			}
+			continue
+		}
+		if foldsTo(key, "id", "isRegex", "replace", "search", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // UnstableNesSuggestContext is an ACP object.
@@ -11693,9 +32295,246 @@ type UnstableNesSuggestContext struct {
 	UserActions []UnstableNesUserAction `json:"userActions,omitempty"`
 }
 
+// decodeFast decodes UnstableNesSuggestContext in one pass (see fastdecode.go).
+func (v *UnstableNesSuggestContext) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "diagnostics":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Diagnostics = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []UnstableNesDiagnostic{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 UnstableNesDiagnostic
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Diagnostics = x2
+			}
+			continue
+		case "editHistory":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.EditHistory = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x4 := []UnstableNesEditHistoryEntry{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x5 UnstableNesEditHistoryEntry
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x5.decodeFast(d); err != nil {
+						return err
+					}
+					x4 = append(x4, x5)
+				}
+				v.EditHistory = x4
+			}
+			continue
+		case "openFiles":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.OpenFiles = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x6 := []UnstableNesOpenFile{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x7 UnstableNesOpenFile
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x7.decodeFast(d); err != nil {
+						return err
+					}
+					x6 = append(x6, x7)
+				}
+				v.OpenFiles = x6
+			}
+			continue
+		case "recentFiles":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if d.null() {
+				v.RecentFiles = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x8 := []UnstableNesRecentFile{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x9 UnstableNesRecentFile
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x9.decodeFast(d); err != nil {
+						return err
+					}
+					x8 = append(x8, x9)
+				}
+				v.RecentFiles = x8
+			}
+			continue
+		case "relatedSnippets":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if d.null() {
+				v.RelatedSnippets = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x10 := []UnstableNesRelatedSnippet{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x11 UnstableNesRelatedSnippet
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x11.decodeFast(d); err != nil {
+						return err
+					}
+					x10 = append(x10, x11)
+				}
+				v.RelatedSnippets = x10
+			}
+			continue
+		case "userActions":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if d.null() {
+				v.UserActions = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x12 := []UnstableNesUserAction{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x13 UnstableNesUserAction
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x13.decodeFast(d); err != nil {
+						return err
+					}
+					x12 = append(x12, x13)
+				}
+				v.UserActions = x12
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "diagnostics", "editHistory", "openFiles", "recentFiles", "relatedSnippets", "userActions") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableNesSuggestContext; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableNesSuggestContext) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableNesSuggestContext
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableNesSuggestContext
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -11746,6 +32585,64 @@ func (u UnstableNesSuggestion) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *UnstableNesSuggestion) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableNesSuggestion
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes UnstableNesSuggestion in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *UnstableNesSuggestion) decodeFast(d *fastDecoder) error {
+	if d.peek() == '{' {
+		if tag, ok := peekTag(d.rest(), "kind"); ok {
+			switch string(tag) {
+			case "edit":
+				var x1 UnstableNesSuggestionEdit
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				*u = UnstableNesSuggestion{Edit: &x1}
+				return nil
+			case "jump":
+				var x2 UnstableNesSuggestionJump
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				*u = UnstableNesSuggestion{Jump: &x2}
+				return nil
+			case "rename":
+				var x3 UnstableNesSuggestionRename
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				*u = UnstableNesSuggestion{Rename: &x3}
+				return nil
+			case "searchAndReplace":
+				var x4 UnstableNesSuggestionSearchAndReplace
+				if err := x4.decodeFast(d); err != nil {
+					return err
+				}
+				*u = UnstableNesSuggestion{SearchAndReplace: &x4}
+				return nil
+			}
+		}
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *UnstableNesSuggestion) unmarshalSlow(b []byte) error {
 	*u = UnstableNesSuggestion{}
 	switch jsonKind(b) {
 	case '{':
@@ -11890,6 +32787,121 @@ type UnstableNesSuggestionEdit struct {
 	Uri string `json:"uri"`
 }
 
+// decodeFast decodes UnstableNesSuggestionEdit in one pass (see fastdecode.go).
+func (v *UnstableNesSuggestionEdit) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "cursorPosition":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if d.null() {
+				v.CursorPosition = nil
+			} else {
+				var x1 UnstablePosition
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				v.CursorPosition = &x1
+			}
+			continue
+		case "edits":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Edits = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []UnstableNesTextEdit{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 UnstableNesTextEdit
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Edits = x2
+			}
+			continue
+		case "id":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = x4
+			}
+			continue
+		case "kind":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Kind = x5
+			}
+			continue
+		case "uri":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x6
+			}
+			continue
+		}
+		if foldsTo(key, "cursorPosition", "edits", "id", "kind", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnstableNesSuggestionJump is the "jump" variant of UnstableNesSuggestion.
 //
 // A jump-to-location suggestion.
@@ -11902,6 +32914,83 @@ type UnstableNesSuggestionJump struct {
 	Position UnstablePosition `json:"position"`
 	// The file to navigate to.
 	Uri string `json:"uri"`
+}
+
+// decodeFast decodes UnstableNesSuggestionJump in one pass (see fastdecode.go).
+func (v *UnstableNesSuggestionJump) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "id":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = x1
+			}
+			continue
+		case "kind":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Kind = x2
+			}
+			continue
+		case "position":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Position.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "uri":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x3
+			}
+			continue
+		}
+		if foldsTo(key, "id", "kind", "position", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // UnstableNesSuggestionRename is the "rename" variant of UnstableNesSuggestion.
@@ -11918,6 +33007,96 @@ type UnstableNesSuggestionRename struct {
 	Position UnstablePosition `json:"position"`
 	// The file URI containing the symbol.
 	Uri string `json:"uri"`
+}
+
+// decodeFast decodes UnstableNesSuggestionRename in one pass (see fastdecode.go).
+func (v *UnstableNesSuggestionRename) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "id":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = x1
+			}
+			continue
+		case "kind":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Kind = x2
+			}
+			continue
+		case "newName":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.NewName = x3
+			}
+			continue
+		case "position":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Position.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "uri":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x4
+			}
+			continue
+		}
+		if foldsTo(key, "id", "kind", "newName", "position", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // UnstableNesSuggestionSearchAndReplace is the "searchAndReplace" variant of UnstableNesSuggestion.
@@ -11938,6 +33117,117 @@ type UnstableNesSuggestionSearchAndReplace struct {
 	Uri string `json:"uri"`
 }
 
+// decodeFast decodes UnstableNesSuggestionSearchAndReplace in one pass (see fastdecode.go).
+func (v *UnstableNesSuggestionSearchAndReplace) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "id":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = x1
+			}
+			continue
+		case "isRegex":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.IsRegex = nil
+			} else {
+				var x2 bool
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.IsRegex = &x2
+			}
+			continue
+		case "kind":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Kind = x4
+			}
+			continue
+		case "replace":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Replace = x5
+			}
+			continue
+		case "search":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Search = x6
+			}
+			continue
+		case "uri":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if !d.null() {
+				x7, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x7
+			}
+			continue
+		}
+		if foldsTo(key, "id", "isRegex", "kind", "replace", "search", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnstableNesTextEdit is an ACP object.
 //
 // A text edit within a suggestion.
@@ -11946,6 +33236,57 @@ type UnstableNesTextEdit struct {
 	NewText string `json:"newText"`
 	// The range to replace.
 	Range UnstableRange `json:"range"`
+}
+
+// decodeFast decodes UnstableNesTextEdit in one pass (see fastdecode.go).
+func (v *UnstableNesTextEdit) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "newText":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.NewText = x1
+			}
+			continue
+		case "range":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Range.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		}
+		if foldsTo(key, "newText", "range") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // UnstableNesTriggerKind is an enumeration of string values.
@@ -11977,6 +33318,83 @@ type UnstableNesUserAction struct {
 	Uri string `json:"uri"`
 }
 
+// decodeFast decodes UnstableNesUserAction in one pass (see fastdecode.go).
+func (v *UnstableNesUserAction) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "action":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Action = x1
+			}
+			continue
+		case "position":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Position.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "timestampMs":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x2, err := d.integer()
+				if err != nil {
+					return err
+				}
+				v.TimestampMs = x2
+			}
+			continue
+		case "uri":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x3
+			}
+			continue
+		}
+		if foldsTo(key, "action", "position", "timestampMs", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnstablePosition is an ACP object.
 //
 // A zero-based position in a text document.
@@ -11987,6 +33405,58 @@ type UnstablePosition struct {
 	Character int `json:"character"`
 	// Zero-based line number.
 	Line int `json:"line"`
+}
+
+// decodeFast decodes UnstablePosition in one pass (see fastdecode.go).
+func (v *UnstablePosition) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "character":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.integer()
+				if err != nil {
+					return err
+				}
+				v.Character = x1
+			}
+			continue
+		case "line":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.integer()
+				if err != nil {
+					return err
+				}
+				v.Line = x2
+			}
+			continue
+		}
+		if foldsTo(key, "character", "line") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // UnstableProviderCurrentConfig is an ACP object.
@@ -12001,6 +33471,58 @@ type UnstableProviderCurrentConfig struct {
 	ApiType UnstableLlmProtocol `json:"apiType"`
 	// Base URL currently used by this provider.
 	BaseUrl string `json:"baseUrl"`
+}
+
+// decodeFast decodes UnstableProviderCurrentConfig in one pass (see fastdecode.go).
+func (v *UnstableProviderCurrentConfig) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "apiType":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ApiType = UnstableLlmProtocol(x1)
+			}
+			continue
+		case "baseUrl":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.BaseUrl = x2
+			}
+			continue
+		}
+		if foldsTo(key, "apiType", "baseUrl") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // UnstableProviderInfo is an ACP object.
@@ -12029,9 +33551,132 @@ type UnstableProviderInfo struct {
 	Supported []UnstableLlmProtocol `json:"supported"`
 }
 
+// decodeFast decodes UnstableProviderInfo in one pass (see fastdecode.go).
+func (v *UnstableProviderInfo) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "current":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Current = nil
+			} else {
+				var x2 UnstableProviderCurrentConfig
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Current = &x2
+			}
+			continue
+		case "id":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = x3
+			}
+			continue
+		case "required":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.Required = x4
+			}
+			continue
+		case "supported":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if d.null() {
+				v.Supported = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x5 := []UnstableLlmProtocol{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x6 UnstableLlmProtocol
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					x7, err := d.str()
+					if err != nil {
+						return err
+					}
+					x6 = UnstableLlmProtocol(x7)
+					x5 = append(x5, x6)
+				}
+				v.Supported = x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "current", "id", "required", "supported") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableProviderInfo; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableProviderInfo) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableProviderInfo
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableProviderInfo
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -12049,6 +33694,56 @@ type UnstableRange struct {
 	End UnstablePosition `json:"end"`
 	// The start position (inclusive).
 	Start UnstablePosition `json:"start"`
+}
+
+// decodeFast decodes UnstableRange in one pass (see fastdecode.go).
+func (v *UnstableRange) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "end":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.End.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "start":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Start.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		}
+		if foldsTo(key, "end", "start") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // UnstableRejectNesNotification is an ACP object.
@@ -12069,9 +33764,100 @@ type UnstableRejectNesNotification struct {
 	SessionId SessionId `json:"sessionId"`
 }
 
+// decodeFast decodes UnstableRejectNesNotification in one pass (see fastdecode.go).
+func (v *UnstableRejectNesNotification) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "id":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = x2
+			}
+			continue
+		case "reason":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Reason = nil
+			} else {
+				var x3 UnstableNesRejectReason
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				x3 = UnstableNesRejectReason(x4)
+				v.Reason = &x3
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x5)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "id", "reason", "sessionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableRejectNesNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableRejectNesNotification) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableRejectNesNotification
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableRejectNesNotification
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -12099,6 +33885,45 @@ func (v *UnstableRejectNesNotification) Validate() error {
 type UnstableSessionConfigBoolean struct {
 	// The current value of the boolean option.
 	CurrentValue bool `json:"currentValue"`
+}
+
+// decodeFast decodes UnstableSessionConfigBoolean in one pass (see fastdecode.go).
+func (v *UnstableSessionConfigBoolean) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "currentValue":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.CurrentValue = x1
+			}
+			continue
+		}
+		if foldsTo(key, "currentValue") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // UnstableSessionConfigOption is a union: exactly one of its fields is set.
@@ -12132,6 +33957,50 @@ func (u UnstableSessionConfigOption) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *UnstableSessionConfigOption) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableSessionConfigOption
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// decodeFast decodes UnstableSessionConfigOption in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *UnstableSessionConfigOption) decodeFast(d *fastDecoder) error {
+	if d.peek() == '{' {
+		if tag, ok := peekTag(d.rest(), "type"); ok {
+			switch string(tag) {
+			case "select":
+				var x1 UnstableSessionConfigOptionSelect
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				*u = UnstableSessionConfigOption{Select: &x1}
+				return nil
+			case "boolean":
+				var x2 UnstableSessionConfigOptionBoolean
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				*u = UnstableSessionConfigOption{Boolean: &x2}
+				return nil
+			}
+		}
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *UnstableSessionConfigOption) unmarshalSlow(b []byte) error {
 	*u = UnstableSessionConfigOption{}
 	switch jsonKind(b) {
 	case '{':
@@ -12238,9 +34107,146 @@ type UnstableSessionConfigOptionBoolean struct {
 	Type string `json:"type"`
 }
 
+// decodeFast decodes UnstableSessionConfigOptionBoolean in one pass (see fastdecode.go).
+func (v *UnstableSessionConfigOptionBoolean) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "category":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Category = nil
+			} else {
+				var x2 SessionConfigOptionCategory
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = SessionConfigOptionCategory(x3)
+				v.Category = &x2
+			}
+			continue
+		case "currentValue":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.boolean()
+				if err != nil {
+					return err
+				}
+				v.CurrentValue = x4
+			}
+			continue
+		case "description":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Description = nil
+			} else {
+				var x5 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				x5 = x6
+				v.Description = &x5
+			}
+			continue
+		case "id":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x7, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = SessionConfigId(x7)
+			}
+			continue
+		case "name":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if !d.null() {
+				x8, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x8
+			}
+			continue
+		case "type":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if !d.null() {
+				x9, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x9
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "category", "currentValue", "description", "id", "name", "type") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableSessionConfigOptionBoolean; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableSessionConfigOptionBoolean) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableSessionConfigOptionBoolean
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableSessionConfigOptionBoolean
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -12276,9 +34282,158 @@ type UnstableSessionConfigOptionSelect struct {
 	Type string `json:"type"`
 }
 
+// decodeFast decodes UnstableSessionConfigOptionSelect in one pass (see fastdecode.go).
+func (v *UnstableSessionConfigOptionSelect) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "category":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Category = nil
+			} else {
+				var x2 SessionConfigOptionCategory
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				x2 = SessionConfigOptionCategory(x3)
+				v.Category = &x2
+			}
+			continue
+		case "currentValue":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.CurrentValue = SessionConfigValueId(x4)
+			}
+			continue
+		case "description":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Description = nil
+			} else {
+				var x5 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				x5 = x6
+				v.Description = &x5
+			}
+			continue
+		case "id":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x7, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = SessionConfigId(x7)
+			}
+			continue
+		case "name":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if !d.null() {
+				x8, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x8
+			}
+			continue
+		case "options":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Options.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "type":
+			if seen&(1<<7) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 7
+			if !d.null() {
+				x9, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Type = x9
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "category", "currentValue", "description", "id", "name", "options", "type") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableSessionConfigOptionSelect; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableSessionConfigOptionSelect) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableSessionConfigOptionSelect
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableSessionConfigOptionSelect
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -12315,9 +34470,104 @@ type UnstableSetProviderRequest struct {
 	Id string `json:"id"`
 }
 
+// decodeFast decodes UnstableSetProviderRequest in one pass (see fastdecode.go).
+func (v *UnstableSetProviderRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "apiType":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ApiType = UnstableLlmProtocol(x2)
+			}
+			continue
+		case "baseUrl":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.BaseUrl = x3
+			}
+			continue
+		case "headers":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			x4, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Headers = x4
+			continue
+		case "id":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Id = x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "apiType", "baseUrl", "headers", "id") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableSetProviderRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableSetProviderRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableSetProviderRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableSetProviderRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -12354,9 +34604,54 @@ type UnstableSetProviderResponse struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes UnstableSetProviderResponse in one pass (see fastdecode.go).
+func (v *UnstableSetProviderResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableSetProviderResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableSetProviderResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableSetProviderResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableSetProviderResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -12384,9 +34679,80 @@ type UnstableSetSessionModelRequest struct {
 	SessionId SessionId `json:"sessionId"`
 }
 
+// decodeFast decodes UnstableSetSessionModelRequest in one pass (see fastdecode.go).
+func (v *UnstableSetSessionModelRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "modelId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ModelId = x2
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x3)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "modelId", "sessionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableSetSessionModelRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableSetSessionModelRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableSetSessionModelRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableSetSessionModelRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -12412,9 +34778,54 @@ type UnstableSetSessionModelResponse struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes UnstableSetSessionModelResponse in one pass (see fastdecode.go).
+func (v *UnstableSetSessionModelResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableSetSessionModelResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableSetSessionModelResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableSetSessionModelResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableSetSessionModelResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -12447,9 +34858,124 @@ type UnstableStartNesRequest struct {
 	WorkspaceUri *string `json:"workspaceUri,omitempty"`
 }
 
+// decodeFast decodes UnstableStartNesRequest in one pass (see fastdecode.go).
+func (v *UnstableStartNesRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "repository":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Repository = nil
+			} else {
+				var x2 UnstableNesRepository
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Repository = &x2
+			}
+			continue
+		case "workspaceFolders":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.WorkspaceFolders = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x3 := []UnstableWorkspaceFolder{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x4 UnstableWorkspaceFolder
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x4.decodeFast(d); err != nil {
+						return err
+					}
+					x3 = append(x3, x4)
+				}
+				v.WorkspaceFolders = x3
+			}
+			continue
+		case "workspaceUri":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.WorkspaceUri = nil
+			} else {
+				var x5 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				x5 = x6
+				v.WorkspaceUri = &x5
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "repository", "workspaceFolders", "workspaceUri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableStartNesRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableStartNesRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableStartNesRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableStartNesRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -12478,9 +35004,67 @@ type UnstableStartNesResponse struct {
 	SessionId SessionId `json:"sessionId"`
 }
 
+// decodeFast decodes UnstableStartNesResponse in one pass (see fastdecode.go).
+func (v *UnstableStartNesResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "sessionId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x2)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "sessionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableStartNesResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableStartNesResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableStartNesResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableStartNesResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -12521,9 +35105,154 @@ type UnstableSuggestNesRequest struct {
 	Version int `json:"version"`
 }
 
+// decodeFast decodes UnstableSuggestNesRequest in one pass (see fastdecode.go).
+func (v *UnstableSuggestNesRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "context":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Context = nil
+			} else {
+				var x2 UnstableNesSuggestContext
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Context = &x2
+			}
+			continue
+		case "position":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.peek() == 'n' {
+				return errFallback
+			}
+			if err := v.Position.decodeFast(d); err != nil {
+				return err
+			}
+			continue
+		case "selection":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if d.null() {
+				v.Selection = nil
+			} else {
+				var x3 UnstableRange
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				v.Selection = &x3
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x4)
+			}
+			continue
+		case "triggerKind":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if !d.null() {
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.TriggerKind = UnstableNesTriggerKind(x5)
+			}
+			continue
+		case "uri":
+			if seen&(1<<6) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 6
+			if !d.null() {
+				x6, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x6
+			}
+			continue
+		case "version":
+			if seen&(1<<7) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 7
+			if !d.null() {
+				x7, err := d.integer()
+				if err != nil {
+					return err
+				}
+				v.Version = x7
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "context", "position", "selection", "sessionId", "triggerKind", "uri", "version") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableSuggestNesRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableSuggestNesRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableSuggestNesRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableSuggestNesRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -12555,9 +35284,86 @@ type UnstableSuggestNesResponse struct {
 	Suggestions []UnstableNesSuggestion `json:"suggestions"`
 }
 
+// decodeFast decodes UnstableSuggestNesResponse in one pass (see fastdecode.go).
+func (v *UnstableSuggestNesResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "suggestions":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Suggestions = nil
+			} else {
+				if err := d.beginArray(); err != nil {
+					return err
+				}
+				x2 := []UnstableNesSuggestion{}
+				for first := true; ; first = false {
+					more, err := d.nextItem(first)
+					if err != nil {
+						return err
+					}
+					if !more {
+						break
+					}
+					var x3 UnstableNesSuggestion
+					if d.peek() == 'n' {
+						return errFallback
+					}
+					if err := x3.decodeFast(d); err != nil {
+						return err
+					}
+					x2 = append(x2, x3)
+				}
+				v.Suggestions = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "suggestions") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstableSuggestNesResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableSuggestNesResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstableSuggestNesResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstableSuggestNesResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -12588,6 +35394,63 @@ type UnstableTextDocumentContentChangeEvent struct {
 	Text string `json:"text"`
 }
 
+// decodeFast decodes UnstableTextDocumentContentChangeEvent in one pass (see fastdecode.go).
+func (v *UnstableTextDocumentContentChangeEvent) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "range":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if d.null() {
+				v.Range = nil
+			} else {
+				var x1 UnstableRange
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				v.Range = &x1
+			}
+			continue
+		case "text":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Text = x2
+			}
+			continue
+		}
+		if foldsTo(key, "range", "text") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnstableWorkspaceFolder is an ACP object.
 //
 // A workspace folder.
@@ -12596,6 +35459,58 @@ type UnstableWorkspaceFolder struct {
 	Name string `json:"name"`
 	// The URI of the folder.
 	Uri string `json:"uri"`
+}
+
+// decodeFast decodes UnstableWorkspaceFolder in one pass (see fastdecode.go).
+func (v *UnstableWorkspaceFolder) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "name":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if !d.null() {
+				x1, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Name = x1
+			}
+			continue
+		case "uri":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Uri = x2
+			}
+			continue
+		}
+		if foldsTo(key, "name", "uri") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // UnstructuredCommandInput is an ACP object.
@@ -12612,9 +35527,67 @@ type UnstructuredCommandInput struct {
 	Hint string `json:"hint"`
 }
 
+// decodeFast decodes UnstructuredCommandInput in one pass (see fastdecode.go).
+func (v *UnstructuredCommandInput) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "hint":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Hint = x2
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "hint") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UnstructuredCommandInput; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstructuredCommandInput) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UnstructuredCommandInput
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UnstructuredCommandInput
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -12646,6 +35619,131 @@ type Usage struct {
 	TotalTokens int `json:"totalTokens"`
 }
 
+// decodeFast decodes Usage in one pass (see fastdecode.go).
+func (v *Usage) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "cachedReadTokens":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			if d.null() {
+				v.CachedReadTokens = nil
+			} else {
+				var x1 int
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x2, err := d.integer()
+				if err != nil {
+					return err
+				}
+				x1 = x2
+				v.CachedReadTokens = &x1
+			}
+			continue
+		case "cachedWriteTokens":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.CachedWriteTokens = nil
+			} else {
+				var x3 int
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x4, err := d.integer()
+				if err != nil {
+					return err
+				}
+				x3 = x4
+				v.CachedWriteTokens = &x3
+			}
+			continue
+		case "inputTokens":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x5, err := d.integer()
+				if err != nil {
+					return err
+				}
+				v.InputTokens = x5
+			}
+			continue
+		case "outputTokens":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x6, err := d.integer()
+				if err != nil {
+					return err
+				}
+				v.OutputTokens = x6
+			}
+			continue
+		case "thoughtTokens":
+			if seen&(1<<4) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 4
+			if d.null() {
+				v.ThoughtTokens = nil
+			} else {
+				var x7 int
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x8, err := d.integer()
+				if err != nil {
+					return err
+				}
+				x7 = x8
+				v.ThoughtTokens = &x7
+			}
+			continue
+		case "totalTokens":
+			if seen&(1<<5) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 5
+			if !d.null() {
+				x9, err := d.integer()
+				if err != nil {
+					return err
+				}
+				v.TotalTokens = x9
+			}
+			continue
+		}
+		if foldsTo(key, "cachedReadTokens", "cachedWriteTokens", "inputTokens", "outputTokens", "thoughtTokens", "totalTokens") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UsageUpdate is an ACP object.
 //
 // **UNSTABLE**
@@ -12668,9 +35766,98 @@ type UsageUpdate struct {
 	Used int `json:"used"`
 }
 
+// decodeFast decodes UsageUpdate in one pass (see fastdecode.go).
+func (v *UsageUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "cost":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.Cost = nil
+			} else {
+				var x2 Cost
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				v.Cost = &x2
+			}
+			continue
+		case "size":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.integer()
+				if err != nil {
+					return err
+				}
+				v.Size = x3
+			}
+			continue
+		case "used":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.integer()
+				if err != nil {
+					return err
+				}
+				v.Used = x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "cost", "size", "used") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes UsageUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UsageUpdate) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x UsageUpdate
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain UsageUpdate
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -12696,9 +35883,80 @@ type WaitForTerminalExitRequest struct {
 	TerminalId string `json:"terminalId"`
 }
 
+// decodeFast decodes WaitForTerminalExitRequest in one pass (see fastdecode.go).
+func (v *WaitForTerminalExitRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "sessionId":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x2)
+			}
+			continue
+		case "terminalId":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.TerminalId = x3
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "sessionId", "terminalId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes WaitForTerminalExitRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *WaitForTerminalExitRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x WaitForTerminalExitRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain WaitForTerminalExitRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -12732,9 +35990,94 @@ type WaitForTerminalExitResponse struct {
 	Signal *string `json:"signal,omitempty"`
 }
 
+// decodeFast decodes WaitForTerminalExitResponse in one pass (see fastdecode.go).
+func (v *WaitForTerminalExitResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "exitCode":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if d.null() {
+				v.ExitCode = nil
+			} else {
+				var x2 int
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x3, err := d.integer()
+				if err != nil {
+					return err
+				}
+				x2 = x3
+				v.ExitCode = &x2
+			}
+			continue
+		case "signal":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if d.null() {
+				v.Signal = nil
+			} else {
+				var x4 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x5, err := d.str()
+				if err != nil {
+					return err
+				}
+				x4 = x5
+				v.Signal = &x4
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "exitCode", "signal") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes WaitForTerminalExitResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *WaitForTerminalExitResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x WaitForTerminalExitResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain WaitForTerminalExitResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -12769,9 +36112,93 @@ type WriteTextFileRequest struct {
 	SessionId SessionId `json:"sessionId"`
 }
 
+// decodeFast decodes WriteTextFileRequest in one pass (see fastdecode.go).
+func (v *WriteTextFileRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		case "content":
+			if seen&(1<<1) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 1
+			if !d.null() {
+				x2, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Content = x2
+			}
+			continue
+		case "path":
+			if seen&(1<<2) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 2
+			if !d.null() {
+				x3, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.Path = x3
+			}
+			continue
+		case "sessionId":
+			if seen&(1<<3) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 3
+			if !d.null() {
+				x4, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.SessionId = SessionId(x4)
+			}
+			continue
+		}
+		if foldsTo(key, "_meta", "content", "path", "sessionId") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes WriteTextFileRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *WriteTextFileRequest) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x WriteTextFileRequest
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain WriteTextFileRequest
 	var p plain
 	if err := decodeExact(b, &p); err != nil {
@@ -12804,9 +36231,54 @@ type WriteTextFileResponse struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// decodeFast decodes WriteTextFileResponse in one pass (see fastdecode.go).
+func (v *WriteTextFileResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "_meta":
+			if seen&(1<<0) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 0
+			x1, err := d.mapAny()
+			if err != nil {
+				return err
+			}
+			v.Meta = x1
+			continue
+		}
+		if foldsTo(key, "_meta") {
+			return errFallback
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UnmarshalJSON decodes WriteTextFileResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *WriteTextFileResponse) UnmarshalJSON(b []byte) error {
+	if !fastDecodeOff.Load() {
+		d := fastDecoder{data: b}
+		var x WriteTextFileResponse
+		if x.decodeFast(&d) == nil && d.atEnd() {
+			*v = x
+			return nil
+		}
+	}
 	type plain WriteTextFileResponse
 	var p plain
 	if err := decodeExact(b, &p); err != nil {

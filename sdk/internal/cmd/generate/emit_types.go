@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -113,6 +112,7 @@ func emitStruct(b *w, m *model, t *goType) {
 			exact = true
 		}
 	}
+	emitStructFast(b, m, t)
 	if len(defaults) > 0 {
 		emitDefaultsCodec(b, t, defaults)
 	} else if t.Lenient {
@@ -121,6 +121,7 @@ func emitStruct(b *w, m *model, t *goType) {
 		b.p("// UnmarshalJSON decodes %s; integers beyond 2^53 in dynamically typed", t.Name)
 		b.p("// fields stay exact (see decodeExact).")
 		b.p("func (v *%s) UnmarshalJSON(b []byte) error {", t.Name)
+		emitFastEntry(b, t)
 		b.p("type plain %s", t.Name)
 		b.p("var p plain")
 		b.p("if err := decodeExact(b, &p); err != nil {\nreturn err\n}")
@@ -166,6 +167,7 @@ func emitDefaultsCodec(b *w, t *goType, defaults []*field) {
 
 	b.p("// UnmarshalJSON decodes %s; a missing or null key takes its schema default.", t.Name)
 	b.p("func (v *%s) UnmarshalJSON(b []byte) error {", t.Name)
+	emitFastEntry(b, t)
 	b.p("type plain %s", t.Name)
 	b.p("var p plain")
 	b.p("if err := decodeExact(b, &p); err != nil {\nreturn err\n}")
@@ -182,6 +184,7 @@ func emitLenientCodec(b *w, t *goType) {
 	b.p("// UnmarshalJSON decodes %s. A malformed value in a field the schema marks", t.Name)
 	b.p("// default-on-error is treated as absent instead of failing the whole object.")
 	b.p("func (v *%s) UnmarshalJSON(b []byte) error {", t.Name)
+	emitFastEntry(b, t)
 	b.p("type plain %s", t.Name)
 	b.p("var p plain")
 	b.p("if err := decodeExact(b, &p); err == nil {\n*v = %s(p)\nreturn nil\n}", t.Name)
@@ -285,6 +288,12 @@ func emitUnionUnmarshal(b *w, m *model, t *goType) {
 	u := t.Union
 	b.p("// UnmarshalJSON decodes the variant the payload's tag or shape selects.")
 	b.p("func (u *%s) UnmarshalJSON(b []byte) error {", t.Name)
+	b.p("if !fastDecodeOff.Load() {\nd := fastDecoder{data: b}\nvar x %s\nif x.decodeFast(&d) == nil && d.atEnd() {\n*u = x\nreturn nil\n}\n}", t.Name)
+	b.p("return u.unmarshalSlow(b)\n}\n")
+	emitUnionFast(b, m, t)
+	b.p("// unmarshalSlow decodes through encoding/json, following v0.13.5's rules")
+	b.p("// for payloads the tag does not decide.")
+	b.p("func (u *%s) unmarshalSlow(b []byte) error {", t.Name)
 	b.p("*u = %s{}", t.Name)
 
 	var objects, arrays, ints, strs []*variant
@@ -448,9 +457,8 @@ func emitObjectDecode(b *w, m *model, t *goType, objects []*variant) {
 	}
 }
 
-// sortedTypes is used by tests.
-func sortedTypeNames(m *model) []string {
-	n := append([]string(nil), m.order...)
-	sort.Strings(n)
-	return n
+// emitFastEntry starts an UnmarshalJSON with the one-pass decoder; the rest
+// of the method is the general path it falls back to.
+func emitFastEntry(b *w, t *goType) {
+	b.p("if !fastDecodeOff.Load() {\nd := fastDecoder{data: b}\nvar x %s\nif x.decodeFast(&d) == nil && d.atEnd() {\n*v = x\nreturn nil\n}\n}", t.Name)
 }

@@ -11,26 +11,28 @@ import (
 
 // Schema is the subset of JSON Schema (draft 2020-12) the ACP schemas use.
 type Schema struct {
-	Ref                  string             `json:"$ref"`
-	Type                 typeList           `json:"type"`
-	Title                string             `json:"title"`
-	Description          string             `json:"description"`
-	Properties           map[string]*Schema `json:"properties"`
-	Required             []string           `json:"required"`
-	AllOf                []*Schema          `json:"allOf"`
-	AnyOf                []*Schema          `json:"anyOf"`
-	OneOf                []*Schema          `json:"oneOf"`
-	Items                *Schema            `json:"items"`
-	Const                json.RawMessage    `json:"const"`
-	Enum                 []json.RawMessage  `json:"enum"`
-	Default              json.RawMessage    `json:"default"`
-	Format               string             `json:"format"`
-	Discriminator        *struct{ PropertyName string `json:"propertyName"` } `json:"discriminator"`
-	AdditionalProperties json.RawMessage    `json:"additionalProperties"`
-	Not                  *Schema            `json:"not"`
-	XMethod              string             `json:"x-method"`
-	XSide                string             `json:"x-side"`
-	XDefaultOnError      bool               `json:"x-deserialize-default-on-error"`
+	Ref           string             `json:"$ref"`
+	Type          typeList           `json:"type"`
+	Title         string             `json:"title"`
+	Description   string             `json:"description"`
+	Properties    map[string]*Schema `json:"properties"`
+	Required      []string           `json:"required"`
+	AllOf         []*Schema          `json:"allOf"`
+	AnyOf         []*Schema          `json:"anyOf"`
+	OneOf         []*Schema          `json:"oneOf"`
+	Items         *Schema            `json:"items"`
+	Const         json.RawMessage    `json:"const"`
+	Enum          []json.RawMessage  `json:"enum"`
+	Default       json.RawMessage    `json:"default"`
+	Format        string             `json:"format"`
+	Discriminator *struct {
+		PropertyName string `json:"propertyName"`
+	} `json:"discriminator"`
+	AdditionalProperties json.RawMessage `json:"additionalProperties"`
+	Not                  *Schema         `json:"not"`
+	XMethod              string          `json:"x-method"`
+	XSide                string          `json:"x-side"`
+	XDefaultOnError      bool            `json:"x-deserialize-default-on-error"`
 	// XGoName overrides the Go name derived from a property or definition name
 	// (supplement.json only).
 	XGoName string `json:"x-go-name"`
@@ -239,9 +241,7 @@ func closure(defs map[string]*Schema, roots []string) map[string]bool {
 		seen[k] = true
 		refs := map[string]bool{}
 		collectRefs(defs[k], refs)
-		for _, r := range sortedKeys(refs) {
-			stack = append(stack, r)
-		}
+		stack = append(stack, sortedKeys(refs)...)
 	}
 	return seen
 }

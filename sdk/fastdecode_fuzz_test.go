@@ -1,0 +1,81 @@
+package acp
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// decodeBothWays decodes data into a fresh value of the indexed type with the
+// fast path and with encoding/json alone.
+func decodeBothWays(it indexedType, data []byte) (fast, slow any, fastErr, slowErr error) {
+	fast = it.New()
+	fastErr = json.Unmarshal(data, fast)
+	fastDecodeOff.Store(true)
+	defer fastDecodeOff.Store(false)
+	slow = it.New()
+	slowErr = json.Unmarshal(data, slow)
+	return
+}
+
+// FuzzFastDecodeMatchesEncodingJSON: the one-pass decoder must give exactly
+// what encoding/json gives (the same value, or an error in both), for every
+// generated message and union.
+func FuzzFastDecodeMatchesEncodingJSON(f *testing.F) {
+	all := append(append([]indexedType(nil), generatedMessages...), generatedUnions...)
+	for i, it := range all {
+		dir := "messages"
+		if i >= len(generatedMessages) {
+			dir = "unions"
+		}
+		matches, _ := filepath.Glob(filepath.Join("testdata", "golden", dir, it.Name+"*.json"))
+		for _, m := range matches {
+			if data, err := os.ReadFile(m); err == nil {
+				f.Add(uint16(i), data)
+			}
+		}
+	}
+	f.Add(uint16(0), []byte(`{"sessionId":"a","SESSIONID":"b"}`))
+	f.Add(uint16(0), []byte(`{"sessionId":"a","sessionId":"b"}`))
+	f.Add(uint16(0), []byte(`{"a":1e400}`))
+	f.Fuzz(func(t *testing.T, which uint16, data []byte) {
+		it := all[int(which)%len(all)]
+		fast, slow, fastErr, slowErr := decodeBothWays(it, data)
+		if (fastErr == nil) != (slowErr == nil) {
+			t.Fatalf("%s %q: fast err %v, encoding/json err %v", it.Name, data, fastErr, slowErr)
+		}
+		if fastErr != nil {
+			if fastErr.Error() != slowErr.Error() {
+				t.Fatalf("%s %q: errors differ\nfast %v\nslow %v", it.Name, data, fastErr, slowErr)
+			}
+			return
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%s %q: values differ\nfast %#v\nslow %#v", it.Name, data, fast, slow)
+		}
+	})
+}
+
+// The same check over the committed fixtures, as a plain test.
+func TestFastDecodeMatchesOnGoldenFixtures(t *testing.T) {
+	check := func(it indexedType, path string) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fast, slow, fastErr, slowErr := decodeBothWays(it, data)
+		if fastErr != nil || slowErr != nil || !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%s: fast %v / %v", path, fastErr, slowErr)
+		}
+	}
+	for _, it := range generatedMessages {
+		check(it, filepath.Join("testdata", "golden", "messages", it.Name+".json"))
+	}
+	for _, it := range generatedUnions {
+		for _, v := range it.Variants {
+			check(it, filepath.Join("testdata", "golden", "unions", it.Name+"."+v+".json"))
+		}
+	}
+}
