@@ -66,8 +66,13 @@ type Connection struct {
 	opts    connectionOptions
 	logger  atomic.Pointer[slog.Logger]
 
-	writeMu sync.Mutex
-	nextID  atomic.Uint64
+	// writeSem serialises writes (one line per Write). It is a channel so a
+	// sender whose ctx ends, or a Close, can stop waiting behind a write the
+	// peer does not consume.
+	writeSem chan struct{}
+	// closed is closed by Close.
+	closed chan struct{}
+	nextID atomic.Uint64
 
 	// ctx ends when the connection ends; its cause is the reason.
 	ctx    context.Context
@@ -94,6 +99,7 @@ type Connection struct {
 	qmu          sync.Mutex
 	qcond        sync.Cond
 	queue        notificationRing
+	queuedBytes  int // params bytes of the queued notifications
 	queueClosed  bool
 	enqueuedSeq  uint64 // notifications accepted so far
 	completedSeq uint64 // notifications whose handler has returned
@@ -158,6 +164,8 @@ func NewConnection(handler MethodHandler, peerInput io.Writer, peerOutput io.Rea
 		pending:  make(map[uint64]*pendingCall),
 		inflight: make(map[string]*inflightRequest),
 		stopped:  make(chan struct{}),
+		writeSem: make(chan struct{}, 1),
+		closed:   make(chan struct{}),
 	}
 	c.qcond.L = &c.qmu
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
@@ -206,6 +214,7 @@ func (c *Connection) Err() error {
 func (c *Connection) Close() error {
 	c.shutdown(ErrConnectionClosed)
 	c.closeOnce.Do(func() {
+		close(c.closed)
 		var errs []error
 		wc, wok := c.w.(io.Closer)
 		rc, rok := c.r.(io.Closer)
@@ -338,14 +347,17 @@ func (c *Connection) enqueueNotification(method string, params json.RawMessage) 
 		c.qmu.Unlock()
 		return false
 	}
-	if c.queue.len() >= c.opts.maxQueuedNotifications {
-		queued := c.queue.len()
+	if c.queue.len() >= c.opts.maxQueuedNotifications ||
+		(c.queue.len() > 0 && c.queuedBytes+len(params) > c.opts.maxQueuedNotificationBytes) {
+		queued, queuedBytes := c.queue.len(), c.queuedBytes
 		c.qmu.Unlock()
 		c.log().Error("failed to queue notification; closing connection",
-			"err", ErrNotificationQueueOverflow, "capacity", c.opts.maxQueuedNotifications, "queued", queued)
+			"err", ErrNotificationQueueOverflow, "capacity", c.opts.maxQueuedNotifications, "queued", queued,
+			"queued_bytes", queuedBytes, "max_bytes", c.opts.maxQueuedNotificationBytes)
 		c.shutdown(ErrNotificationQueueOverflow)
 		return false
 	}
+	c.queuedBytes += len(params)
 	c.enqueuedSeq++
 	c.queue.push(queuedNotification{seq: c.enqueuedSeq, method: method, params: params}, c.opts.maxQueuedNotifications)
 	c.qcond.Signal()
@@ -374,6 +386,7 @@ func (c *Connection) notificationLoop() {
 			return
 		}
 		item := c.queue.pop()
+		c.queuedBytes -= len(item.params)
 		c.qmu.Unlock()
 
 		c.handleNotification(item.method, item.params)
@@ -567,11 +580,22 @@ func (e *encodeBuffer) appendValue(v any) error {
 	return nil
 }
 
-// write sends one complete line.
-func (c *Connection) write(line []byte) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
+// write sends one complete line. Waiting for an earlier write ends with
+// ctx's error or ErrConnectionClosed after Close.
+func (c *Connection) write(ctx context.Context, line []byte) error {
+	select {
+	case c.writeSem <- struct{}{}:
+	default:
+		select {
+		case c.writeSem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.closed:
+			return ErrConnectionClosed
+		}
+	}
 	_, err := c.w.Write(line)
+	<-c.writeSem
 	return err
 }
 
@@ -604,7 +628,7 @@ func (c *Connection) writeResponse(rawID json.RawMessage, result any, rerr *Requ
 		break
 	}
 	e.buf.WriteString("}\n")
-	if err := c.write(e.buf.Bytes()); err != nil {
+	if err := c.write(context.Background(), e.buf.Bytes()); err != nil {
 		c.log().Debug("failed to write response", "err", err)
 	}
 }
@@ -684,7 +708,7 @@ func (c *Connection) SendNotification(ctx context.Context, method string, params
 	if err := encodeMessage(e, 0, method, params); err != nil {
 		return NewInvalidParams(errorData(err.Error()))
 	}
-	if err := c.write(e.buf.Bytes()); err != nil {
+	if err := c.write(ctx, e.buf.Bytes()); err != nil {
 		return NewInternalError(errorData(err.Error()))
 	}
 	return nil
@@ -719,10 +743,14 @@ func (c *Connection) call(ctx context.Context, method string, params any) (json.
 	c.pending[id] = pc
 	c.mu.Unlock()
 
-	err := c.write(e.buf.Bytes())
+	err := c.write(ctx, e.buf.Bytes())
 	putEncodeBuffer(e)
 	if err != nil {
 		c.forgetPending(pc)
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			// Never written, so there is nothing to cancel on the peer.
+			return nil, toRequestError(context.Cause(ctx))
+		}
 		return nil, NewInternalError(errorData(err.Error()))
 	}
 

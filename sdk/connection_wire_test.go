@@ -854,3 +854,81 @@ func TestConnectionNestedRequests(t *testing.T) {
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestWireNotificationQueueByteBudget(t *testing.T) {
+	gate := make(chan struct{})
+	started := make(chan struct{}, 1)
+	p := newRawPeer(t, func(_ context.Context, method string, _ json.RawMessage) (any, *RequestError) {
+		if method == "first" {
+			started <- struct{}{}
+			<-gate
+		}
+		return nil, nil
+	}, WithMaxQueuedNotificationBytes(100))
+	defer close(gate)
+	big := `"` + strings.Repeat("x", 58) + `"` // 60 bytes of params
+	p.send(`{"method":"first","params":` + big + `}`)
+	waitChan(t, started, "first notification")
+	p.send(`{"method":"q1","params":` + big + `}`) // queued: 60 bytes
+	p.send(`{"method":"q2","params":` + big + `}`) // 120 > 100: overflow
+	waitChan(t, p.conn.Done(), "byte-budget overflow")
+	if !errors.Is(p.conn.Err(), ErrNotificationQueueOverflow) {
+		t.Fatalf("Err = %v", p.conn.Err())
+	}
+	if !p.logs.contains("failed to queue notification; closing connection", "queued_bytes=60", "max_bytes=100") {
+		t.Fatal("missing overflow log with the byte budget")
+	}
+}
+
+func TestWriteWaitHonoursContextAndClose(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	var first atomic.Bool
+	w := writerFunc(func(p []byte) (int, error) {
+		if first.CompareAndSwap(false, true) {
+			entered <- struct{}{}
+			<-release // the peer stops reading
+		}
+		return len(p), nil
+	})
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	conn := NewConnection(nil, w, inR)
+	conn.SetLogger(quietLogger())
+	blocked := make(chan error, 1)
+	go func() { blocked <- conn.SendNotification(context.Background(), "stuck", nil) }()
+	waitChan(t, entered, "first write")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	waiting := make(chan error, 2)
+	go func() { waiting <- conn.SendNotification(ctx, "n", nil) }()
+	go func() {
+		_, err := SendRequest[any](conn, ctx, "r", nil)
+		waiting <- err
+	}()
+	cancel()
+	for i := 0; i < 2; i++ {
+		err := waitChan(t, waiting, "writers giving up on their ctx")
+		var re *RequestError
+		if !errors.As(err, &re) || (re.Code != -32603 && re.Code != -32800) {
+			t.Fatalf("err = %v", err)
+		}
+	}
+	conn.mu.Lock()
+	pending := len(conn.pending)
+	conn.mu.Unlock()
+	if pending != 0 {
+		t.Fatalf("%d pending calls left behind", pending)
+	}
+	// Close releases writers that wait without a deadline.
+	later := make(chan error, 1)
+	go func() { later <- conn.SendNotification(context.Background(), "later", nil) }()
+	_ = conn.Close()
+	if err := waitChan(t, later, "writer released by Close"); err == nil || !strings.Contains(err.Error(), "connection closed") {
+		t.Fatalf("err = %v", err)
+	}
+	close(release)
+	if err := waitChan(t, blocked, "first write"); err != nil {
+		t.Fatalf("first write: %v", err)
+	}
+}

@@ -10,6 +10,10 @@ const (
 	// run at the same time when WithMaxInflightRequests is not given.
 	defaultMaxInflightRequests = 1024
 
+	// defaultMaxQueuedNotificationBytes bounds the params bytes of queued
+	// notifications when WithMaxQueuedNotificationBytes is not given.
+	defaultMaxQueuedNotificationBytes = 512 << 20
+
 	// maxLineBytes is the frame limit: the longest line (newline excluded)
 	// a connection accepts from its peer.
 	maxLineBytes = 64 << 20
@@ -22,16 +26,18 @@ type ConnectionOption func(*connectionOptions)
 
 // connectionOptions holds the settings ConnectionOptions change.
 type connectionOptions struct {
-	maxQueuedNotifications int
-	maxInflightRequests    int
+	maxQueuedNotifications     int
+	maxQueuedNotificationBytes int
+	maxInflightRequests        int
 }
 
 // defaultConnectionOptions returns the settings of a connection built without
 // options.
 func defaultConnectionOptions() connectionOptions {
 	return connectionOptions{
-		maxQueuedNotifications: defaultMaxQueuedNotifications,
-		maxInflightRequests:    defaultMaxInflightRequests,
+		maxQueuedNotifications:     defaultMaxQueuedNotifications,
+		maxQueuedNotificationBytes: defaultMaxQueuedNotificationBytes,
+		maxInflightRequests:        defaultMaxInflightRequests,
 	}
 }
 
@@ -63,6 +69,22 @@ func WithMaxQueuedNotifications(n int) ConnectionOption {
 			n = defaultMaxQueuedNotifications
 		}
 		o.maxQueuedNotifications = n
+	}
+}
+
+// WithMaxQueuedNotificationBytes bounds the memory of the notification
+// queue: the total size of the params of the notifications waiting for their
+// handler; n <= 0 selects the default of 512 MiB. A notification that would
+// exceed it is handled like one beyond WithMaxQueuedNotifications: the
+// connection closes with cause ErrNotificationQueueOverflow. The
+// notification running in its handler does not count, so one frame of up to
+// the 64 MiB frame limit is always accepted. Upstream bounds the count only.
+func WithMaxQueuedNotificationBytes(n int) ConnectionOption {
+	return func(o *connectionOptions) {
+		if n <= 0 {
+			n = defaultMaxQueuedNotificationBytes
+		}
+		o.maxQueuedNotificationBytes = n
 	}
 }
 
