@@ -6,10 +6,12 @@
 # Usage: patches/check.sh [--keep DIR] [--no-wire]
 #   --keep DIR  leave the patched upstream tree (a git repo, one commit per
 #               patch) in DIR, which must not exist yet or be empty.
-#   --no-wire   skip the wire comparison between the patched tree and sdk/.
+#   --no-wire   skip the wire comparisons between the patched tree and sdk/.
 #
 # Output: one line per patch, "NNNN-name.patch  applies: ok  tests: ok",
-# then the wire comparison. Exits non-zero on any failure.
+# then the wire comparisons (wirecheck/compare.sh: our two scenarios;
+# wirecheck/conformance.sh: the conformance harness's inbound cursor/task and
+# vendor-method scenarios). Exits non-zero on any failure.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +27,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --keep) keep=${2:?--keep needs a directory}; shift 2 ;;
     --no-wire) wire=0; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "check.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -109,6 +111,9 @@ fi
 
 if [[ $failed -eq 0 && $wire -eq 1 ]]; then
   if ! "$here/wirecheck/compare.sh" "$tree" "$repo/sdk" "$dir"; then
+    failed=1
+  fi
+  if ! "$here/wirecheck/conformance.sh" "$tree" "$repo"; then
     failed=1
   fi
 fi
