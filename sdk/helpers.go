@@ -94,7 +94,9 @@ func StartToolCall(id ToolCallId, title string, opts ...ToolCallStartOpt) Sessio
 }
 
 // WithStartKind sets the tool call's kind.
-func WithStartKind(k ToolKind) ToolCallStartOpt { return func(tc *SessionUpdateToolCall) { tc.Kind = k } }
+func WithStartKind(k ToolKind) ToolCallStartOpt {
+	return func(tc *SessionUpdateToolCall) { tc.Kind = k }
+}
 
 // WithStartStatus sets the tool call's status.
 func WithStartStatus(s ToolCallStatus) ToolCallStartOpt {
@@ -107,12 +109,12 @@ func WithStartContent(c []ToolCallContent) ToolCallStartOpt {
 }
 
 // WithStartLocations sets the files the tool call touches. With exactly one
-// location it also records the path as rawInput.path: as the whole rawInput
+// location with a non-empty path it also records the path as rawInput.path: as the whole rawInput
 // when none is set yet, or added to a map rawInput that has no "path".
 func WithStartLocations(l []ToolCallLocation) ToolCallStartOpt {
 	return func(tc *SessionUpdateToolCall) {
 		tc.Locations = l
-		if len(l) != 1 {
+		if len(l) != 1 || l[0].Path == "" {
 			return
 		}
 		switch in := tc.RawInput.(type) {

@@ -24,6 +24,9 @@ func TestHelpersMarshal(t *testing.T) {
 		{"read", StartReadToolCall("c1", "Read a", "/a"), `{"kind":"read","locations":[{"path":"/a"}],"rawInput":{"path":"/a"},"sessionUpdate":"tool_call","status":"pending","title":"Read a","toolCallId":"c1"}`},
 		{"edit", StartEditToolCall("c2", "Edit a", "/a", "x"), `{"kind":"edit","locations":[{"path":"/a"}],"rawInput":{"content":"x","path":"/a"},"sessionUpdate":"tool_call","status":"pending","title":"Edit a","toolCallId":"c2"}`},
 		{"locations add path", StartToolCall("c3", "t", WithStartRawInput(map[string]any{"q": 1}), WithStartLocations([]ToolCallLocation{{Path: "/p"}})), `{"locations":[{"path":"/p"}],"rawInput":{"path":"/p","q":1},"sessionUpdate":"tool_call","title":"t","toolCallId":"c3"}`},
+		{"locations empty path", StartToolCall("c4", "t", WithStartLocations([]ToolCallLocation{{Path: ""}})), `{"locations":[{"path":""}],"sessionUpdate":"tool_call","title":"t","toolCallId":"c4"}`},
+		{"locations keep path", StartToolCall("c5", "t", WithStartRawInput(map[string]any{"path": "/x"}), WithStartLocations([]ToolCallLocation{{Path: "/p"}})), `{"locations":[{"path":"/p"}],"rawInput":{"path":"/x"},"sessionUpdate":"tool_call","title":"t","toolCallId":"c5"}`},
+		{"plan", UpdatePlan(PlanEntry{Content: "step", Priority: PlanEntryPriorityHigh, Status: PlanEntryStatusPending}), `{"entries":[{"content":"step","priority":"high","status":"pending"}],"sessionUpdate":"plan"}`},
 		{"update", UpdateToolCall("c1", WithUpdateStatus(ToolCallStatusCompleted), WithUpdateTitle("done"), WithUpdateKind(ToolKindRead), WithUpdateRawOutput(map[string]any{"n": 2})), `{"kind":"read","rawOutput":{"n":2},"sessionUpdate":"tool_call_update","status":"completed","title":"done","toolCallId":"c1"}`},
 	}
 	for _, tc := range cases {
