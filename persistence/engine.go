@@ -49,16 +49,28 @@ type engine interface {
 	metricType() string
 	// metadataObject turns a metadata text column into a JSON object, or
 	// into the engine's "empty object" when it is NULL, empty, invalid or
-	// not an object, so no history row can abort a statement.
+	// not an object.
 	metadataObject(col string) string
-	// jsonStr is a JSON string at path, NULL for any other type or "".
-	jsonStr(md string, path ...string) string
-	// jsonRaw is the text of the value at path, whatever its type.
+	// tune is run at the start of the backfill and health transactions.
+	tune() []string
+	// totalGuard is the engine variant whose metadataObject can never
+	// raise, for a statement whose fast guard raised (ok=false when the
+	// fast guard is already total, as on SQLite).
+	totalGuard() (engine, bool)
+	// jsonText is the value at path as SQL text/number (for equality with
+	// a string literal).
 	jsonText(md string, path ...string) string
-	// jsonInt is an integral JSON number >= min that fits int64, else NULL.
-	jsonInt(md string, min int, path ...string) string
-	// jsonTrue is 1 for JSON true, 1, "true" or "1", else 0.
-	jsonTrue(md string, path ...string) string
+	// jsonRaw extracts the value at path once, in the engine's raw form;
+	// asStr, asInt and asTrue then type it without touching the document
+	// again (except, on SQLite, to tell JSON true from 1 or a string from
+	// an object, which only ambiguous values need).
+	jsonRaw(md string, path ...string) string
+	// asStr is a JSON string, NULL for any other type or "".
+	asStr(raw, md string, path ...string) string
+	// asInt is an integral JSON number >= min that fits int64, else NULL.
+	asInt(raw string, min int, md string, path ...string) string
+	// asTrue is 1 for JSON true, 1, "true" or "1", else 0.
+	asTrue(raw string) string
 	// stored turns a canon() expression back into the column's stored form.
 	stored(canonExpr string) string
 	// snapshot is the transaction that gives the health queries one
@@ -99,7 +111,7 @@ func (sqliteEngine) kind() Engine                 { return SQLite }
 func (sqliteEngine) rebind(q string) string       { return q }
 func (sqliteEngine) binary(expr string) string    { return expr }
 func (sqliteEngine) metricType() string           { return "INTEGER" }
-func (sqliteEngine) fence() string                { return "" }
+func (sqliteEngine) fence() string                { return " LIMIT -1 OFFSET 0" }
 func (sqliteEngine) stored(c string) string       { return "(" + c + " || '+00:00')" }
 func (sqliteEngine) snapshot() *sql.TxOptions     { return nil } // mattn ignores TxOptions; WAL fixes the snapshot at the first read
 func (sqliteEngine) bindTime(t time.Time) any     { return sqliteText(t) }
@@ -114,37 +126,50 @@ func (e sqliteEngine) later(a, b string) string {
 func (sqliteEngine) canon(x string) string {
 	frac := fmt.Sprintf("CASE WHEN substr(%[1]s, 20, 1) = '.' THEN substr(substr(%[1]s, 21), 1, "+
 		"length(substr(%[1]s, 21)) - length(ltrim(substr(%[1]s, 21), '0123456789'))) ELSE '' END", x)
-	return fmt.Sprintf("(strftime('%%Y-%%m-%%d %%H:%%M:%%S', %s) || '.' || substr((%s) || '000000', 1, 6))", x, frac)
+	slow := fmt.Sprintf("strftime('%%Y-%%m-%%d %%H:%%M:%%S', %s) || '.' || substr((%s) || '000000', 1, 6)", x, frac)
+	// Fast path: the fixed-width UTC text this package (and the host)
+	// writes is already canonical up to its "+00:00" suffix.
+	return fmt.Sprintf("(CASE WHEN %[1]s GLOB '%[2]s+00:00' OR %[1]s GLOB '%[2]s' THEN substr(%[1]s, 1, 26) ELSE %[3]s END)",
+		x, canonGlob, slow)
 }
 
+// canonGlob matches "YYYY-MM-DD HH:MM:SS.ffffff".
+const canonGlob = "[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9] [0-2][0-9]:[0-5][0-9]:[0-5][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]"
+
+func (sqliteEngine) totalGuard() (engine, bool) { return nil, false }
+func (sqliteEngine) tune() []string                 { return nil }
+
+// metadataObject is total on SQLite: json_valid never raises.
 func (sqliteEngine) metadataObject(col string) string {
 	return fmt.Sprintf("CASE WHEN json_valid(%[1]s) AND json_type(%[1]s) = 'object' THEN %[1]s ELSE '{}' END", col)
 }
 
 func sqlitePath(path []string) string { return "'$." + strings.Join(path, ".") + "'" }
 
-func (sqliteEngine) jsonStr(md string, path ...string) string {
-	p := sqlitePath(path)
-	return fmt.Sprintf("CASE WHEN json_type(%[1]s, %[2]s) = 'text' THEN NULLIF(json_extract(%[1]s, %[2]s), '') END", md, p)
-}
-
 func (sqliteEngine) jsonText(md string, path ...string) string {
 	return fmt.Sprintf("json_extract(%s, %s)", md, sqlitePath(path))
 }
 
-func (sqliteEngine) jsonInt(md string, min int, path ...string) string {
-	v := fmt.Sprintf("json_extract(%s, %s)", md, sqlitePath(path))
-	t := fmt.Sprintf("json_type(%s, %s)", md, sqlitePath(path))
-	return fmt.Sprintf("CASE WHEN %[2]s = 'integer' AND typeof(%[1]s) = 'integer' AND %[1]s >= %[3]d THEN %[1]s "+
-		"WHEN %[2]s = 'real' AND %[1]s >= %[3]d AND %[1]s < 9223372036854775807.0 AND %[1]s = CAST(%[1]s AS INTEGER) "+
-		"THEN CAST(%[1]s AS INTEGER) END", v, t, min)
+// jsonRaw is json_extract: TEXT for strings (and for objects and arrays,
+// as JSON text), INTEGER or REAL for numbers, 1/0 for true/false, NULL.
+func (sqliteEngine) jsonRaw(md string, path ...string) string {
+	return fmt.Sprintf("json_extract(%s, %s)", md, sqlitePath(path))
 }
 
-func (sqliteEngine) jsonTrue(md string, path ...string) string {
-	v := fmt.Sprintf("json_extract(%s, %s)", md, sqlitePath(path))
-	t := fmt.Sprintf("json_type(%s, %s)", md, sqlitePath(path))
-	return fmt.Sprintf("CASE WHEN %[2]s = 'true' THEN 1 WHEN %[2]s = 'integer' AND %[1]s = 1 THEN 1 "+
-		"WHEN %[2]s = 'text' AND %[1]s IN ('true', '1') THEN 1 ELSE 0 END", v, t)
+func (sqliteEngine) asStr(v, md string, path ...string) string {
+	return fmt.Sprintf("CASE WHEN typeof(%[1]s) = 'text' AND %[1]s <> '' AND (substr(%[1]s, 1, 1) NOT IN ('{', '[') "+
+		"OR json_type(%[2]s, %[3]s) = 'text') THEN %[1]s END", v, md, sqlitePath(path))
+}
+
+func (sqliteEngine) asInt(v string, min int, md string, path ...string) string {
+	return fmt.Sprintf("CASE WHEN typeof(%[1]s) = 'integer' AND %[1]s >= %[2]d AND (%[1]s > 1 OR json_type(%[3]s, %[4]s) = 'integer') THEN %[1]s "+
+		"WHEN typeof(%[1]s) = 'real' AND %[1]s >= %[2]d AND %[1]s < 9223372036854775807.0 AND %[1]s = CAST(%[1]s AS INTEGER) "+
+		"THEN CAST(%[1]s AS INTEGER) END", v, min, md, sqlitePath(path))
+}
+
+func (sqliteEngine) asTrue(v string) string {
+	return fmt.Sprintf("CASE WHEN typeof(%[1]s) = 'integer' AND %[1]s = 1 THEN 1 "+
+		"WHEN typeof(%[1]s) = 'text' AND %[1]s IN ('true', '1') THEN 1 ELSE 0 END", v)
 }
 
 func (sqliteEngine) classify(err error) errClass {
@@ -190,6 +215,8 @@ type postgresEngine struct {
 	jsonFunc string
 	// hasInputIsValid is true on PostgreSQL 16+.
 	hasInputIsValid bool
+	// total selects the guard function over the fast cast.
+	total bool
 }
 
 // pgJSONFunc guards metadata on PostgreSQL: valid JSON objects pass, all
@@ -230,30 +257,49 @@ func (postgresEngine) rebind(q string) string {
 	return b.String()
 }
 
+// metadataObject has two forms. The fast one casts only text that starts
+// with '{' (after JSON whitespace), so NULL, '', 'null', '[1]' and 'abc'
+// read as {} without a cast; text like '{' still raises, and the statement
+// is then rerun with the total form, the guard function, under a
+// savepoint (Store.guarded). Both forms give the same result.
 func (e postgresEngine) metadataObject(col string) string {
-	return fmt.Sprintf("%s(%s::text)", e.jsonFunc, col)
+	if e.total {
+		return fmt.Sprintf("%s(%s::text)", e.jsonFunc, col)
+	}
+	return fmt.Sprintf("CASE WHEN left(ltrim(%[1]s::text, E' \\t\\n\\r'), 1) = '{' THEN %[1]s::jsonb ELSE '{}'::jsonb END", col)
+}
+
+// tune gives the window sort and the set operations of one transaction
+// enough memory to stay off disk at a million rows.
+func (postgresEngine) tune() []string { return []string{`SET LOCAL work_mem = '256MB'`} }
+
+func (e postgresEngine) totalGuard() (engine, bool) {
+	e.total = true
+	return e, true
 }
 
 func pgPath(path []string) string { return "'{" + strings.Join(path, ",") + "}'" }
-
-func (postgresEngine) jsonStr(md string, path ...string) string {
-	p := pgPath(path)
-	return fmt.Sprintf("CASE WHEN jsonb_typeof(%[1]s #> %[2]s) = 'string' THEN NULLIF(%[1]s #>> %[2]s, '') END", md, p)
-}
 
 func (postgresEngine) jsonText(md string, path ...string) string {
 	return fmt.Sprintf("(%s #>> %s)", md, pgPath(path))
 }
 
-func (postgresEngine) jsonInt(md string, min int, path ...string) string {
-	v := fmt.Sprintf("(%s #> %s)", md, pgPath(path))
+// jsonRaw is the jsonb value at path.
+func (postgresEngine) jsonRaw(md string, path ...string) string {
+	return fmt.Sprintf("(%s #> %s)", md, pgPath(path))
+}
+
+func (postgresEngine) asStr(v, _ string, _ ...string) string {
+	return fmt.Sprintf("CASE WHEN jsonb_typeof(%[1]s) = 'string' THEN NULLIF(%[1]s #>> '{}', '') END", v)
+}
+
+func (postgresEngine) asInt(v string, min int, _ string, _ ...string) string {
 	return fmt.Sprintf("CASE WHEN jsonb_typeof(%[1]s) = 'number' AND %[1]s::numeric >= %[2]d "+
 		"AND %[1]s::numeric <= 9223372036854775807 AND %[1]s::numeric = trunc(%[1]s::numeric) "+
 		"THEN %[1]s::numeric::bigint END", v, min)
 }
 
-func (postgresEngine) jsonTrue(md string, path ...string) string {
-	v := fmt.Sprintf("(%s #> %s)", md, pgPath(path))
+func (postgresEngine) asTrue(v string) string {
 	return fmt.Sprintf("CASE WHEN jsonb_typeof(%[1]s) = 'boolean' AND %[1]s = 'true'::jsonb THEN 1 "+
 		"WHEN jsonb_typeof(%[1]s) = 'number' AND %[1]s::text = '1' THEN 1 "+
 		"WHEN jsonb_typeof(%[1]s) = 'string' AND %[1]s #>> '{}' IN ('true', '1') THEN 1 ELSE 0 END", v)

@@ -4,7 +4,9 @@ import (
 	"crypto/rand"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Frame is one observation of a subagent on an agent's tool-call stream, in
@@ -117,10 +119,10 @@ type row struct {
 func normalise(f *Frame, now func() time.Time) row {
 	r := row{
 		id:               newUUID(),
-		sessionID:        f.TaskSessionID,
-		taskID:           f.TaskID,
-		toolCallID:       f.ToolCallID,
-		executionID:      f.ExecutionID,
+		sessionID:        cleanText(f.TaskSessionID),
+		taskID:           cleanText(f.TaskID),
+		toolCallID:       cleanText(f.ToolCallID),
+		executionID:      cleanText(f.ExecutionID),
 		turnID:           nonEmpty(f.TurnID),
 		parentToolCallID: nonEmpty(f.ParentToolCallID),
 		subagentType:     nonEmpty(f.SubagentType),
@@ -162,7 +164,18 @@ func nonEmpty(s string) *string {
 	if s == "" {
 		return nil
 	}
+	s = cleanText(s)
 	return &s
+}
+
+// cleanText makes agent text storable identically on both engines:
+// PostgreSQL text holds neither NUL nor invalid UTF-8, so both become
+// U+FFFD (on SQLite too, so the engines agree). Valid text is unchanged.
+func cleanText(s string) string {
+	if utf8.ValidString(s) && !strings.Contains(s, "\x00") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 // positive keeps v when > 0; 0 is "not reported" and a negative value is an

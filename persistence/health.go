@@ -67,41 +67,41 @@ type HealthReport struct {
 // Healthy reports whether the comparison ran and found no shortfall.
 func (h HealthReport) Healthy() bool { return h.Compared && h.Problem == "" && h.Shortfall == 0 }
 
-// healthMessagesCTE reads messages since the bound instant with the
-// validity guard applied; m.ok marks those passing the identity filters.
-func healthMessagesCTE(e engine) string {
-	return `src AS (
+// healthCountsSQL computes both directed anti-joins in one statement
+// (.42), reading the messages once: msg holds the (session, tool_call_id)
+// pairs of subagent messages since the bound instant, with the validity
+// guard applied; rws the row pairs since the same instant.
+//
+//	shortfall = |M − R|, M = msg pairs passing the identity filters
+//	excess    = |R − M′|, M′ = msg pairs without the identity filters
+func healthCountsSQL(e engine) string {
+	return `WITH src AS (
 	SELECT m.task_session_id, m.task_id, ` + e.metadataObject("m.metadata") + ` AS md
 	FROM task_session_messages m
 	WHERE ` + e.canon("m.created_at") + ` >= ?` + e.fence() + `
-), msg AS (
-	SELECT task_session_id, task_id, ` + e.jsonStr("md", "tool_call_id") + ` AS tcid
+), a AS (
+	SELECT task_session_id, task_id, md, ` + e.jsonRaw("md", "tool_call_id") + ` AS r_tool_call_id
 	FROM src
-	WHERE ` + e.jsonText("md", "normalized", "kind") + ` = 'subagent_task'
-)`
-}
-
-// shortfallSQL: expected message pairs minus row pairs (.42).
-func shortfallSQL(e engine) string {
-	return `WITH ` + healthMessagesCTE(e) + `
-SELECT COUNT(*) FROM (
-	SELECT task_session_id, tcid FROM msg
-	WHERE task_session_id <> '' AND task_id <> '' AND tcid IS NOT NULL
-	EXCEPT
+	WHERE ` + e.jsonText("md", "normalized", "kind") + ` = 'subagent_task'` + e.fence() + `
+), msg AS MATERIALIZED (
+	SELECT task_session_id, task_id, ` + e.asStr("r_tool_call_id", "md", "tool_call_id") + ` AS tcid
+	FROM a
+), rws AS MATERIALIZED (
 	SELECT task_session_id, tool_call_id FROM task_session_subagents
 	WHERE ` + e.canon("observed_at") + ` >= ?
-) AS d`
-}
-
-// excessSQL: row pairs minus message pairs without the identity filters.
-func excessSQL(e engine) string {
-	return `WITH ` + healthMessagesCTE(e) + `
-SELECT COUNT(*) FROM (
-	SELECT task_session_id, tool_call_id FROM task_session_subagents
-	WHERE ` + e.canon("observed_at") + ` >= ?
-	EXCEPT
-	SELECT task_session_id, tcid FROM msg
-) AS d`
+)
+SELECT
+	(SELECT COUNT(*) FROM (
+		SELECT task_session_id, tcid FROM msg
+		WHERE task_session_id <> '' AND task_id <> '' AND tcid IS NOT NULL
+		EXCEPT
+		SELECT task_session_id, tool_call_id FROM rws
+	) AS shortfall),
+	(SELECT COUNT(*) FROM (
+		SELECT task_session_id, tool_call_id FROM rws
+		EXCEPT
+		SELECT task_session_id, tcid FROM msg
+	) AS excess)`
 }
 
 func rowsSinceSQL(e engine) string {
@@ -113,7 +113,7 @@ WHERE ` + e.canon("observed_at") + ` >= ?`
 }
 
 // Health reads the activation keys and, when capture_since is present,
-// runs both directed anti-joins and MAX(observed_at), all inside one read
+// runs both directed anti-joins (one statement) and MAX(observed_at), all inside one read
 // transaction (REPEATABLE READ on PostgreSQL; a WAL snapshot on SQLite).
 func (s *Store) Health(ctx context.Context) (HealthReport, error) {
 	var h HealthReport
@@ -165,14 +165,18 @@ func (s *Store) Health(ctx context.Context) (HealthReport, error) {
 		h.Problem = "capture_since without backfill_through (inconsistent)"
 	}
 	bound := s.eng.bindCompare(since)
-	if err := tx.QueryRowContext(ctx, s.eng.rebind(shortfallSQL(s.eng)), bound, bound).Scan(&h.Shortfall); err != nil {
+	for _, q := range s.eng.tune() {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return h, err
+		}
+	}
+	if err := s.guarded(ctx, tx, func(e engine) error {
+		return tx.QueryRowContext(ctx, e.rebind(healthCountsSQL(e)), bound, bound).Scan(&h.Shortfall, &h.Excess)
+	}); err != nil {
 		return h, err
 	}
 	if s.hooks.betweenHealthQueries != nil {
 		s.hooks.betweenHealthQueries()
-	}
-	if err := tx.QueryRowContext(ctx, s.eng.rebind(excessSQL(s.eng)), bound, bound).Scan(&h.Excess); err != nil {
-		return h, err
 	}
 	var rows, pairs int64
 	var maxObserved nullTime

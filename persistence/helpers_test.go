@@ -101,7 +101,7 @@ func (l *logBuffer) String() string {
 
 // env is one engine's fixture for one test.
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	kind Engine
 	dsn  string
 	raw  *sql.DB // a raw handle for seeding and inspection, outside the store
@@ -121,7 +121,7 @@ func engines(t *testing.T, f func(t *testing.T, e *env)) {
 	}
 }
 
-func newEnv(t *testing.T, kind Engine) *env {
+func newEnv(t testing.TB, kind Engine) *env {
 	t.Helper()
 	e := &env{t: t, kind: kind, logs: &logBuffer{}, ctx: context.Background()}
 	var err error

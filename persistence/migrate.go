@@ -347,19 +347,34 @@ func (t tableShape) preAmendment() bool {
 // qualifyingCTE selects the messages the backfill may derive a row from:
 // valid-object metadata (anything else reads as {}), kind subagent_task,
 // non-empty session and task ids, a non-empty string tool_call_id and (on
-// SQLite) a parseable created_at. Others are skipped silently.
-func qualifyingCTE(e engine) string {
+// SQLite) a parseable created_at. Others are skipped silently. Each layer
+// is fenced so the metadata guard and each JSON extraction run once per
+// message. With fields, the q rows also carry the raw field values.
+func qualifyingCTE(e engine, fields bool) string {
+	raw := ""
+	if fields {
+		st := func(name string) string {
+			return ",\n\t       " + e.jsonRaw("md", "normalized", "subagent_task", name) + " AS r_" + name
+		}
+		raw = ",\n\t       " + e.jsonRaw("md", "parent_tool_call_id") + " AS r_parent_tool_call_id" +
+			",\n\t       " + e.jsonRaw("md", "status") + " AS r_tool_status" +
+			st("subagent_type") + st("description") + st("agent_id") + st("child_session_id") + st("model") +
+			st("status") + st("is_async") + st("total_tokens") + st("tool_use_count") + st("duration_ms")
+	}
 	return `src AS (
 	SELECT m.id, m.task_session_id, m.task_id, m.turn_id, m.created_at, m.updated_at,
 	       ` + e.metadataObject("m.metadata") + ` AS md
 	FROM task_session_messages m
 	WHERE m.task_session_id <> '' AND m.task_id <> ''` + e.fence() + `
-), q AS (
+), a AS (
 	SELECT id, task_session_id, task_id, turn_id, created_at, updated_at, md,
-	       ` + e.jsonStr("md", "tool_call_id") + ` AS tcid,
-	       ` + e.canon("created_at") + ` AS created_c
+	       ` + e.jsonRaw("md", "tool_call_id") + ` AS r_tool_call_id` + raw + `
 	FROM src
-	WHERE ` + e.jsonText("md", "normalized", "kind") + ` = 'subagent_task'
+	WHERE ` + e.jsonText("md", "normalized", "kind") + ` = 'subagent_task'` + e.fence() + `
+), q AS (
+	SELECT a.*, ` + e.asStr("r_tool_call_id", "md", "tool_call_id") + ` AS tcid,
+	       ` + e.canon("created_at") + ` AS created_c
+	FROM a
 )`
 }
 
@@ -372,7 +387,7 @@ func terminalList() string {
 }
 
 func backfillMaxSQL(e engine) string {
-	return `WITH ` + qualifyingCTE(e) + `
+	return `WITH ` + qualifyingCTE(e, false) + `
 SELECT MAX(created_c) FROM q WHERE tcid IS NOT NULL AND created_c IS NOT NULL`
 }
 
@@ -380,39 +395,48 @@ SELECT MAX(created_c) FROM q WHERE tcid IS NOT NULL AND created_c IS NOT NULL`
 // (session, tool_call_id) by created_at then id, both descending (.26),
 // every value derived by the same rules as live writes (.29), and a
 // target-less ON CONFLICT DO NOTHING (.28) so an earlier live or backfill
-// row, or a primary-key collision, is kept rather than raised.
+// row, or a primary-key collision, is kept rather than raised. Values are
+// derived before the ranking so the sort carries small rows, not metadata.
 func backfillInsertSQL(e engine) string {
-	st := func(p ...string) string { return e.jsonStr("md", append([]string{"normalized", "subagent_task"}, p...)...) }
-	updated := "COALESCE(" + e.canon("updated_at") + ", created_c)"
-	return `WITH ` + qualifyingCTE(e) + `, ranked AS (
-	SELECT q.*, ROW_NUMBER() OVER (
-		PARTITION BY task_session_id, tcid
-		ORDER BY created_c DESC, ` + e.binary("id") + ` DESC) AS rn
+	str := func(name string, path ...string) string { return e.asStr("r_"+name, "md", path...) }
+	st := func(name string) string { return str(name, "normalized", "subagent_task", name) }
+	num := func(name string, min int) string {
+		return e.asInt("r_"+name, min, "md", "normalized", "subagent_task", name)
+	}
+	return `WITH ` + qualifyingCTE(e, true) + `, derived AS (
+	SELECT id, task_session_id, task_id, NULLIF(turn_id, '') AS turn_id, tcid, created_c,
+	       ` + str("parent_tool_call_id", "parent_tool_call_id") + ` AS parent_tool_call_id,
+	       ` + st("subagent_type") + ` AS subagent_type,
+	       ` + st("description") + ` AS description,
+	       ` + st("agent_id") + ` AS agent_id,
+	       ` + st("child_session_id") + ` AS child_session_id,
+	       ` + st("model") + ` AS model,
+	       ` + str("status", "normalized", "subagent_task", "status") + ` AS agent_status,
+	       ` + str("tool_status", "status") + ` AS tool_status,
+	       ` + e.asTrue("r_is_async") + ` AS is_async,
+	       ` + num("total_tokens", 1) + ` AS total_tokens,
+	       ` + num("tool_use_count", 0) + ` AS tool_use_count,
+	       ` + num("duration_ms", 1) + ` AS duration_ms,
+	       COALESCE(` + e.canon("updated_at") + `, created_c) AS updated_c
 	FROM q
 	WHERE tcid IS NOT NULL AND created_c IS NOT NULL
+), ranked AS (
+	SELECT derived.*, ROW_NUMBER() OVER (
+		PARTITION BY task_session_id, tcid
+		ORDER BY created_c DESC, ` + e.binary("id") + ` DESC) AS rn
+	FROM derived
 )
 INSERT INTO task_session_subagents (
 	id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id,
 	parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model,
 	agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms,
 	source, observed_at, settled_at, updated_at)
-SELECT id, task_session_id, task_id, NULLIF(turn_id, ''), tcid, 'unknown',
-	` + e.jsonStr("md", "parent_tool_call_id") + `,
-	` + st("subagent_type") + `,
-	` + st("description") + `,
-	` + st("agent_id") + `,
-	` + st("child_session_id") + `,
-	` + st("model") + `,
-	` + st("status") + `,
-	` + e.jsonStr("md", "status") + `,
-	` + e.jsonTrue("md", "normalized", "subagent_task", "is_async") + `,
-	` + e.jsonInt("md", 1, "normalized", "subagent_task", "total_tokens") + `,
-	` + e.jsonInt("md", 0, "normalized", "subagent_task", "tool_use_count") + `,
-	` + e.jsonInt("md", 1, "normalized", "subagent_task", "duration_ms") + `,
-	'backfill',
-	` + e.stored("created_c") + `,
-	CASE WHEN ` + e.jsonStr("md", "status") + ` IN ` + terminalList() + ` THEN ` + e.stored(updated) + ` END,
-	` + e.stored(updated) + `
+SELECT id, task_session_id, task_id, turn_id, tcid, 'unknown',
+	parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model,
+	agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms,
+	'backfill', ` + e.stored("created_c") + `,
+	CASE WHEN tool_status IN ` + terminalList() + ` THEN ` + e.stored("updated_c") + ` END,
+	` + e.stored("updated_c") + `
 FROM ranked
 WHERE rn = 1
 ON CONFLICT DO NOTHING`
@@ -427,8 +451,15 @@ func (s *Store) backfill(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	defer tx.Rollback()
+	for _, q := range s.eng.tune() {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return 0, err
+		}
+	}
 	var high nullTime
-	if err := tx.QueryRowContext(ctx, backfillMaxSQL(s.eng)).Scan(&high); err != nil {
+	if err := s.guarded(ctx, tx, func(e engine) error {
+		return tx.QueryRowContext(ctx, backfillMaxSQL(e)).Scan(&high)
+	}); err != nil {
 		return 0, fmt.Errorf("high-water mark: %w", err)
 	}
 	through := ""
@@ -438,11 +469,16 @@ func (s *Store) backfill(ctx context.Context) (int64, error) {
 	if err := s.failpoint("backfill.max"); err != nil {
 		return 0, err
 	}
-	res, err := tx.ExecContext(ctx, backfillInsertSQL(s.eng))
-	if err != nil {
+	var n int64
+	if err := s.guarded(ctx, tx, func(e engine) error {
+		res, err := tx.ExecContext(ctx, backfillInsertSQL(e))
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		return err
+	}); err != nil {
 		return 0, fmt.Errorf("insert: %w", err)
 	}
-	n, _ := res.RowsAffected()
 	if err := s.failpoint("backfill.insert"); err != nil {
 		return 0, err
 	}
@@ -459,6 +495,30 @@ func (s *Store) backfill(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	return n, tx.Commit()
+}
+
+// guarded runs a statement built by f with the engine's fast metadata
+// guard; if that fails and the engine has a total guard (PostgreSQL), it
+// rolls back to a savepoint and runs f again with the total guard. So a
+// malformed history row costs a second scan, never a failed pass, and a
+// clean history never pays for an exception block per row.
+func (s *Store) guarded(ctx context.Context, tx *sql.Tx, f func(e engine) error) error {
+	total, ok := s.eng.totalGuard()
+	if !ok {
+		return f(s.eng)
+	}
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT metadata_guard`); err != nil {
+		return err
+	}
+	err := f(s.eng)
+	if err == nil {
+		_, err = tx.ExecContext(ctx, `RELEASE SAVEPOINT metadata_guard`)
+		return err
+	}
+	if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT metadata_guard`); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	return f(total)
 }
 
 // parseKey reads an activation key value as a timestamp (RFC 3339, any

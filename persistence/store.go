@@ -207,10 +207,14 @@ func isSQLiteMemory(target string) bool {
 }
 
 // sqliteDSN adds the connection settings the store relies on: foreign keys
-// (else the cascade never fires), WAL, a busy timeout, and the transaction
-// lock mode (immediate for the writer, deferred for readers).
+// (else the cascade never fires), WAL, a busy timeout, the transaction
+// lock mode (immediate for the writer, deferred for readers) and
+// synchronous=NORMAL, which under WAL survives a process crash intact and
+// can lose only the last commits on power loss. Settings already in the
+// DSN win (mattn reads the first value of each parameter).
 func sqliteDSN(target, txlock string) string {
 	params := url.Values{}
+	params.Set("_synchronous", "NORMAL")
 	params.Set("_foreign_keys", "on")
 	params.Set("_journal_mode", "WAL")
 	params.Set("_busy_timeout", "5000")
