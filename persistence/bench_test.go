@@ -3,14 +3,14 @@ package persistence
 import (
 	"bytes"
 	"context"
-	"path/filepath"
-	"strings"
-	"syscall"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )

@@ -107,15 +107,15 @@ const (
 
 type sqliteEngine struct{}
 
-func (sqliteEngine) kind() Engine                 { return SQLite }
-func (sqliteEngine) rebind(q string) string       { return q }
-func (sqliteEngine) binary(expr string) string    { return expr }
-func (sqliteEngine) metricType() string           { return "INTEGER" }
-func (sqliteEngine) fence() string                { return " LIMIT -1 OFFSET 0" }
-func (sqliteEngine) stored(c string) string       { return "(" + c + " || '+00:00')" }
-func (sqliteEngine) snapshot() *sql.TxOptions     { return nil } // mattn ignores TxOptions; WAL fixes the snapshot at the first read
-func (sqliteEngine) bindTime(t time.Time) any     { return sqliteText(t) }
-func (sqliteEngine) bindCompare(t time.Time) any  { return sqliteCanonText(t) }
+func (sqliteEngine) kind() Engine                { return SQLite }
+func (sqliteEngine) rebind(q string) string      { return q }
+func (sqliteEngine) binary(expr string) string   { return expr }
+func (sqliteEngine) metricType() string          { return "INTEGER" }
+func (sqliteEngine) fence() string               { return " LIMIT -1 OFFSET 0" }
+func (sqliteEngine) stored(c string) string      { return "(" + c + " || '+00:00')" }
+func (sqliteEngine) snapshot() *sql.TxOptions    { return nil } // mattn ignores TxOptions; WAL fixes the snapshot at the first read
+func (sqliteEngine) bindTime(t time.Time) any    { return sqliteText(t) }
+func (sqliteEngine) bindCompare(t time.Time) any { return sqliteCanonText(t) }
 func (e sqliteEngine) later(a, b string) string {
 	return fmt.Sprintf("CASE WHEN %s > %s THEN %s ELSE %s END", e.canon(a), e.canon(b), a, b)
 }
@@ -137,7 +137,7 @@ func (sqliteEngine) canon(x string) string {
 const canonGlob = "[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9] [0-2][0-9]:[0-5][0-9]:[0-5][0-9].[0-9][0-9][0-9][0-9][0-9][0-9]"
 
 func (sqliteEngine) totalGuard() (engine, bool) { return nil, false }
-func (sqliteEngine) tune() []string                 { return nil }
+func (sqliteEngine) tune() []string             { return nil }
 
 // metadataObject is total on SQLite: json_valid never raises.
 func (sqliteEngine) metadataObject(col string) string {
@@ -220,14 +220,13 @@ type postgresEngine struct {
 }
 
 // pgJSONFunc guards metadata on PostgreSQL: valid JSON objects pass, all
-// else (NULL, '', 'null', '{', '[1]') reads as '{}'.
+// else (NULL, ”, 'null', '{', '[1]') reads as '{}'.
 const pgJSONFunc = "subagent_context_json_object"
 
-
-func (postgresEngine) kind() Engine               { return Postgres }
-func (postgresEngine) metricType() string         { return "BIGINT" }
-func (postgresEngine) fence() string              { return " OFFSET 0" }
-func (postgresEngine) stored(c string) string      { return c }
+func (postgresEngine) kind() Engine           { return Postgres }
+func (postgresEngine) metricType() string     { return "BIGINT" }
+func (postgresEngine) fence() string          { return " OFFSET 0" }
+func (postgresEngine) stored(c string) string { return c }
 func (postgresEngine) snapshot() *sql.TxOptions {
 	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 }
@@ -258,7 +257,7 @@ func (postgresEngine) rebind(q string) string {
 }
 
 // metadataObject has two forms. The fast one casts only text that starts
-// with '{' (after JSON whitespace), so NULL, '', 'null', '[1]' and 'abc'
+// with '{' (after JSON whitespace), so NULL, ”, 'null', '[1]' and 'abc'
 // read as {} without a cast; text like '{' still raises, and the statement
 // is then rerun with the total form, the guard function, under a
 // savepoint (Store.guarded). Both forms give the same result.
