@@ -8,8 +8,6 @@ import (
 	"fmt"
 )
 
-var _ = errors.New
-
 // AgentAuthCapabilities is an ACP object.
 //
 // Authentication-related capabilities supported by the agent.

@@ -27,7 +27,6 @@ func emitTypes(m *model) string {
 	b.WriteString(header)
 	b.p("package acp\n")
 	b.p("import (\n\"encoding/json\"\n\"errors\"\n\"fmt\"\n)\n")
-	b.p("var _ = errors.New")
 	for _, t := range m.sorted() {
 		switch t.Kind {
 		case kindEnum:
