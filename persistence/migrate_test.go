@@ -459,10 +459,14 @@ func TestActivatedByExistingImplementation(t *testing.T) {
 VALUES ('r1', 'S', 'T', 'tc1', 'E', 7, ?, ?)`, observed, observed)
 		e.exec(`INSERT INTO kandev_meta (key, value) VALUES (?, '2026-07-29T00:00:00Z'), (?, '')`, KeyCaptureSince, KeyBackfillThrough)
 		e.message(message{ID: "m1", Session: "S", Task: "T", Metadata: subagentMeta("tc-hist", "", nil), Created: t0})
-		s := e.open(hooks{})
-		h, _ := s.Health(e.ctx)
-		_ = h
+		if h, _ := (&Store{eng: e.eng(), reader: e.raw}).Health(e.ctx); h.State != StateAmendmentIncomplete || h.ExecutionIDsReliable {
+			t.Fatalf("before: %+v", h)
+		}
 		before := e.allRows()
+		s := e.open(hooks{})
+		if !slices.Equal(before, e.allRows()) {
+			t.Fatal("rows changed")
+		}
 		s2, err := s.Health(e.ctx)
 		if err != nil || s2.State != StateFullyActivated {
 			t.Fatalf("health %+v %v", s2, err)
