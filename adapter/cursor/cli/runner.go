@@ -129,7 +129,7 @@ func (r *Runner) Run(ctx context.Context, t Turn) (Result, error) {
 		secrets: t.Plan.secrets,
 	}
 	if tr.log == nil {
-		tr.log = slog.New(slog.DiscardHandler)
+		tr.log = discardLogger()
 	}
 	tr.res.Argv = redacted
 	tr.res.ExitCode = -1
@@ -340,6 +340,8 @@ func (tr *turnRun) run(ctx context.Context, args []string) Result {
 		"killed_by_runner", tr.res.KilledByRunner, "detail", tr.res.Detail)
 	return tr.res
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 func closeAfter(done <-chan struct{}, f *os.File, d time.Duration) {
 	t := time.NewTimer(d)

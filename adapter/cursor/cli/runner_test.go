@@ -367,7 +367,7 @@ func TestRunIdleWithOpenInteractionIsApprovalRequired(t *testing.T) {
 // Scenario 28: an open shell call whose timeout exceeds the idle limit
 // extends it; the result follows and the turn succeeds.
 func TestRunOpenShellCallExtendsIdle(t *testing.T) {
-	start := `{"type":"tool_call","subtype":"started","call_id":"sh","tool_call":{"shellToolCall":{"args":{"command":"sleep 1","timeout":3000}}},"session_id":"` + sid + `"}`
+	start := `{"type":"tool_call","subtype":"started","call_id":"sh","tool_call":{"shellToolCall":{"args":{"command":"sleep 1","timeout":10000}}},"session_id":"` + sid + `"}`
 	done := `{"type":"tool_call","subtype":"completed","call_id":"sh","tool_call":{"shellToolCall":{"result":{"success":{"exitCode":0,"stdout":"","stderr":""}}}},"session_id":"` + sid + `"}`
 	f := newFixture(t, out(lineInit), out(start), "sleep 1200", out(done), out(lineResultOK))
 	f.shortIdle()

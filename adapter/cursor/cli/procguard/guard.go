@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -154,7 +155,24 @@ func Start(cmd *exec.Cmd, opt Options) (*Process, error) {
 			p.pipes["pipe:["+strconv.FormatUint(st.Ino, 10)+"]"] = true
 		}
 	}
-	if err := cmd.Start(); err != nil {
+	// Pdeathsig fires when the *thread* that forked the child exits, and the
+	// Go runtime may retire threads. The child is therefore started and
+	// waited for on a goroutine locked to its thread for the child's whole
+	// life; the thread only exits (the goroutine returns still locked) once
+	// the child has been reaped.
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			runtime.UnlockOSThread()
+			return
+		}
+		started <- nil
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	if err := <-started; err != nil {
 		return nil, err
 	}
 	p.pid = cmd.Process.Pid
@@ -162,10 +180,6 @@ func Start(cmd *exec.Cmd, opt Options) (*Process, error) {
 	if e, ok := readStat(p.pid); ok {
 		p.leader.startTime = e.startTime
 	}
-	go func() {
-		p.waitErr = cmd.Wait()
-		close(p.exited)
-	}()
 	if opt.ScanInterval > 0 {
 		go p.scanLoop()
 	} else {

@@ -244,15 +244,14 @@ func messageText(raw json.RawMessage) (string, error) {
 	return sb.String(), nil
 }
 
-type wireFunction struct {
-	Name      json.RawMessage `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-	Result    json.RawMessage `json:"result"`
-}
-
-type wireTool struct {
-	Args   json.RawMessage `json:"args"`
-	Result json.RawMessage `json:"result"`
+// wireToolEntry is the value under the single tool_call key: args and
+// result for "<name>ToolCall" keys, name and arguments for "function".
+// Decoding it in one pass keeps large results from being rescanned.
+type wireToolEntry struct {
+	Args      json.RawMessage            `json:"args"`
+	Result    map[string]json.RawMessage `json:"result"`
+	Name      json.RawMessage            `json:"name"`
+	Arguments json.RawMessage            `json:"arguments"`
 }
 
 type wireShellArgs struct {
@@ -276,41 +275,37 @@ func parseToolCall(ev Event, w *wireLine) (Event, error) {
 	if len(callID) > MaxCallIDBytes {
 		return Event{}, schemaErr("tool_call: call_id longer than %d bytes", MaxCallIDBytes)
 	}
-	obj, err := object(w.ToolCall)
-	if err != nil {
+	if len(w.ToolCall) == 0 || w.ToolCall[0] != '{' {
 		return Event{}, schemaErr("tool_call: tool_call is not an object")
+	}
+	var obj map[string]*wireToolEntry
+	if err := json.Unmarshal(w.ToolCall, &obj); err != nil {
+		return Event{}, schemaErr("tool_call: malformed tool_call (each tool must be an object with an object result)")
 	}
 	if len(obj) != 1 {
 		return Event{}, schemaErr("tool_call: tool_call holds %d keys, want exactly 1", len(obj))
 	}
 	tc := &ToolCall{CallID: callID}
-	var result json.RawMessage
-	for key, val := range obj {
+	var result map[string]json.RawMessage
+	for key, t := range obj {
 		tc.Key = key
-		if len(val) == 0 || val[0] != '{' {
+		if t == nil {
 			return Event{}, schemaErr("tool_call: %q is not an object", clip(key))
 		}
 		if key == "function" {
-			var f wireFunction
-			if json.Unmarshal(val, &f) != nil {
-				return Event{}, schemaErr("tool_call: malformed function")
-			}
-			name, ok := str(f.Name)
+			name, ok := str(t.Name)
 			if !ok || name == "" {
 				return Event{}, schemaErr("tool_call: function without a name")
 			}
-			tc.Name, tc.Args, result = name, nonNull(f.Arguments), f.Result
+			tc.Name, tc.Args = name, nonNull(t.Arguments)
 		} else {
-			var t wireTool
-			if json.Unmarshal(val, &t) != nil {
-				return Event{}, schemaErr("tool_call: malformed %q", clip(key))
-			}
 			tc.Name = strings.TrimSuffix(key, "ToolCall")
 			if tc.Name == "" {
 				tc.Name = key
 			}
-			tc.Args, result = nonNull(t.Args), t.Result
+			tc.Args = nonNull(t.Args)
 		}
+		result = t.Result
 	}
 	if tc.Key == "shellToolCall" && len(tc.Args) > 0 && tc.Args[0] == '{' {
 		var sa wireShellArgs
@@ -322,14 +317,10 @@ func parseToolCall(ev Event, w *wireLine) (Event, error) {
 		}
 	}
 	if ev.Kind == KindToolCompleted {
-		res, err := object(result)
-		if err != nil {
-			return Event{}, schemaErr("tool_call: completed without a result object")
+		if len(result) != 1 {
+			return Event{}, schemaErr("tool_call: result holds %d outcome keys, want exactly 1", len(result))
 		}
-		if len(res) != 1 {
-			return Event{}, schemaErr("tool_call: result holds %d outcome keys, want exactly 1", len(res))
-		}
-		for key, val := range res {
+		for key, val := range result {
 			class := ClassifyOutcome(key)
 			if class == OutcomeUnknown {
 				return Event{}, schemaErr("tool_call: unknown outcome %q", clip(key))
@@ -388,8 +379,11 @@ func nonNull(raw json.RawMessage) json.RawMessage {
 
 // str decodes a JSON string; ok is false for anything else.
 func str(raw json.RawMessage) (string, bool) {
-	if len(raw) == 0 || raw[0] != '"' {
+	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
+	}
+	if inner := raw[1 : len(raw)-1]; simpleString(inner) {
+		return string(inner), true
 	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
@@ -414,16 +408,17 @@ func integer(raw json.RawMessage) *int64 {
 	return &n
 }
 
-func object(raw json.RawMessage) (map[string]json.RawMessage, error) {
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, errors.New("not an object")
+// simpleString reports bytes that need no unescaping: printable ASCII
+// without quotes or backslashes (RawMessage values are already valid JSON).
+func simpleString(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x80 || c == '\\' || c == '"' {
+			return false
+		}
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return true
 }
+
 
 // clip bounds a name echoed in an error.
 func clip(s string) string { return Excerpt([]byte(s), 64) }
