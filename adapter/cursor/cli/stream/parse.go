@@ -419,6 +419,5 @@ func simpleString(b []byte) bool {
 	return true
 }
 
-
 // clip bounds a name echoed in an error.
 func clip(s string) string { return Excerpt([]byte(s), 64) }
