@@ -20262,6 +20262,11 @@ type SessionToolCallUpdate struct {
 	Kind *ToolKind `json:"kind,omitempty"`
 	// Replace the locations collection.
 	Locations []ToolCallLocation `json:"locations,omitempty"`
+	// Update the programmatic name of the tool being invoked.
+	//
+	// This field is optional. Omitting it or sending `null` both mean that
+	// the existing name is left unchanged.
+	Name *string `json:"name,omitempty"`
 	// Update the raw input.
 	RawInput any `json:"rawInput,omitempty"`
 	// Update the raw output.
@@ -20386,70 +20391,70 @@ func (v *SessionToolCallUpdate) decodeFast(d *fastDecoder) error {
 				v.Locations = x6
 			}
 			continue
-		case "rawInput":
+		case "name":
 			if seen&(1<<4) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 4
-			x8, err := d.anyValue()
-			if err != nil {
-				return err
+			if d.null() {
+				v.Name = nil
+			} else {
+				var x8 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x9, err := d.str()
+				if err != nil {
+					return err
+				}
+				x8 = x9
+				v.Name = &x8
 			}
-			v.RawInput = x8
 			continue
-		case "rawOutput":
+		case "rawInput":
 			if seen&(1<<5) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 5
-			x9, err := d.anyValue()
+			x10, err := d.anyValue()
 			if err != nil {
 				return err
 			}
-			v.RawOutput = x9
+			v.RawInput = x10
 			continue
-		case "sessionUpdate":
+		case "rawOutput":
 			if seen&(1<<6) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 6
-			if !d.null() {
-				x10, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionUpdate = x10
+			x11, err := d.anyValue()
+			if err != nil {
+				return err
 			}
+			v.RawOutput = x11
 			continue
-		case "status":
+		case "sessionUpdate":
 			if seen&(1<<7) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 7
-			if d.null() {
-				v.Status = nil
-			} else {
-				var x11 ToolCallStatus
-				if d.peek() == 'n' {
-					return errFallback
-				}
+			if !d.null() {
 				x12, err := d.str()
 				if err != nil {
 					return err
 				}
-				x11 = ToolCallStatus(x12)
-				v.Status = &x11
+				v.SessionUpdate = x12
 			}
 			continue
-		case "title":
+		case "status":
 			if seen&(1<<8) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 8
 			if d.null() {
-				v.Title = nil
+				v.Status = nil
 			} else {
-				var x13 string
+				var x13 ToolCallStatus
 				if d.peek() == 'n' {
 					return errFallback
 				}
@@ -20457,25 +20462,45 @@ func (v *SessionToolCallUpdate) decodeFast(d *fastDecoder) error {
 				if err != nil {
 					return err
 				}
-				x13 = x14
-				v.Title = &x13
+				x13 = ToolCallStatus(x14)
+				v.Status = &x13
 			}
 			continue
-		case "toolCallId":
+		case "title":
 			if seen&(1<<9) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 9
-			if !d.null() {
-				x15, err := d.str()
+			if d.null() {
+				v.Title = nil
+			} else {
+				var x15 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x16, err := d.str()
 				if err != nil {
 					return err
 				}
-				v.ToolCallId = ToolCallId(x15)
+				x15 = x16
+				v.Title = &x15
+			}
+			continue
+		case "toolCallId":
+			if seen&(1<<10) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 10
+			if !d.null() {
+				x17, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ToolCallId = ToolCallId(x17)
 			}
 			continue
 		}
-		if foldsTo(key, "_meta", "content", "kind", "locations", "rawInput", "rawOutput", "sessionUpdate", "status", "title", "toolCallId") {
+		if foldsTo(key, "_meta", "content", "kind", "locations", "name", "rawInput", "rawOutput", "sessionUpdate", "status", "title", "toolCallId") {
 			return errFallback
 		}
 		if err := d.skip(); err != nil {
@@ -20485,8 +20510,8 @@ func (v *SessionToolCallUpdate) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
-// UnmarshalJSON decodes SessionToolCallUpdate; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes SessionToolCallUpdate. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionToolCallUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
@@ -20498,8 +20523,70 @@ func (v *SessionToolCallUpdate) UnmarshalJSON(b []byte) error {
 	}
 	type plain SessionToolCallUpdate
 	var p plain
-	if err := decodeExact(b, &p); err != nil {
+	if err := decodeExact(b, &p); err == nil {
+		*v = SessionToolCallUpdate(p)
+		return nil
+	}
+	fields, err := objectFields(b)
+	if err != nil {
 		return err
+	}
+	p = plain{}
+	if raw, ok := fields["_meta"]; ok {
+		if err := decodeExact(raw, &p.Meta); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["content"]; ok {
+		if err := decodeExact(raw, &p.Content); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["kind"]; ok {
+		if err := decodeExact(raw, &p.Kind); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["locations"]; ok {
+		if err := decodeExact(raw, &p.Locations); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["name"]; ok {
+		if decodeExact(raw, &p.Name) != nil {
+			var zero *string
+			p.Name = zero
+		}
+	}
+	if raw, ok := fields["rawInput"]; ok {
+		if err := decodeExact(raw, &p.RawInput); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["rawOutput"]; ok {
+		if err := decodeExact(raw, &p.RawOutput); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["sessionUpdate"]; ok {
+		if err := decodeExact(raw, &p.SessionUpdate); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["status"]; ok {
+		if err := decodeExact(raw, &p.Status); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["title"]; ok {
+		if err := decodeExact(raw, &p.Title); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["toolCallId"]; ok {
+		if err := decodeExact(raw, &p.ToolCallId); err != nil {
+			return err
+		}
 	}
 	*v = SessionToolCallUpdate(p)
 	return nil
@@ -21913,6 +22000,11 @@ type SessionUpdateToolCall struct {
 	// File locations affected by this tool call.
 	// Enables "follow-along" features in clients.
 	Locations []ToolCallLocation `json:"locations,omitempty"`
+	// Programmatic name of the tool being invoked.
+	//
+	// This field is optional. Omitting it or sending `null` both mean that no
+	// tool name is available.
+	Name *string `json:"name,omitempty"`
 	// Raw input parameters sent to the tool.
 	RawInput any `json:"rawInput,omitempty"`
 	// Raw output returned by the tool.
@@ -22030,82 +22122,102 @@ func (v *SessionUpdateToolCall) decodeFast(d *fastDecoder) error {
 				v.Locations = x5
 			}
 			continue
-		case "rawInput":
+		case "name":
 			if seen&(1<<4) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 4
-			x7, err := d.anyValue()
-			if err != nil {
-				return err
+			if d.null() {
+				v.Name = nil
+			} else {
+				var x7 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x8, err := d.str()
+				if err != nil {
+					return err
+				}
+				x7 = x8
+				v.Name = &x7
 			}
-			v.RawInput = x7
 			continue
-		case "rawOutput":
+		case "rawInput":
 			if seen&(1<<5) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 5
-			x8, err := d.anyValue()
+			x9, err := d.anyValue()
 			if err != nil {
 				return err
 			}
-			v.RawOutput = x8
+			v.RawInput = x9
 			continue
-		case "sessionUpdate":
+		case "rawOutput":
 			if seen&(1<<6) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 6
-			if !d.null() {
-				x9, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionUpdate = x9
+			x10, err := d.anyValue()
+			if err != nil {
+				return err
 			}
+			v.RawOutput = x10
 			continue
-		case "status":
+		case "sessionUpdate":
 			if seen&(1<<7) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 7
 			if !d.null() {
-				x10, err := d.str()
+				x11, err := d.str()
 				if err != nil {
 					return err
 				}
-				v.Status = ToolCallStatus(x10)
+				v.SessionUpdate = x11
 			}
 			continue
-		case "title":
+		case "status":
 			if seen&(1<<8) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 8
 			if !d.null() {
-				x11, err := d.str()
+				x12, err := d.str()
 				if err != nil {
 					return err
 				}
-				v.Title = x11
+				v.Status = ToolCallStatus(x12)
 			}
 			continue
-		case "toolCallId":
+		case "title":
 			if seen&(1<<9) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 9
 			if !d.null() {
-				x12, err := d.str()
+				x13, err := d.str()
 				if err != nil {
 					return err
 				}
-				v.ToolCallId = ToolCallId(x12)
+				v.Title = x13
+			}
+			continue
+		case "toolCallId":
+			if seen&(1<<10) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 10
+			if !d.null() {
+				x14, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ToolCallId = ToolCallId(x14)
 			}
 			continue
 		}
-		if foldsTo(key, "_meta", "content", "kind", "locations", "rawInput", "rawOutput", "sessionUpdate", "status", "title", "toolCallId") {
+		if foldsTo(key, "_meta", "content", "kind", "locations", "name", "rawInput", "rawOutput", "sessionUpdate", "status", "title", "toolCallId") {
 			return errFallback
 		}
 		if err := d.skip(); err != nil {
@@ -22115,8 +22227,8 @@ func (v *SessionUpdateToolCall) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
-// UnmarshalJSON decodes SessionUpdateToolCall; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes SessionUpdateToolCall. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionUpdateToolCall) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
@@ -22128,8 +22240,70 @@ func (v *SessionUpdateToolCall) UnmarshalJSON(b []byte) error {
 	}
 	type plain SessionUpdateToolCall
 	var p plain
-	if err := decodeExact(b, &p); err != nil {
+	if err := decodeExact(b, &p); err == nil {
+		*v = SessionUpdateToolCall(p)
+		return nil
+	}
+	fields, err := objectFields(b)
+	if err != nil {
 		return err
+	}
+	p = plain{}
+	if raw, ok := fields["_meta"]; ok {
+		if err := decodeExact(raw, &p.Meta); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["content"]; ok {
+		if err := decodeExact(raw, &p.Content); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["kind"]; ok {
+		if err := decodeExact(raw, &p.Kind); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["locations"]; ok {
+		if err := decodeExact(raw, &p.Locations); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["name"]; ok {
+		if decodeExact(raw, &p.Name) != nil {
+			var zero *string
+			p.Name = zero
+		}
+	}
+	if raw, ok := fields["rawInput"]; ok {
+		if err := decodeExact(raw, &p.RawInput); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["rawOutput"]; ok {
+		if err := decodeExact(raw, &p.RawOutput); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["sessionUpdate"]; ok {
+		if err := decodeExact(raw, &p.SessionUpdate); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["status"]; ok {
+		if err := decodeExact(raw, &p.Status); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["title"]; ok {
+		if err := decodeExact(raw, &p.Title); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["toolCallId"]; ok {
+		if err := decodeExact(raw, &p.ToolCallId); err != nil {
+			return err
+		}
 	}
 	*v = SessionUpdateToolCall(p)
 	return nil
@@ -23412,8 +23586,8 @@ func (v *StateUpdateIdle) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
-// UnmarshalJSON decodes StateUpdateIdle; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes StateUpdateIdle. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *StateUpdateIdle) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
@@ -23425,8 +23599,43 @@ func (v *StateUpdateIdle) UnmarshalJSON(b []byte) error {
 	}
 	type plain StateUpdateIdle
 	var p plain
-	if err := decodeExact(b, &p); err != nil {
+	if err := decodeExact(b, &p); err == nil {
+		*v = StateUpdateIdle(p)
+		return nil
+	}
+	fields, err := objectFields(b)
+	if err != nil {
 		return err
+	}
+	p = plain{}
+	if raw, ok := fields["_meta"]; ok {
+		if decodeExact(raw, &p.Meta) != nil {
+			var zero map[string]any
+			p.Meta = zero
+		}
+	}
+	if raw, ok := fields["error"]; ok {
+		if decodeExact(raw, &p.Error) != nil {
+			var zero *Error
+			p.Error = zero
+		}
+	}
+	if raw, ok := fields["state"]; ok {
+		if err := decodeExact(raw, &p.State); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["stopReason"]; ok {
+		if decodeExact(raw, &p.StopReason) != nil {
+			var zero *string
+			p.StopReason = zero
+		}
+	}
+	if raw, ok := fields["usage"]; ok {
+		if decodeExact(raw, &p.Usage) != nil {
+			var zero *Usage
+			p.Usage = zero
+		}
 	}
 	*v = StateUpdateIdle(p)
 	return nil
@@ -23494,8 +23703,8 @@ func (v *StateUpdateRequiresAction) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
-// UnmarshalJSON decodes StateUpdateRequiresAction; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes StateUpdateRequiresAction. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *StateUpdateRequiresAction) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
@@ -23507,8 +23716,25 @@ func (v *StateUpdateRequiresAction) UnmarshalJSON(b []byte) error {
 	}
 	type plain StateUpdateRequiresAction
 	var p plain
-	if err := decodeExact(b, &p); err != nil {
+	if err := decodeExact(b, &p); err == nil {
+		*v = StateUpdateRequiresAction(p)
+		return nil
+	}
+	fields, err := objectFields(b)
+	if err != nil {
 		return err
+	}
+	p = plain{}
+	if raw, ok := fields["_meta"]; ok {
+		if decodeExact(raw, &p.Meta) != nil {
+			var zero map[string]any
+			p.Meta = zero
+		}
+	}
+	if raw, ok := fields["state"]; ok {
+		if err := decodeExact(raw, &p.State); err != nil {
+			return err
+		}
 	}
 	*v = StateUpdateRequiresAction(p)
 	return nil
@@ -23576,8 +23802,8 @@ func (v *StateUpdateRunning) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
-// UnmarshalJSON decodes StateUpdateRunning; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes StateUpdateRunning. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *StateUpdateRunning) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
@@ -23589,8 +23815,25 @@ func (v *StateUpdateRunning) UnmarshalJSON(b []byte) error {
 	}
 	type plain StateUpdateRunning
 	var p plain
-	if err := decodeExact(b, &p); err != nil {
+	if err := decodeExact(b, &p); err == nil {
+		*v = StateUpdateRunning(p)
+		return nil
+	}
+	fields, err := objectFields(b)
+	if err != nil {
 		return err
+	}
+	p = plain{}
+	if raw, ok := fields["_meta"]; ok {
+		if decodeExact(raw, &p.Meta) != nil {
+			var zero map[string]any
+			p.Meta = zero
+		}
+	}
+	if raw, ok := fields["state"]; ok {
+		if err := decodeExact(raw, &p.State); err != nil {
+			return err
+		}
 	}
 	*v = StateUpdateRunning(p)
 	return nil
@@ -23660,8 +23903,8 @@ func (v *StateUpdateUnknown) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
-// UnmarshalJSON decodes StateUpdateUnknown; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes StateUpdateUnknown. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *StateUpdateUnknown) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
@@ -23673,8 +23916,25 @@ func (v *StateUpdateUnknown) UnmarshalJSON(b []byte) error {
 	}
 	type plain StateUpdateUnknown
 	var p plain
-	if err := decodeExact(b, &p); err != nil {
+	if err := decodeExact(b, &p); err == nil {
+		*v = StateUpdateUnknown(p)
+		return nil
+	}
+	fields, err := objectFields(b)
+	if err != nil {
 		return err
+	}
+	p = plain{}
+	if raw, ok := fields["_meta"]; ok {
+		if decodeExact(raw, &p.Meta) != nil {
+			var zero map[string]any
+			p.Meta = zero
+		}
+	}
+	if raw, ok := fields["state"]; ok {
+		if err := decodeExact(raw, &p.State); err != nil {
+			return err
+		}
 	}
 	*v = StateUpdateUnknown(p)
 	return nil
@@ -24901,6 +25161,11 @@ type ToolCall struct {
 	// File locations affected by this tool call.
 	// Enables "follow-along" features in clients.
 	Locations []ToolCallLocation `json:"locations,omitempty"`
+	// Programmatic name of the tool being invoked.
+	//
+	// This field is optional. Omitting it or sending `null` both mean that no
+	// tool name is available.
+	Name *string `json:"name,omitempty"`
 	// Raw input parameters sent to the tool.
 	RawInput any `json:"rawInput,omitempty"`
 	// Raw output returned by the tool.
@@ -25016,69 +25281,89 @@ func (v *ToolCall) decodeFast(d *fastDecoder) error {
 				v.Locations = x5
 			}
 			continue
-		case "rawInput":
+		case "name":
 			if seen&(1<<4) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 4
-			x7, err := d.anyValue()
-			if err != nil {
-				return err
+			if d.null() {
+				v.Name = nil
+			} else {
+				var x7 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x8, err := d.str()
+				if err != nil {
+					return err
+				}
+				x7 = x8
+				v.Name = &x7
 			}
-			v.RawInput = x7
 			continue
-		case "rawOutput":
+		case "rawInput":
 			if seen&(1<<5) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 5
-			x8, err := d.anyValue()
+			x9, err := d.anyValue()
 			if err != nil {
 				return err
 			}
-			v.RawOutput = x8
+			v.RawInput = x9
 			continue
-		case "status":
+		case "rawOutput":
 			if seen&(1<<6) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 6
-			if !d.null() {
-				x9, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Status = ToolCallStatus(x9)
+			x10, err := d.anyValue()
+			if err != nil {
+				return err
 			}
+			v.RawOutput = x10
 			continue
-		case "title":
+		case "status":
 			if seen&(1<<7) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 7
 			if !d.null() {
-				x10, err := d.str()
+				x11, err := d.str()
 				if err != nil {
 					return err
 				}
-				v.Title = x10
+				v.Status = ToolCallStatus(x11)
 			}
 			continue
-		case "toolCallId":
+		case "title":
 			if seen&(1<<8) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 8
 			if !d.null() {
-				x11, err := d.str()
+				x12, err := d.str()
 				if err != nil {
 					return err
 				}
-				v.ToolCallId = ToolCallId(x11)
+				v.Title = x12
+			}
+			continue
+		case "toolCallId":
+			if seen&(1<<9) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 9
+			if !d.null() {
+				x13, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ToolCallId = ToolCallId(x13)
 			}
 			continue
 		}
-		if foldsTo(key, "_meta", "content", "kind", "locations", "rawInput", "rawOutput", "status", "title", "toolCallId") {
+		if foldsTo(key, "_meta", "content", "kind", "locations", "name", "rawInput", "rawOutput", "status", "title", "toolCallId") {
 			return errFallback
 		}
 		if err := d.skip(); err != nil {
@@ -25088,8 +25373,8 @@ func (v *ToolCall) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
-// UnmarshalJSON decodes ToolCall; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes ToolCall. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *ToolCall) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
@@ -25101,8 +25386,65 @@ func (v *ToolCall) UnmarshalJSON(b []byte) error {
 	}
 	type plain ToolCall
 	var p plain
-	if err := decodeExact(b, &p); err != nil {
+	if err := decodeExact(b, &p); err == nil {
+		*v = ToolCall(p)
+		return nil
+	}
+	fields, err := objectFields(b)
+	if err != nil {
 		return err
+	}
+	p = plain{}
+	if raw, ok := fields["_meta"]; ok {
+		if err := decodeExact(raw, &p.Meta); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["content"]; ok {
+		if err := decodeExact(raw, &p.Content); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["kind"]; ok {
+		if err := decodeExact(raw, &p.Kind); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["locations"]; ok {
+		if err := decodeExact(raw, &p.Locations); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["name"]; ok {
+		if decodeExact(raw, &p.Name) != nil {
+			var zero *string
+			p.Name = zero
+		}
+	}
+	if raw, ok := fields["rawInput"]; ok {
+		if err := decodeExact(raw, &p.RawInput); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["rawOutput"]; ok {
+		if err := decodeExact(raw, &p.RawOutput); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["status"]; ok {
+		if err := decodeExact(raw, &p.Status); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["title"]; ok {
+		if err := decodeExact(raw, &p.Title); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["toolCallId"]; ok {
+		if err := decodeExact(raw, &p.ToolCallId); err != nil {
+			return err
+		}
 	}
 	*v = ToolCall(p)
 	return nil
@@ -25945,6 +26287,11 @@ type ToolCallUpdate struct {
 	Kind *ToolKind `json:"kind,omitempty"`
 	// Replace the locations collection.
 	Locations []ToolCallLocation `json:"locations,omitempty"`
+	// Update the programmatic name of the tool being invoked.
+	//
+	// This field is optional. Omitting it or sending `null` both mean that
+	// the existing name is left unchanged.
+	Name *string `json:"name,omitempty"`
 	// Update the raw input.
 	RawInput any `json:"rawInput,omitempty"`
 	// Update the raw output.
@@ -26067,57 +26414,57 @@ func (v *ToolCallUpdate) decodeFast(d *fastDecoder) error {
 				v.Locations = x6
 			}
 			continue
-		case "rawInput":
+		case "name":
 			if seen&(1<<4) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 4
-			x8, err := d.anyValue()
-			if err != nil {
-				return err
+			if d.null() {
+				v.Name = nil
+			} else {
+				var x8 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x9, err := d.str()
+				if err != nil {
+					return err
+				}
+				x8 = x9
+				v.Name = &x8
 			}
-			v.RawInput = x8
 			continue
-		case "rawOutput":
+		case "rawInput":
 			if seen&(1<<5) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 5
-			x9, err := d.anyValue()
+			x10, err := d.anyValue()
 			if err != nil {
 				return err
 			}
-			v.RawOutput = x9
+			v.RawInput = x10
 			continue
-		case "status":
+		case "rawOutput":
 			if seen&(1<<6) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 6
-			if d.null() {
-				v.Status = nil
-			} else {
-				var x10 ToolCallStatus
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x11, err := d.str()
-				if err != nil {
-					return err
-				}
-				x10 = ToolCallStatus(x11)
-				v.Status = &x10
+			x11, err := d.anyValue()
+			if err != nil {
+				return err
 			}
+			v.RawOutput = x11
 			continue
-		case "title":
+		case "status":
 			if seen&(1<<7) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 7
 			if d.null() {
-				v.Title = nil
+				v.Status = nil
 			} else {
-				var x12 string
+				var x12 ToolCallStatus
 				if d.peek() == 'n' {
 					return errFallback
 				}
@@ -26125,25 +26472,45 @@ func (v *ToolCallUpdate) decodeFast(d *fastDecoder) error {
 				if err != nil {
 					return err
 				}
-				x12 = x13
-				v.Title = &x12
+				x12 = ToolCallStatus(x13)
+				v.Status = &x12
 			}
 			continue
-		case "toolCallId":
+		case "title":
 			if seen&(1<<8) != 0 {
 				return errFallback
 			}
 			seen |= 1 << 8
-			if !d.null() {
-				x14, err := d.str()
+			if d.null() {
+				v.Title = nil
+			} else {
+				var x14 string
+				if d.peek() == 'n' {
+					return errFallback
+				}
+				x15, err := d.str()
 				if err != nil {
 					return err
 				}
-				v.ToolCallId = ToolCallId(x14)
+				x14 = x15
+				v.Title = &x14
+			}
+			continue
+		case "toolCallId":
+			if seen&(1<<9) != 0 {
+				return errFallback
+			}
+			seen |= 1 << 9
+			if !d.null() {
+				x16, err := d.str()
+				if err != nil {
+					return err
+				}
+				v.ToolCallId = ToolCallId(x16)
 			}
 			continue
 		}
-		if foldsTo(key, "_meta", "content", "kind", "locations", "rawInput", "rawOutput", "status", "title", "toolCallId") {
+		if foldsTo(key, "_meta", "content", "kind", "locations", "name", "rawInput", "rawOutput", "status", "title", "toolCallId") {
 			return errFallback
 		}
 		if err := d.skip(); err != nil {
@@ -26153,8 +26520,8 @@ func (v *ToolCallUpdate) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
-// UnmarshalJSON decodes ToolCallUpdate; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes ToolCallUpdate. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *ToolCallUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
@@ -26166,8 +26533,65 @@ func (v *ToolCallUpdate) UnmarshalJSON(b []byte) error {
 	}
 	type plain ToolCallUpdate
 	var p plain
-	if err := decodeExact(b, &p); err != nil {
+	if err := decodeExact(b, &p); err == nil {
+		*v = ToolCallUpdate(p)
+		return nil
+	}
+	fields, err := objectFields(b)
+	if err != nil {
 		return err
+	}
+	p = plain{}
+	if raw, ok := fields["_meta"]; ok {
+		if err := decodeExact(raw, &p.Meta); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["content"]; ok {
+		if err := decodeExact(raw, &p.Content); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["kind"]; ok {
+		if err := decodeExact(raw, &p.Kind); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["locations"]; ok {
+		if err := decodeExact(raw, &p.Locations); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["name"]; ok {
+		if decodeExact(raw, &p.Name) != nil {
+			var zero *string
+			p.Name = zero
+		}
+	}
+	if raw, ok := fields["rawInput"]; ok {
+		if err := decodeExact(raw, &p.RawInput); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["rawOutput"]; ok {
+		if err := decodeExact(raw, &p.RawOutput); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["status"]; ok {
+		if err := decodeExact(raw, &p.Status); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["title"]; ok {
+		if err := decodeExact(raw, &p.Title); err != nil {
+			return err
+		}
+	}
+	if raw, ok := fields["toolCallId"]; ok {
+		if err := decodeExact(raw, &p.ToolCallId); err != nil {
+			return err
+		}
 	}
 	*v = ToolCallUpdate(p)
 	return nil

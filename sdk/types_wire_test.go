@@ -239,3 +239,16 @@ func TestEmptyUnionFailsToEncode(t *testing.T) {
 		t.Fatal("Validate accepted an empty union")
 	}
 }
+
+// ToolCall.name comes from the newer schema; a malformed value is dropped
+// (x-deserialize-default-on-error), never failing the tool call that
+// v0.13.5 would have accepted.
+func TestToolCallName(t *testing.T) {
+	var u SessionUpdate
+	if out := roundTrip(t, `{"name":"Bash","sessionUpdate":"tool_call","title":"t","toolCallId":"x"}`, &u); out != `{"name":"Bash","sessionUpdate":"tool_call","title":"t","toolCallId":"x"}` || *u.ToolCall.Name != "Bash" {
+		t.Fatalf("%s", out)
+	}
+	if out := roundTrip(t, `{"name":5,"sessionUpdate":"tool_call_update","toolCallId":"x"}`, &u); out != `{"sessionUpdate":"tool_call_update","toolCallId":"x"}` {
+		t.Fatalf("%s", out)
+	}
+}

@@ -39,7 +39,11 @@ var (
 		"SessionUpdate": {"subagent_update", "session_message", "session_message_chunk"},
 	}
 	// nextProperties adds newer-schema properties to existing definitions.
-	nextProperties = map[string][]string{"ClientCapabilities": {"subagents"}}
+	nextProperties = map[string][]string{
+		"ClientCapabilities": {"subagents"},
+		"ToolCall":           {"name"},
+		"ToolCallUpdate":     {"name"},
+	}
 )
 
 type builder struct {
@@ -50,7 +54,11 @@ type builder struct {
 	plain    map[string]bool // has an unprefixed version
 	emit     map[string]bool // definitions that become Go types
 	defNames map[string]bool // every Go name taken by a definition
-	m        *model
+	// lenientProps are the imported properties whose
+	// x-deserialize-default-on-error mark is honoured (base 0.13.5 properties
+	// decode strictly, as upstream).
+	lenientProps map[*Schema]bool
+	m            *model
 }
 
 func build(in *inputs) (*model, error) {
@@ -63,6 +71,8 @@ func build(in *inputs) (*model, error) {
 		emit:     map[string]bool{},
 		defNames: map[string]bool{},
 		m:        &model{types: map[string]*goType{}},
+
+		lenientProps: map[*Schema]bool{},
 	}
 	for k, v := range in.unstable.Defs {
 		b.defs[k] = v
@@ -144,6 +154,9 @@ func (b *builder) importAdditions() error {
 		b.emit[k] = true
 		b.plain[k] = true
 		b.defNames[k] = true
+		for _, p := range d.Properties {
+			b.lenientProps[p] = true
+		}
 	}
 	for union, tags := range nextVariants {
 		old := b.defs[union]
@@ -172,6 +185,7 @@ func (b *builder) importAdditions() error {
 		}
 		for _, p := range props {
 			cp.Properties[p] = next[def].Properties[p]
+			b.lenientProps[next[def].Properties[p]] = true
 		}
 		b.defs[def] = &cp
 	}
@@ -197,6 +211,7 @@ func (b *builder) importAdditions() error {
 				}
 				for pk, pv := range d.Properties {
 					cp.Properties[pk] = pv
+					b.lenientProps[pv] = true
 				}
 				b.defs[def] = &cp
 			}
@@ -307,7 +322,7 @@ func (b *builder) buildField(name string, p *Schema, required, unstable bool) *f
 		Required: required,
 		Nullable: nullable,
 		Default:  p.Default,
-		Lenient:  p.XDefaultOnError,
+		Lenient:  p.XDefaultOnError && b.lenientProps[p],
 	}
 	if p.XGoName != "" {
 		f.GoName = p.XGoName
@@ -382,6 +397,7 @@ func (b *builder) buildDef(def string, unstable bool) error {
 		t.Doc = typeDoc(name, "is an ACP object.", s.Description)
 		t.Fields = b.fieldsOf(s.Properties, s.Required, unstable)
 		t.Validate = hasValidate(def, s)
+		t.Lenient = anyLenient(t.Fields)
 		if isNext {
 			b.markPatch(def, t)
 		}
@@ -590,6 +606,7 @@ func (b *builder) buildUnion(def, name string, s *Schema, unstable bool) error {
 			vt := &goType{Name: vr.TypeName, Kind: kindStruct, def: v}
 			vt.Doc = typeDoc(vr.TypeName, "is the "+fmt.Sprintf("%q", tag)+" variant of "+name+".", variantDoc(v, b.defs[ref]))
 			vt.Fields = b.fieldsOf(props, required, unstable)
+			vt.Lenient = anyLenient(vt.Fields)
 			for _, f := range vt.Fields {
 				if f.JSONName == u.Discriminator && hasConst {
 					f.Discriminator = true
@@ -760,4 +777,13 @@ func (b *builder) buildMethods() {
 	}
 	sort.Slice(b.m.agentConsts, func(i, j int) bool { return b.m.agentConsts[i].GoName < b.m.agentConsts[j].GoName })
 	sort.Slice(b.m.clientConsts, func(i, j int) bool { return b.m.clientConsts[i].GoName < b.m.clientConsts[j].GoName })
+}
+
+func anyLenient(fields []*field) bool {
+	for _, f := range fields {
+		if f.Lenient {
+			return true
+		}
+	}
+	return false
 }
