@@ -4,9 +4,17 @@
 # against the patched upstream tree and against sdk/, and requires identical
 # transcripts (wire lines, handler calls, call outcomes) for each.
 #
-# Usage: conformance.sh PATCHED_UPSTREAM_DIR REPO_ROOT
+# Usage: conformance.sh [--all] PATCHED_UPSTREAM_DIR REPO_ROOT
+#   --all  instead, run every harness scenario on both builds and list those
+#          whose transcripts differ (informational: what sdk/ does that the
+#          series does not carry upstream). Needs jq.
 set -euo pipefail
 
+all=0
+if [[ "${1:-}" == --all ]]; then
+  all=1
+  shift
+fi
 patched=$(cd "${1:?patched upstream dir}" && pwd)
 root=$(cd "${2:?repository root}" && pwd)
 harness="$root/conformance/wire"
@@ -45,6 +53,19 @@ if ! (cd "$harness" &&
   echo "conformance: cannot build the wire harness"
   sed 's/^/    /' "$tmp/build.log" | head -n 30
   exit 1
+fi
+
+if [[ $all -eq 1 ]]; then
+  (cd "$harness" && "$tmp/wire-patched" -label same -out "$tmp/all.patched.json" &&
+    "$tmp/wire-sdk" -label same -out "$tmp/all.sdk.json") >"$tmp/all.log" 2>&1 ||
+    { sed 's/^/    /' "$tmp/all.log"; exit 1; }
+  total=$(jq '.transcripts | length' "$tmp/all.sdk.json")
+  jq -r --slurpfile s "$tmp/all.sdk.json" '
+    ($s[0].transcripts | map({(.name): .}) | add) as $sdk
+    | .transcripts[] | select(. != $sdk[.name]) | .name' "$tmp/all.patched.json" >"$tmp/differ"
+  echo "conformance --all: $total scenarios, $(wc -l <"$tmp/differ") differ between patched upstream and sdk/:"
+  sed 's/^/    /' "$tmp/differ"
+  exit 0
 fi
 
 status=0
