@@ -133,6 +133,11 @@ func (r *Runner) Run(ctx context.Context, t Turn) (Result, error) {
 	}
 	tr.res.Argv = redacted
 	tr.res.ExitCode = -1
+	if ctx.Err() != nil {
+		// Stopped before anything was spawned.
+		tr.res.Class, tr.res.IsError, tr.res.Detail = ClassStopped, true, "stop requested before spawn"
+		return tr.res, nil
+	}
 	return tr.run(ctx, args), nil
 }
 
