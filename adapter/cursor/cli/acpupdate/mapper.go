@@ -201,3 +201,13 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// Forward returns a cli.Turn.OnEvent function that maps each event and
+// hands the notifications to send, in order.
+func (m *Mapper) Forward(send func(acp.SessionNotification)) func(cli.Event) {
+	return func(ev cli.Event) {
+		for _, n := range m.Map(ev) {
+			send(n)
+		}
+	}
+}
