@@ -70,6 +70,8 @@ type Connection struct {
 	// sender whose ctx ends, or a Close, can stop waiting behind a write the
 	// peer does not consume.
 	writeSem chan struct{}
+	// requestJobs hands inbound requests to idle request workers.
+	requestJobs chan requestJob
 	// closed is closed by Close.
 	closed chan struct{}
 	nextID atomic.Uint64
@@ -157,15 +159,16 @@ func isInboundRequest(ctx context.Context) bool {
 // messages to handler. A nil handler answers every request -32601.
 func NewConnection(handler MethodHandler, peerInput io.Writer, peerOutput io.Reader, opts ...ConnectionOption) *Connection {
 	c := &Connection{
-		w:        peerInput,
-		r:        peerOutput,
-		handler:  handler,
-		opts:     applyConnectionOptions(opts),
-		pending:  make(map[uint64]*pendingCall),
-		inflight: make(map[string]*inflightRequest),
-		stopped:  make(chan struct{}),
-		writeSem: make(chan struct{}, 1),
-		closed:   make(chan struct{}),
+		w:           peerInput,
+		r:           peerOutput,
+		handler:     handler,
+		opts:        applyConnectionOptions(opts),
+		pending:     make(map[uint64]*pendingCall),
+		inflight:    make(map[string]*inflightRequest),
+		stopped:     make(chan struct{}),
+		writeSem:    make(chan struct{}, 1),
+		requestJobs: make(chan requestJob),
+		closed:      make(chan struct{}),
 	}
 	c.qcond.L = &c.qmu
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
@@ -460,29 +463,78 @@ func (c *Connection) startRequest(rawID json.RawMessage, method string, params j
 	entry := &inflightRequest{cancel: cancel}
 	c.inflight[idKey] = entry
 	c.inflightCount++
-	c.goroutines++
 	c.mu.Unlock()
 
-	go func() {
-		defer c.goroutineDone()
-		var result any
-		var rerr *RequestError
-		if c.handler == nil {
-			rerr = NewMethodNotFound(method)
-		} else {
-			result, rerr = c.invoke(context.WithValue(reqCtx, inboundRequestKey{}, true), method, params)
-		}
-		// Free the slot before replying, so a peer that sends its next
-		// request as soon as it sees this reply always finds room.
+	job := requestJob{ctx: reqCtx, entry: entry, idKey: idKey, rawID: rawID, method: method, params: params}
+	select {
+	case c.requestJobs <- job: // an idle worker takes it
+	default:
 		c.mu.Lock()
-		if c.inflight[idKey] == entry {
-			delete(c.inflight, idKey)
-		}
-		c.inflightCount--
+		c.goroutines++
 		c.mu.Unlock()
-		cancel(nil)
-		c.writeResponse(rawID, result, rerr)
-	}()
+		go c.requestWorker(job)
+	}
+}
+
+// requestJob is an inbound request handed to a worker goroutine.
+type requestJob struct {
+	ctx    context.Context
+	entry  *inflightRequest
+	idKey  string
+	rawID  json.RawMessage
+	method string
+	params json.RawMessage
+}
+
+// requestWorkerIdle is how long a request worker waits for the next request
+// before it exits.
+const requestWorkerIdle = 5 * time.Second
+
+// requestWorker runs inbound requests, each to completion, then waits a
+// while for the next one. Reusing workers keeps their grown stacks: a fresh
+// goroutine per request (as upstream) spends much of a round trip growing
+// its stack through the decode and dispatch frames.
+func (c *Connection) requestWorker(job requestJob) {
+	defer c.goroutineDone()
+	var idle *time.Timer
+	for {
+		c.runRequest(job)
+		if idle == nil {
+			idle = time.NewTimer(requestWorkerIdle)
+		} else {
+			idle.Reset(requestWorkerIdle)
+		}
+		select {
+		case job = <-c.requestJobs:
+			idle.Stop()
+		case <-idle.C:
+			return
+		case <-c.ctx.Done():
+			idle.Stop()
+			return
+		}
+	}
+}
+
+// runRequest runs the handler of one inbound request and sends the reply.
+func (c *Connection) runRequest(job requestJob) {
+	var result any
+	var rerr *RequestError
+	if c.handler == nil {
+		rerr = NewMethodNotFound(job.method)
+	} else {
+		result, rerr = c.invoke(context.WithValue(job.ctx, inboundRequestKey{}, true), job.method, job.params)
+	}
+	// Free the slot before replying, so a peer that sends its next request
+	// as soon as it sees this reply always finds room.
+	c.mu.Lock()
+	if c.inflight[job.idKey] == job.entry {
+		delete(c.inflight, job.idKey)
+	}
+	c.inflightCount--
+	c.mu.Unlock()
+	job.entry.cancel(nil)
+	c.writeResponse(job.rawID, result, rerr)
 }
 
 // handleCancelRequest cancels the in-flight inbound request named by an
