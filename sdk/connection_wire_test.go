@@ -932,3 +932,18 @@ func TestWriteWaitHonoursContextAndClose(t *testing.T) {
 		t.Fatalf("first write: %v", err)
 	}
 }
+
+func TestLargeQueueBoundAllocatesNothingUpFront(t *testing.T) {
+	r, w := io.Pipe()
+	defer w.Close()
+	conn := NewConnection(nil, io.Discard, r, WithMaxQueuedNotifications(131072))
+	defer conn.Close()
+	conn.qmu.Lock()
+	defer conn.qmu.Unlock()
+	if conn.queue.buf != nil || conn.opts.maxQueuedNotifications != 131072 {
+		t.Fatalf("queue preallocated %d slots (bound %d)", len(conn.queue.buf), conn.opts.maxQueuedNotifications)
+	}
+	if WithMaxQueuedNotifications(0) == nil || applyConnectionOptions([]ConnectionOption{nil, WithMaxQueuedNotifications(-1)}).maxQueuedNotifications != defaultMaxQueuedNotifications {
+		t.Fatal("n <= 0 must select the default; nil options are skipped")
+	}
+}
