@@ -434,3 +434,20 @@ func allHaveKeys(items []map[string]bool, keys ...string) bool {
 	}
 	return true
 }
+
+// validItems decodes a JSON array item by item, dropping items that do not
+// decode; ok is false when raw is not an array.
+func validItems[T any](raw []byte) (items []T, ok bool) {
+	var parts []json.RawMessage
+	if json.Unmarshal(raw, &parts) != nil {
+		return nil, false
+	}
+	items = []T{}
+	for _, part := range parts {
+		var x T
+		if decodeExact(part, &x) == nil {
+			items = append(items, x)
+		}
+	}
+	return items, true
+}

@@ -19137,6 +19137,10 @@ func (v *SessionMessage) UnmarshalJSON(b []byte) error {
 		if decodeExact(raw, &p.Content) != nil {
 			var zero Nullable[[]ContentBlock]
 			p.Content = zero
+			// Keep the valid items of a list with malformed ones.
+			if items, ok := validItems[ContentBlock](raw); ok {
+				p.Content = NewNullable(items)
+			}
 		}
 	}
 	if raw, ok := fields["messageId"]; ok {
@@ -21800,6 +21804,10 @@ func (v *SessionUpdateSessionMessage) UnmarshalJSON(b []byte) error {
 		if decodeExact(raw, &p.Content) != nil {
 			var zero Nullable[[]ContentBlock]
 			p.Content = zero
+			// Keep the valid items of a list with malformed ones.
+			if items, ok := validItems[ContentBlock](raw); ok {
+				p.Content = NewNullable(items)
+			}
 		}
 	}
 	if raw, ok := fields["messageId"]; ok {

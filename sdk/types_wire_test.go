@@ -252,3 +252,13 @@ func TestToolCallName(t *testing.T) {
 		t.Fatalf("%s", out)
 	}
 }
+
+// session_message content is x-deserialize-skip-invalid-items: a malformed
+// block is dropped, the valid ones kept.
+func TestSessionMessageSkipsInvalidContentItems(t *testing.T) {
+	var u SessionUpdate
+	out := roundTrip(t, `{"sessionUpdate":"session_message","messageId":"m","content":[{"type":"text","text":"ok"},{"type":"text","text":5},{"type":"image","data":"AA","mimeType":"image/png"}]}`, &u)
+	if want := `{"content":[{"text":"ok","type":"text"},{"data":"AA","mimeType":"image/png","type":"image"}],"messageId":"m","sessionUpdate":"session_message"}`; out != want {
+		t.Fatalf("\n got %s\nwant %s", out, want)
+	}
+}

@@ -324,6 +324,7 @@ func (b *builder) buildField(name string, p *Schema, required, unstable bool) *f
 		Default:  p.Default,
 		Lenient:  p.XDefaultOnError && b.lenientProps[p],
 	}
+	f.SkipInvalidItems = f.Lenient && p.XSkipInvalidItems
 	if p.XGoName != "" {
 		f.GoName = p.XGoName
 	}

@@ -191,7 +191,17 @@ func emitLenientCodec(b *w, t *goType) {
 	b.p("p = plain{}")
 	for _, f := range t.Fields {
 		b.p("if raw, ok := fields[%q]; ok {", f.JSONName)
-		if f.Lenient {
+		if f.SkipInvalidItems {
+			list, wrap := strings.TrimPrefix(f.GoType, "Nullable["), ""
+			if list != f.GoType {
+				list, wrap = strings.TrimSuffix(list, "]"), "NewNullable"
+			}
+			b.p("if decodeExact(raw, &p.%s) != nil {", f.GoName)
+			b.p("var zero %s\np.%s = zero", f.GoType, f.GoName)
+			b.p("// Keep the valid items of a list with malformed ones.")
+			b.p("if items, ok := validItems[%s](raw); ok {\np.%s = %s(items)\n}", strings.TrimPrefix(list, "[]"), f.GoName, wrap)
+			b.p("}")
+		} else if f.Lenient {
 			b.p("if decodeExact(raw, &p.%s) != nil {\nvar zero %s\np.%s = zero\n}", f.GoName, f.GoType, f.GoName)
 		} else {
 			b.p("if err := decodeExact(raw, &p.%s); err != nil {\nreturn err\n}", f.GoName)

@@ -54,6 +54,9 @@ type field struct {
 	Patch bool
 	// Lenient: a malformed value decodes as absent.
 	Lenient bool
+	// SkipInvalidItems: in a lenient list, malformed items are dropped and
+	// the valid ones kept.
+	SkipInvalidItems bool
 	// Discriminator marks the variant field that carries the union tag.
 	Discriminator bool
 }

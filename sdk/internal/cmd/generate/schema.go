@@ -33,6 +33,7 @@ type Schema struct {
 	XMethod              string          `json:"x-method"`
 	XSide                string          `json:"x-side"`
 	XDefaultOnError      bool            `json:"x-deserialize-default-on-error"`
+	XSkipInvalidItems    bool            `json:"x-deserialize-skip-invalid-items"`
 	// XGoName overrides the Go name derived from a property or definition name
 	// (supplement.json only).
 	XGoName string `json:"x-go-name"`
