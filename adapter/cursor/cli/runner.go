@@ -467,6 +467,9 @@ func (tr *turnRun) loop(ctx context.Context, p *procguard.Process, lines <-chan 
 			}
 			armGrace()
 		case <-startupC:
+			if tr.stopWins(ctx) {
+				return
+			}
 			tr.fail(ClassNoInit, fmt.Sprintf("no valid init within %s", tr.to.Startup))
 			return
 		case <-idleC:
@@ -478,13 +481,21 @@ func (tr *turnRun) loop(ctx context.Context, p *procguard.Process, lines <-chan 
 				idle.Reset(time.Until(lastActivity.Add(tr.idleLimit())))
 				continue
 			}
-			if tr.interactions > 0 {
+			switch {
+			case tr.stopWins(ctx):
+			case time.Since(start) >= tr.to.WallClock:
+				// Absolute beats idle when both are due.
+				tr.fail(ClassWallClockTimeout, fmt.Sprintf("turn exceeded %s", tr.to.WallClock))
+			case tr.interactions > 0:
 				tr.fail(ClassApprovalRequired, "idle while an interaction request was unanswered")
-			} else {
+			default:
 				tr.fail(ClassIdleTimeout, fmt.Sprintf("no output for %s", tr.idleLimit()))
 			}
 			return
 		case <-wallC:
+			if tr.stopWins(ctx) {
+				return
+			}
 			tr.fail(ClassWallClockTimeout, fmt.Sprintf("turn exceeded %s", time.Since(start).Round(time.Millisecond)))
 			return
 		case <-stopC:
@@ -496,6 +507,18 @@ func (tr *turnRun) loop(ctx context.Context, p *procguard.Process, lines <-chan 
 			return
 		}
 	}
+}
+
+// stopWins classifies the turn as stopped when a stop request is pending
+// at the moment a timer fires: stop beats every timer.
+func (tr *turnRun) stopWins(ctx context.Context) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	if !tr.terminal {
+		tr.fail(ClassStopped, "stop requested")
+	}
+	return true
 }
 
 // idleLimit is the idle limit in force: Idle, extended while non-background
