@@ -86,6 +86,15 @@ if [ $WIRE_OK -eq 0 ]; then
   row "wire scenarios" "?" "?" "?" "build"
 fi
 
+# The tests the allowlist names must exist (wirecompare checks) and pass.
+section "allowlist pinning tests (go test in sdk/)"
+pins=$(grep -o '"sdk/[^"]*_test\.go:Test[A-Za-z0-9_]*"' conformance/wire/allowlist.json | tr -d '"' | sort -u)
+pin_dirs=$(for p in $pins; do dirname "${p%%:*}"; done | sort -u)
+for d in $pin_dirs; do
+  names=$(for p in $pins; do [ "$(dirname "${p%%:*}")" = "$d" ] && echo "${p##*:}"; done | sort -u | paste -sd'|')
+  go_suite "pinning tests ($d)" "$d" "$WORK/pins-${d//\//_}.log" -run "^($names)\$" .
+done
+
 # ------------------------------------------------------------ 2. consumer
 section "consumer module (github.com/coder/acp-go-sdk replaced by sdk/)"
 go_suite "consumer module (cursor/task)" conformance/consumer "$WORK/consumer.log" ./...
