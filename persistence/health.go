@@ -67,13 +67,19 @@ type HealthReport struct {
 // Healthy reports whether the comparison ran and found no shortfall.
 func (h HealthReport) Healthy() bool { return h.Compared && h.Problem == "" && h.Shortfall == 0 }
 
-// healthCountsSQL computes both directed anti-joins in one statement
-// (.42), reading the messages once: msg holds the (session, tool_call_id)
-// pairs of subagent messages since the bound instant, with the validity
-// guard applied; rws the row pairs since the same instant.
+// healthCountsSQL computes both directed anti-joins in one statement and
+// one pass (.42). msg holds the (session, tool_call_id) pairs of subagent
+// messages since the bound instant, with the validity guard applied; rws
+// the row pairs since the same instant. Grouping the union by pair marks,
+// for each pair, whether it has an identified message (M), any message
+// (M′) and a row (R); then
 //
-//	shortfall = |M − R|, M = msg pairs passing the identity filters
-//	excess    = |R − M′|, M′ = msg pairs without the identity filters
+//	shortfall = |M − R|   pairs with an identified message and no row
+//	excess    = |R − M′|  pairs with a row and no message at all
+//
+// Each count is its own direction: an excess never offsets a shortfall.
+// This is the same result as two COUNT(*) FROM (… EXCEPT …) statements,
+// at one read of each table instead of two.
 func healthCountsSQL(e engine) string {
 	return `WITH src AS (
 	SELECT m.task_session_id, m.task_id, ` + e.metadataObject("m.metadata") + ` AS md
@@ -83,25 +89,26 @@ func healthCountsSQL(e engine) string {
 	SELECT task_session_id, task_id, md, ` + e.jsonRaw("md", "tool_call_id") + ` AS r_tool_call_id
 	FROM src
 	WHERE ` + e.jsonText("md", "normalized", "kind") + ` = 'subagent_task'` + e.fence() + `
-), msg AS MATERIALIZED (
+), msg AS (
 	SELECT task_session_id, task_id, ` + e.asStr("r_tool_call_id", "md", "tool_call_id") + ` AS tcid
 	FROM a
-), rws AS MATERIALIZED (
-	SELECT task_session_id, tool_call_id FROM task_session_subagents
+), pairs AS (
+	SELECT task_session_id, tcid AS tool_call_id,
+	       CASE WHEN task_session_id <> '' AND task_id <> '' AND tcid IS NOT NULL THEN 1 ELSE 0 END AS in_m,
+	       1 AS in_m2, 0 AS in_r
+	FROM msg
+	UNION ALL
+	SELECT task_session_id, tool_call_id, 0, 0, 1
+	FROM task_session_subagents
 	WHERE ` + e.canon("observed_at") + ` >= ?
+), flags AS (
+	SELECT MAX(in_m) AS in_m, MAX(in_m2) AS in_m2, MAX(in_r) AS in_r
+	FROM pairs
+	GROUP BY task_session_id, tool_call_id
 )
-SELECT
-	(SELECT COUNT(*) FROM (
-		SELECT task_session_id, tcid FROM msg
-		WHERE task_session_id <> '' AND task_id <> '' AND tcid IS NOT NULL
-		EXCEPT
-		SELECT task_session_id, tool_call_id FROM rws
-	) AS shortfall),
-	(SELECT COUNT(*) FROM (
-		SELECT task_session_id, tool_call_id FROM rws
-		EXCEPT
-		SELECT task_session_id, tcid FROM msg
-	) AS excess)`
+SELECT COALESCE(SUM(CASE WHEN in_m = 1 AND in_r = 0 THEN 1 ELSE 0 END), 0) AS shortfall,
+       COALESCE(SUM(CASE WHEN in_r = 1 AND in_m2 = 0 THEN 1 ELSE 0 END), 0) AS excess
+FROM flags`
 }
 
 func rowsSinceSQL(e engine) string {
