@@ -109,6 +109,35 @@ if [[ $failed -eq 0 ]]; then
   echo "series: ${#patches[@]} patches on $module $version; $count tests, examples and fuzz targets in the patched package"
 fi
 
+# API: the series may only add to upstream's exported API, except for the
+# variadic options on the three constructors (calls compile unchanged).
+if [[ $failed -eq 0 ]]; then
+  apidiff=$(command -v "$repo/.tools/apidiff" apidiff 2>/dev/null | head -n 1 || true)
+  if [[ -z "$apidiff" ]]; then
+    echo "api: skipped (apidiff not installed; run make tools)"
+  else
+    base="$work/base"
+    cp -R "$dir" "$base"
+    chmod -R u+w "$base"
+    if (cd "$base" && "$apidiff" -w "$work/old.api" "$module") >"$log" 2>&1 &&
+      (cd "$tree" && "$apidiff" -w "$work/new.api" "$module") >>"$log" 2>&1; then
+      added=$("$apidiff" "$work/old.api" "$work/new.api" | grep -c ': added$' || true)
+      unexpected=$("$apidiff" -incompatible "$work/old.api" "$work/new.api" | grep '^- ' | grep -vxF -f "$here/api-allowed.txt" || true)
+      if [[ -z "$unexpected" ]]; then
+        echo "api: $added additions; incompatible changes only the allowed variadic constructors (api-allowed.txt): ok"
+      else
+        echo "api: unexpected incompatible changes: FAIL"
+        printf '%s\n' "$unexpected" | sed 's/^/    /'
+        failed=1
+      fi
+    else
+      echo "api: apidiff failed: FAIL"
+      sed 's/^/    /' "$log"
+      failed=1
+    fi
+  fi
+fi
+
 if [[ $failed -eq 0 && $wire -eq 1 ]]; then
   if ! "$here/wirecheck/compare.sh" "$tree" "$repo/sdk" "$dir"; then
     failed=1
