@@ -185,7 +185,8 @@ func TestBackfillValueParity(t *testing.T) {
 func TestBackfillMalformedMetadata(t *testing.T) {
 	engines(t, func(t *testing.T, e *env) {
 		historyEnv(e)
-		for i, md := range []any{nil, "", "null", "{", "abc", "[1]", `"str"`, "{\"tool_call_id\":"} {
+		for i, md := range []any{nil, "", "null", "{", "abc", "[1]", `"str"`, "{\"tool_call_id\":",
+			`{"tool_call_id":"tcz","normalized":{"kind":"subagent_task","subagent_task":{"model":"a\u0000b"}}}`} {
 			e.message(message{ID: fmt.Sprint("bad", i), Session: "S", Task: "T", Metadata: md, Created: t0})
 		}
 		e.message(message{ID: "good", Session: "S", Task: "T", Metadata: subagentMeta("tc1", "", nil), Created: t0})

@@ -141,7 +141,10 @@ func (sqliteEngine) tune() []string             { return nil }
 
 // metadataObject is total on SQLite: json_valid never raises.
 func (sqliteEngine) metadataObject(col string) string {
-	return fmt.Sprintf("CASE WHEN json_valid(%[1]s) AND json_type(%[1]s) = 'object' THEN %[1]s ELSE '{}' END", col)
+	// A \u0000 escape reads as {} too, as on PostgreSQL, whose jsonb
+	// rejects it; this keeps the two engines' backfills identical.
+	return fmt.Sprintf("CASE WHEN json_valid(%[1]s) AND json_type(%[1]s) = 'object' AND instr(%[1]s, '\\u0000') = 0 "+
+		"THEN %[1]s ELSE '{}' END", col)
 }
 
 func sqlitePath(path []string) string { return "'$." + strings.Join(path, ".") + "'" }
