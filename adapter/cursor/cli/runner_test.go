@@ -657,3 +657,36 @@ func TestStandaloneJobIsolated(t *testing.T) {
 		t.Fatalf("job %+v parent %+v", job, parent)
 	}
 }
+
+// Two turns at once: tearing one down (stop) never touches the other's
+// processes, though both run the same executable.
+func TestRunConcurrentTurnsIsolated(t *testing.T) {
+	f := newFixture(t, out(lineInit), "sleep 600", out(lineResultOK))
+	g := newFixture(t, "ignore-term", out(lineInit), "spawn-detached", "hang")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type outcome struct {
+		res Result
+		err error
+	}
+	slow := make(chan outcome, 1)
+	go func() {
+		res, err := f.runner.Run(testCtx(t), Turn{Plan: SessionState{}.PlanTurn(Instructions{}, "a"), Dir: t.TempDir()})
+		slow <- outcome{res, err}
+	}()
+	tu := Turn{Plan: SessionState{}.PlanTurn(Instructions{}, "b"), Dir: t.TempDir(),
+		OnEvent: func(e Event) {
+			if e.Kind == EventSessionStarted {
+				cancel()
+			}
+		}}
+	res, err := g.runner.Run(ctx, tu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertFailure(t, res, ClassStopped)
+	o := <-slow
+	if o.err != nil || !o.res.Success() {
+		t.Fatalf("the other turn was disturbed: %+v %v", o.res, o.err)
+	}
+}
