@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
@@ -27,6 +28,7 @@ type Store struct {
 	now          func() time.Time
 	counters     storeCounters
 	upsertSQL    string
+	upsertStmt   atomic.Pointer[sql.Stmt] // prepared on first successful use
 	hooks        hooks
 }
 
@@ -178,6 +180,9 @@ func (s *Store) Engine() Engine { return s.eng.kind() }
 // Close releases the handles Open created; handles given to OpenDB stay open.
 func (s *Store) Close() error {
 	var errs []error
+	if st := s.upsertStmt.Swap(nil); st != nil {
+		errs = append(errs, st.Close())
+	}
 	for _, db := range s.owned {
 		errs = append(errs, db.Close())
 	}
@@ -297,11 +302,22 @@ func (s *Store) write(ctx context.Context, r row) error {
 		settled = s.eng.bindTime(*r.settledAt)
 	}
 	observed := s.eng.bindTime(r.observedAt)
-	_, err := s.writer.ExecContext(ctx, s.upsertSQL,
-		r.id, r.sessionID, r.taskID, r.turnID, r.toolCallID, r.executionID,
+	args := []any{r.id, r.sessionID, r.taskID, r.turnID, r.toolCallID, r.executionID,
 		r.parentToolCallID, r.subagentType, r.description, r.agentID, r.childSessionID, r.model,
 		r.agentStatus, r.toolStatus, r.isAsync, r.totalTokens, r.toolUseCount, r.durationMs,
-		observed, settled, observed)
+		observed, settled, observed}
+	if st := s.upsertStmt.Load(); st != nil {
+		_, err := st.ExecContext(ctx, args...)
+		return err
+	}
+	_, err := s.writer.ExecContext(ctx, s.upsertSQL, args...)
+	if err == nil {
+		// The statement works against this schema: prepare it once for the
+		// writes to come (SQLite re-prepares by itself if the schema moves).
+		if st, perr := s.writer.PrepareContext(ctx, s.upsertSQL); perr == nil && !s.upsertStmt.CompareAndSwap(nil, st) {
+			st.Close()
+		}
+	}
 	return err
 }
 
