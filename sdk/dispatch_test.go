@@ -433,3 +433,49 @@ func TestOutboundExtensionNamesNeedUnderscore(t *testing.T) {
 		t.Fatal("NotifyExtension accepted an empty name")
 	}
 }
+
+// The legacy session/set_model call: its -32601 reaches the caller as a
+// *RequestError, which consumers use to detect "model selection unsupported".
+func TestUnstableSetSessionModelWire(t *testing.T) {
+	conn, peer := clientUnderTest(t, newTestClient())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := conn.UnstableSetSessionModel(context.Background(), UnstableSetSessionModelRequest{SessionId: "s", ModelId: "m"})
+		errc <- err
+	}()
+	if got, want := peer.next(), `{"jsonrpc":"2.0","id":1,"method":"session/set_model","params":{"modelId":"m","sessionId":"s"}}`; got != want {
+		t.Fatalf("got %s\nwant %s", got, want)
+	}
+	peer.send(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found","data":{"method":"session/set_model"}}}`)
+	var rerr *RequestError
+	if err := <-errc; !errors.As(err, &rerr) || rerr.Code != -32601 {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestCallExtensionWire(t *testing.T) {
+	conn, peer := clientUnderTest(t, newTestClient())
+	type result struct {
+		raw json.RawMessage
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		raw, err := conn.CallExtension(context.Background(), "_vendor/ping", map[string]int{"n": 1})
+		done <- result{raw, err}
+	}()
+	if got, want := peer.next(), `{"jsonrpc":"2.0","id":1,"method":"_vendor/ping","params":{"n":1}}`; got != want {
+		t.Fatalf("got %s\nwant %s", got, want)
+	}
+	peer.send(`{"jsonrpc":"2.0","id":1,"result":{"pong":true}}`)
+	r := <-done
+	if r.err != nil || string(r.raw) != `{"pong":true}` {
+		t.Fatalf("%s %v", r.raw, r.err)
+	}
+	if err := conn.NotifyExtension(context.Background(), "_vendor/note", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := peer.next(), `{"jsonrpc":"2.0","method":"_vendor/note"}`; got != want && got != `{"jsonrpc":"2.0","method":"_vendor/note","params":null}` {
+		t.Fatalf("got %s", got)
+	}
+}
