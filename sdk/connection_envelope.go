@@ -546,7 +546,7 @@ func appendJSONString(dst []byte, s string) []byte {
 // are.
 func appendRawID(dst []byte, id json.RawMessage) []byte {
 	for _, b := range id {
-		if !safeJSONStringByte(b) && b != '"' {
+		if (!safeJSONStringByte(b) && b != '"') || b == ' ' {
 			out, err := json.Marshal(id)
 			if err != nil {
 				break

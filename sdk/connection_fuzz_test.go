@@ -70,10 +70,17 @@ func FuzzDecodeEnvelope(f *testing.F) {
 }
 
 func FuzzCanonicalIDKey(f *testing.F) {
-	for _, s := range []string{"1", "1.0", "10e-1", "-0", `"a"`, `"\u003c"`, "null", "1e4096", "true", "{}", "0.000001e6"} {
+	for _, s := range []string{"1", "1.0", "10e-1", "-0", `"a"`, `"\u003c"`, "null", "1e4096", "true", "{}", "0.000001e6", `{"a": [1, 2]}`, `"a b"`, `"\u2028<é>"`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
+		// Echoing an id gives the bytes upstream's re-marshal gives.
+		if json.Valid(raw) {
+			want, err := json.Marshal(json.RawMessage(raw))
+			if err == nil && string(appendRawID(nil, trimJSONSpace(raw))) != string(want) {
+				t.Fatalf("%q: echoed as %q, want %q", raw, appendRawID(nil, trimJSONSpace(raw)), want)
+			}
+		}
 		key, err := canonicalIDKey(raw)
 		if err != nil {
 			return
