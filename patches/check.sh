@@ -11,7 +11,8 @@
 # Output: one line per patch, "NNNN-name.patch  applies: ok  tests: ok",
 # then the wire comparisons (wirecheck/compare.sh: our two scenarios;
 # wirecheck/conformance.sh: the conformance harness's inbound cursor/task and
-# vendor-method scenarios). Exits non-zero on any failure.
+# vendor-method scenarios), after an apidiff check of the patched API.
+# Exits non-zero on any failure.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
