@@ -21098,8 +21098,9 @@ func (u *SessionUpdate) Validate() error {
 }
 
 // Unknown reports a variant this SDK does not know: its "sessionUpdate" tag and the
-// payload exactly as received, which MarshalJSON writes back unchanged.
-// ok is false when the value holds a known variant or nothing.
+// payload exactly as received, which MarshalJSON writes back unchanged
+// (encoding/json then compacts whitespace and escapes <, > and & in strings,
+// as it does for every value). ok is false for a known variant or nothing.
 func (u SessionUpdate) Unknown() (kind string, raw json.RawMessage, ok bool) {
 	if u.unknown == nil {
 		return "", nil, false

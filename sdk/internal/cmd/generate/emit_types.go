@@ -247,8 +247,9 @@ func emitUnion(b *w, m *model, t *goType) {
 
 	if u.KeepUnknown {
 		b.p("// Unknown reports a variant this SDK does not know: its %q tag and the", u.Discriminator)
-		b.p("// payload exactly as received, which MarshalJSON writes back unchanged.")
-		b.p("// ok is false when the value holds a known variant or nothing.")
+		b.p("// payload exactly as received, which MarshalJSON writes back unchanged")
+		b.p("// (encoding/json then compacts whitespace and escapes <, > and & in strings,")
+		b.p("// as it does for every value). ok is false for a known variant or nothing.")
 		b.p("func (u %s) Unknown() (kind string, raw json.RawMessage, ok bool) {", t.Name)
 		b.p("if u.unknown == nil {\nreturn \"\", nil, false\n}")
 		b.p("return u.unknown.tag, append(json.RawMessage(nil), u.unknown.raw...), true\n}\n")
