@@ -117,20 +117,23 @@ fi
 
 # ------------------------------------------------------------ 4. identity
 section "adapter identity (Cursor adapter installed vs not)"
+# This suite's captures plus every capture the adapter packages test with.
+CAPTURES=conformance/testdata
+for d in adapter/testdata adapter/claude/testdata adapter/cursor/testdata; do
+  if compgen -G "$d/*.jsonl" >/dev/null; then CAPTURES="$CAPTURES,$d"; fi
+done
 if go build -tags withcursor -o "$WORK/identity-with" ./conformance/identity >"$WORK/id-build.log" 2>&1 &&
   go build -o "$WORK/identity-without" ./conformance/identity >>"$WORK/id-build.log" 2>&1; then
-  "$WORK/identity-with" -testdata conformance/testdata -out "$WORK/with-1.json" &&
-    "$WORK/identity-with" -testdata conformance/testdata -out "$WORK/with-2.json" &&
-    "$WORK/identity-without" -testdata conformance/testdata -out "$WORK/without-1.json" &&
-    "$WORK/identity-without" -testdata conformance/testdata -out "$WORK/without-2.json"
+  echo "  captures from: ${CAPTURES//,/ }"
+  for run in 1 2; do
+    "$WORK/identity-with" -testdata "$CAPTURES" -out "$WORK/with-$run.json"
+    "$WORK/identity-without" -testdata "$CAPTURES" -out "$WORK/without-$run.json"
+  done
   "$WORK/identity-with" -compare "$WORK/with-1.json" "$WORK/without-1.json" | tee "$WORK/identity.log" | sed 's/^/  /'
   summary=$(grep '^SUMMARY' "$WORK/identity.log" || true)
   nondet=0
   for b in with without; do
-    if ! cmp -s "$WORK/$b-1.json" "$WORK/$b-2.json"; then
-      echo "  two runs of the $b build differ (nondeterministic replay)"
-      nondet=$((nondet + 1))
-    fi
+    "$WORK/identity-with" -same "$WORK/$b-1.json" "$WORK/$b-2.json" | sed 's/^/  /' || nondet=$((nondet + 1))
   done
   if [ -n "$summary" ]; then
     eval "${summary#SUMMARY }"
