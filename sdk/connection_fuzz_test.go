@@ -151,3 +151,44 @@ func FuzzConnectionInput(f *testing.F) {
 }
 
 func bufioReaderSize(r io.Reader, n int) *bufio.Reader { return bufio.NewReaderSize(r, n) }
+
+// FuzzEncodeMessage checks outbound envelopes byte for byte against
+// upstream's way of writing them (params marshalled, then the envelope
+// struct marshalled).
+func FuzzEncodeMessage(f *testing.F) {
+	f.Add("session/update", []byte(`{"a": "<b>", "c": [1, 2.50]}`), uint16(1))
+	f.Add("m\"\u2028é", []byte(`"x"`), uint16(0))
+	f.Add("", []byte(`null`), uint16(7))
+	f.Fuzz(func(t *testing.T, method string, params []byte, id uint16) {
+		var p any
+		if len(params) > 0 {
+			p = json.RawMessage(params)
+		}
+		e := getEncodeBuffer()
+		defer putEncodeBuffer(e)
+		gotErr := encodeMessage(e, uint64(id), method, p)
+
+		ref := referenceEnvelope{JSONRPC: "2.0", Method: method}
+		if id != 0 {
+			raw := json.RawMessage(appendUintID(nil, uint64(id)))
+			ref.ID = &raw
+		}
+		var wantErr error
+		if p != nil {
+			ref.Params, wantErr = json.Marshal(p)
+		}
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("errors differ: %v vs %v", gotErr, wantErr)
+		}
+		if gotErr != nil {
+			return
+		}
+		want, err := json.Marshal(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSuffix(e.buf.String(), "\n"); got != string(want) {
+			t.Fatalf("envelope\n got %s\nwant %s", got, want)
+		}
+	})
+}
