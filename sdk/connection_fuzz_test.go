@@ -192,3 +192,48 @@ func FuzzEncodeMessage(f *testing.F) {
 		}
 	})
 }
+
+// FuzzWriteResponse checks response envelopes byte for byte against
+// upstream's way of writing them.
+func FuzzWriteResponse(f *testing.F) {
+	f.Add([]byte(`1.0e1`), []byte(`{"b": "<x>", "a": 1}`), false)
+	f.Add([]byte(`"id <&>"`), []byte(`[1, 2`), false)
+	f.Add([]byte(` 7 `), []byte(`{"error": "boom"}`), true)
+	f.Fuzz(func(t *testing.T, id, payload []byte, asError bool) {
+		if !json.Valid(id) {
+			return
+		}
+		id = trimJSONSpace(id)
+		var out bytes.Buffer
+		c := &Connection{w: &out, writeSem: make(chan struct{}, 1), closed: make(chan struct{})}
+		c.SetLogger(quietLogger())
+
+		raw := json.RawMessage(id)
+		ref := referenceEnvelope{JSONRPC: "2.0", ID: &raw}
+		if asError {
+			var data any
+			if json.Unmarshal(payload, &data) != nil {
+				return
+			}
+			rerr := NewInvalidParams(data)
+			c.writeResponse(id, nil, rerr)
+			ref.Error = rerr
+		} else {
+			result := json.RawMessage(payload)
+			c.writeResponse(id, result, nil)
+			b, err := json.Marshal(result)
+			if err != nil {
+				ref.Error = NewInternalError(map[string]any{"error": err.Error()})
+			} else {
+				ref.Result = b
+			}
+		}
+		want, err := json.Marshal(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSuffix(out.String(), "\n"); got != string(want) {
+			t.Fatalf("response\n got %s\nwant %s", got, want)
+		}
+	})
+}
