@@ -947,3 +947,38 @@ func TestLargeQueueBoundAllocatesNothingUpFront(t *testing.T) {
 		t.Fatal("n <= 0 must select the default; nil options are skipped")
 	}
 }
+
+// TestWireReentrantWithUnrelatedContextWaitsForItself pins the documented
+// limit: a notification handler that calls back with a context not derived
+// from its own waits for the barrier, i.e. for itself, until that context
+// ends.
+func TestWireReentrantWithUnrelatedContextWaitsForItself(t *testing.T) {
+	var conn *Connection
+	unrelated, cancel := context.WithCancel(context.Background())
+	result := make(chan error, 1)
+	p := newRawPeer(t, func(_ context.Context, method string, params json.RawMessage) (any, *RequestError) {
+		if method == "note" {
+			_, err := SendRequest[string](conn, unrelated, "fs/read_text_file", nil)
+			result <- err
+			return nil, nil
+		}
+		return params, nil
+	})
+	conn = p.conn
+	p.send(`{"method":"note"}`)
+	p.expectLine(`{"jsonrpc":"2.0","id":1,"method":"fs/read_text_file"}`)
+	p.send(`{"id":1,"result":"contents"}`)
+	p.send(`{"id":"probe","method":"echo","params":1}`)
+	p.expectLine(`{"jsonrpc":"2.0","id":"probe","result":1}`)
+	select {
+	case err := <-result:
+		t.Fatalf("returned before its context ended: %v", err)
+	default:
+	}
+	cancel()
+	err := waitChan(t, result, "call released by its context")
+	var re *RequestError
+	if !errors.As(err, &re) || re.Code != -32800 {
+		t.Fatalf("err = %v, want -32800", err)
+	}
+}
