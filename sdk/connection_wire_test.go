@@ -982,3 +982,70 @@ func TestWireReentrantWithUnrelatedContextWaitsForItself(t *testing.T) {
 		t.Fatalf("err = %v, want -32800", err)
 	}
 }
+
+// TestConnectionConcurrentTraffic runs requests both ways from many
+// goroutines while notifications stream, under the race detector.
+func TestConnectionConcurrentTraffic(t *testing.T) {
+	var aNotes, bNotes atomic.Int64
+	var orderErr atomic.Value
+	handler := func(counter *atomic.Int64) MethodHandler {
+		var last int64 = -1
+		return func(ctx context.Context, method string, params json.RawMessage) (any, *RequestError) {
+			if method == "note" {
+				var n int64
+				_ = json.Unmarshal(params, &n)
+				if n != last+1 {
+					orderErr.Store(fmt.Sprintf("notification %d after %d", n, last))
+				}
+				last = n
+				counter.Add(1)
+				return nil, nil
+			}
+			return params, nil
+		}
+	}
+	a, b := pipePair(t, handler(&aNotes), handler(&bNotes))
+	const workers, calls, notes = 8, 40, 300
+	var wg sync.WaitGroup
+	for _, pair := range [][2]*Connection{{a, b}, {b, a}} {
+		from := pair[0]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < notes; i++ {
+				if err := from.SendNotification(context.Background(), "note", i); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < calls; i++ {
+					want := fmt.Sprintf("w%d-%d", w, i)
+					got, err := SendRequest[string](from, context.Background(), "echo", want)
+					if err != nil || got != want {
+						t.Errorf("echo %s: %q, %v", want, got, err)
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	// A last request on each side passes the barrier only after every
+	// notification sent before it was handled.
+	for _, pair := range [][2]*Connection{{a, b}, {b, a}} {
+		if _, err := SendRequest[int](pair[0], context.Background(), "echo", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := orderErr.Load(); v != nil {
+		t.Fatal(v)
+	}
+	if aNotes.Load() != notes || bNotes.Load() != notes {
+		t.Fatalf("notifications: a got %d, b got %d, want %d each", aNotes.Load(), bNotes.Load(), notes)
+	}
+}
