@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/adapter/cursor/cli/procguard"
@@ -203,9 +202,7 @@ func statKey(path string) (fileKey, error) {
 		return fileKey{}, err
 	}
 	k := fileKey{path: path, size: fi.Size(), mtimeNanos: fi.ModTime().UnixNano()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		k.dev, k.ino = uint64(st.Dev), st.Ino
-	}
+	k.dev, k.ino = fileIdentity(fi)
 	return k, nil
 }
 

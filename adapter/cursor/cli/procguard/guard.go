@@ -1,26 +1,10 @@
 //go:build linux
 
-// Package procguard runs one child process so that nothing it starts can
-// outlive it unnoticed. The child gets its own process group, a closed stdin
-// unless the caller provides one, SIGKILL on the death of the thread that
-// started it (Pdeathsig), and a per-process token in its environment. While
-// it runs, a scanner remembers every descendant it sees in /proc (the ppid
-// closure plus the group). Teardown sends SIGTERM, then SIGKILL after a
-// grace, to the group and to every remembered or newly found descendant,
-// including ones that called setsid and whose parent already exited (found
-// by the token in their environment or because they hold one of the watched
-// pipes), and returns only once all of them have stopped running and the
-// child has been waited for.
-//
-// The guard lives in the calling process rather than in a helper binary: a
-// library cannot rely on its host shipping a re-executable guard command.
-// See the package README for what that leaves uncovered.
 package procguard
 
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -31,48 +15,6 @@ import (
 	"time"
 	"unsafe"
 )
-
-// TokenEnv is the environment variable through which every process the child
-// starts can be recognised, even after it left the group and its parent died.
-const TokenEnv = "ACP_CURSOR_GUARD_TOKEN"
-
-// Defaults used when an Options field is zero.
-const (
-	DefaultTermGrace    = 500 * time.Millisecond
-	DefaultScanInterval = 100 * time.Millisecond
-	DefaultWaitDelay    = 2 * time.Second
-)
-
-// maxRemembered bounds the descendants a guard remembers.
-const maxRemembered = 4096
-
-// Options tunes a guard. Zero values select the defaults above.
-type Options struct {
-	// TermGrace is how long teardown waits after SIGTERM before SIGKILL.
-	TermGrace time.Duration
-	// ScanInterval is the period of descendant snapshots while the child
-	// runs; a negative value disables periodic snapshots (teardown still
-	// scans).
-	ScanInterval time.Duration
-	// WaitDelay is set as exec.Cmd.WaitDelay when the command has none.
-	WaitDelay time.Duration
-	// WatchFiles are pipes (typically the child's stdout and stderr) whose
-	// holders teardown treats as descendants.
-	WatchFiles []*os.File
-}
-
-func (o Options) withDefaults() Options {
-	if o.TermGrace <= 0 {
-		o.TermGrace = DefaultTermGrace
-	}
-	if o.ScanInterval == 0 {
-		o.ScanInterval = DefaultScanInterval
-	}
-	if o.WaitDelay <= 0 {
-		o.WaitDelay = DefaultWaitDelay
-	}
-	return o
-}
 
 // Process is a started, guarded child.
 type Process struct {
@@ -96,10 +38,6 @@ type Process struct {
 
 	teardownOnce sync.Once
 }
-
-// ErrSetsid is returned when the command asks for a new session: the guard
-// needs a new process group, and Setsid with Setpgid makes Start fail.
-var ErrSetsid = errors.New("procguard: SysProcAttr.Setsid is not allowed; the guard sets Setpgid")
 
 // Start starts cmd under the guard. The command must not have been started.
 func Start(cmd *exec.Cmd, opt Options) (*Process, error) {
