@@ -13,8 +13,8 @@ import (
 
 // Sender of a wire message, as in the capture format.
 const (
-	FromAgent  = "agent"
-	FromClient = "client"
+	FromAgent  = string(capture.FromAgent)
+	FromClient = string(capture.FromClient)
 )
 
 // Replayer feeds a Tracker from raw JSON-RPC messages in wire order, the
@@ -29,7 +29,7 @@ const (
 // not safe for concurrent use (wire order is one order).
 type Replayer struct {
 	tracker *Tracker
-	pending map[string]pendingRequest // key: sender + raw id
+	pending map[string]pendingRequest // key: pendingKey(sender, id)
 
 	// OnExtension, when set, receives every agent→client request or
 	// notification whose method the Replayer does not handle (cursor/task,
@@ -51,14 +51,6 @@ func NewReplayer(t *Tracker) *Replayer {
 	return &Replayer{tracker: t, pending: map[string]pendingRequest{}}
 }
 
-type wireMessage struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  json.RawMessage `json:"error"`
-}
-
 // ErrNotMessage is returned (wrapped) for input that is not a JSON-RPC
 // message object.
 var ErrNotMessage = errors.New("adapter: not a JSON-RPC message")
@@ -67,30 +59,29 @@ var ErrNotMessage = errors.New("adapter: not a JSON-RPC message")
 // error reports a message that could not be used; the Replayer stays
 // usable and the Tracker unchanged by it.
 func (r *Replayer) Feed(from string, msg []byte) error {
-	var m wireMessage
-	if err := json.Unmarshal(msg, &m); err != nil {
+	m, err := capture.ParseMessage(msg)
+	if err != nil {
 		return fmt.Errorf("%w: %v", ErrNotMessage, err)
 	}
-	hasID := len(m.ID) > 0 && string(m.ID) != "null"
 	switch {
-	case m.Method != "" && hasID:
+	case m.IsRequest():
 		r.remember(from, m.ID, pendingRequest{m.Method, m.Params})
 		return r.request(from, m)
-	case m.Method != "":
+	case m.IsNotification():
 		return r.notification(from, m)
-	case hasID:
+	case m.IsResponse():
 		// A response travels the other way from its request.
 		other := FromClient
 		if from == FromClient {
 			other = FromAgent
 		}
-		key := other + string(m.ID)
+		key := pendingKey(other, m.ID)
 		req, ok := r.pending[key]
 		if !ok {
 			return nil
 		}
 		delete(r.pending, key)
-		failed := len(m.Error) > 0 && string(m.Error) != "null"
+		failed := m.Failed()
 		if req.method == "session/load" || req.method == "session/resume" {
 			var p sessionParams
 			if json.Unmarshal(req.params, &p) == nil && p.SessionID != "" {
@@ -105,8 +96,14 @@ func (r *Replayer) Feed(from string, msg []byte) error {
 	return fmt.Errorf("%w: no method and no id", ErrNotMessage)
 }
 
+// pendingKey names a request by its sender and canonical id, so that a
+// response spelling the id differently (1.0 for 1) still pairs with it.
+func pendingKey(from string, id json.RawMessage) string {
+	return from + " " + capture.IDKey(id)
+}
+
 func (r *Replayer) remember(from string, id json.RawMessage, req pendingRequest) {
-	key := from + string(id)
+	key := pendingKey(from, id)
 	limit := r.MaxPending
 	if limit <= 0 {
 		limit = 4096
@@ -134,7 +131,7 @@ type sessionParams struct {
 	SessionID string `json:"sessionId"`
 }
 
-func (r *Replayer) request(from string, m wireMessage) error {
+func (r *Replayer) request(from string, m capture.Message) error {
 	if from == FromClient {
 		var p sessionParams
 		if json.Unmarshal(m.Params, &p) != nil || p.SessionID == "" {
@@ -156,7 +153,7 @@ func (r *Replayer) request(from string, m wireMessage) error {
 	return nil
 }
 
-func (r *Replayer) notification(from string, m wireMessage) error {
+func (r *Replayer) notification(from string, m capture.Message) error {
 	if from == FromClient {
 		return nil
 	}
@@ -214,14 +211,19 @@ func (r *Replayer) response(req pendingRequest, result json.RawMessage) error {
 	return nil
 }
 
-// clientMethod reports the standard agent→client methods, which are not
-// extensions.
+// clientMethod reports the standard agent→client methods (the SDK's
+// ClientMethod* names, plus session/elicitation, an older spelling some
+// captures hold), which are not extensions.
 func clientMethod(method string) bool {
 	switch method {
-	case "session/update", "session/request_permission", "fs/read_text_file",
-		"fs/write_text_file", "terminal/create", "terminal/output",
-		"terminal/release", "terminal/wait_for_exit", "terminal/kill",
-		"session/elicitation", "elicitation/create":
+	case acp.ClientMethodSessionUpdate, acp.ClientMethodSessionRequestPermission,
+		acp.ClientMethodFsReadTextFile, acp.ClientMethodFsWriteTextFile,
+		acp.ClientMethodTerminalCreate, acp.ClientMethodTerminalOutput,
+		acp.ClientMethodTerminalRelease, acp.ClientMethodTerminalWaitForExit,
+		acp.ClientMethodTerminalKill, acp.ClientMethodElicitationCreate,
+		acp.ClientMethodElicitationComplete, acp.ClientMethodMcpConnect,
+		acp.ClientMethodMcpDisconnect, acp.ClientMethodMcpMessage,
+		"session/elicitation":
 		return true
 	}
 	return false

@@ -34,7 +34,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"strconv"
 	"sync"
 
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
@@ -55,37 +54,6 @@ type Agent struct {
 // NewAgent returns a scripted agent that follows c.
 func NewAgent(c *capture.Capture) *Agent {
 	return &Agent{entries: c.Entries, live: map[string]json.RawMessage{}}
-}
-
-// message is the subset of a JSON-RPC envelope the script needs to read.
-type message struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  json.RawMessage `json:"error"`
-}
-
-func (m *message) hasID() bool { return len(m.ID) > 0 && !bytes.Equal(m.ID, []byte("null")) }
-
-func (m *message) isRequest() bool  { return m.Method != "" && m.hasID() }
-func (m *message) isResponse() bool { return m.Method == "" && m.hasID() }
-
-func parse(raw []byte) (message, error) {
-	var m message
-	err := json.Unmarshal(raw, &m)
-	return m, err
-}
-
-// idKey canonicalises an id for matching: numbers by value, strings quoted.
-func idKey(id json.RawMessage) string {
-	id = bytes.TrimSpace(id)
-	if len(id) > 0 && id[0] != '"' {
-		if f, err := strconv.ParseFloat(string(id), 64); err == nil {
-			return strconv.FormatFloat(f, 'g', -1, 64)
-		}
-	}
-	return string(id)
 }
 
 // Serve plays the script: it reads the live client's messages from r and
@@ -138,8 +106,8 @@ func (a *Agent) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		m, err := parse(line)
-		if err != nil || !m.isRequest() {
+		m, err := capture.ParseMessage(line)
+		if err != nil || !m.IsRequest() {
 			continue // notifications, stray responses, garbage: ignored
 		}
 		if err := a.answer(m, next); err != nil {
@@ -149,7 +117,7 @@ func (a *Agent) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 }
 
 // answer plays the script for one live client request.
-func (a *Agent) answer(req message, next func() ([]byte, error)) error {
+func (a *Agent) answer(req capture.Message, next func() ([]byte, error)) error {
 	k := a.findClientRequest(req.Method)
 	if k < 0 {
 		if req.Method == "session/prompt" {
@@ -159,16 +127,16 @@ func (a *Agent) answer(req message, next func() ([]byte, error)) error {
 		}
 		return a.send(buildResponse(req.ID, Fallback(req.Method, a.sessionHint()), nil))
 	}
-	rec, _ := parse(a.entries[k].Msg)
-	a.live[idKey(rec.ID)] = req.ID
+	rec, _ := capture.ParseMessage(a.entries[k].Msg)
+	a.live[capture.IDKey(rec.ID)] = req.ID
 	a.pos = k + 1
 	if err := a.play(-1, next); err != nil {
 		return err
 	}
-	if id, ok := a.live[idKey(rec.ID)]; ok {
+	if id, ok := a.live[capture.IDKey(rec.ID)]; ok {
 		// The capture ended (or moved on) without a response: answer so the
 		// client is never left waiting.
-		delete(a.live, idKey(rec.ID))
+		delete(a.live, capture.IDKey(rec.ID))
 		return a.send(buildResponse(id, Fallback(req.Method, a.sessionHint()), nil))
 	}
 	return nil
@@ -182,7 +150,7 @@ func (a *Agent) findClientRequest(method string) int {
 		if e.From != capture.FromClient {
 			continue
 		}
-		if m, err := parse(e.Msg); err == nil && m.isRequest() && m.Method == method {
+		if m, err := capture.ParseMessage(e.Msg); err == nil && m.IsRequest() && m.Method == method {
 			return i
 		}
 	}
@@ -194,13 +162,13 @@ func (a *Agent) findClientRequest(method string) int {
 func (a *Agent) play(limit int, next func() ([]byte, error)) error {
 	for a.pos < len(a.entries) && (limit < 0 || a.pos < limit) {
 		e := a.entries[a.pos]
-		m, err := parse(e.Msg)
+		m, err := capture.ParseMessage(e.Msg)
 		if err != nil {
 			a.pos++
 			continue
 		}
 		if e.From == capture.FromClient {
-			if m.isRequest() {
+			if m.IsRequest() {
 				if limit < 0 {
 					return nil
 				}
@@ -210,14 +178,14 @@ func (a *Agent) play(limit int, next func() ([]byte, error)) error {
 		}
 		a.pos++
 		switch {
-		case m.isResponse():
-			if id, ok := a.live[idKey(m.ID)]; ok {
-				delete(a.live, idKey(m.ID))
+		case m.IsResponse():
+			if id, ok := a.live[capture.IDKey(m.ID)]; ok {
+				delete(a.live, capture.IDKey(m.ID))
 				if err := a.send(buildResponse(id, m.Result, m.Error)); err != nil {
 					return err
 				}
 			}
-		case m.isRequest():
+		case m.IsRequest():
 			if err := a.send(e.Msg); err != nil {
 				return err
 			}
@@ -237,20 +205,20 @@ func (a *Agent) play(limit int, next func() ([]byte, error)) error {
 // request id arrives. Requests the client sends meanwhile are answered with
 // their fallback so neither side waits on the other.
 func (a *Agent) awaitResponse(id json.RawMessage, next func() ([]byte, error)) error {
-	want := idKey(id)
+	want := capture.IDKey(id)
 	for {
 		line, err := next()
 		if err != nil {
 			return err
 		}
-		m, err := parse(line)
+		m, err := capture.ParseMessage(line)
 		if err != nil {
 			continue
 		}
-		if m.isResponse() && idKey(m.ID) == want {
+		if m.IsResponse() && capture.IDKey(m.ID) == want {
 			return nil
 		}
-		if m.isRequest() {
+		if m.IsRequest() {
 			if err := a.send(buildResponse(m.ID, Fallback(m.Method, a.sessionHint()), nil)); err != nil {
 				return err
 			}

@@ -1,0 +1,35 @@
+package adapter_test
+
+import (
+	"testing"
+
+	"github.com/kdlbs/acp-go-sdk/adapter"
+)
+
+// TestReplayerPairsResponsesByIDValue pins that a response pairs with its
+// request by the id's value, not its spelling: a prompt answered with id
+// 2.0 still ends the turn (sweeping the completed set), and a response to
+// an id never asked changes nothing.
+func TestReplayerPairsResponsesByIDValue(t *testing.T) {
+	tr, err := adapter.NewTracker(adapter.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := adapter.NewReplayer(tr)
+	feed := func(from, msg string) {
+		t.Helper()
+		if err := r.Feed(from, []byte(msg)); err != nil {
+			t.Fatalf("%s: %v", msg, err)
+		}
+	}
+	feed(adapter.FromClient, `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}`)
+	feed(adapter.FromAgent, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"a","title":"task","status":"completed"}}}`)
+	feed(adapter.FromAgent, `{"jsonrpc":"2.0","id":"2","result":{"stopReason":"end_turn"}}`)
+	if got := tr.Counters()[adapter.CounterCompletedSwept]; got != 0 {
+		t.Fatalf("a response with the string id \"2\" ended the turn of request 2 (swept %d)", got)
+	}
+	feed(adapter.FromAgent, `{"jsonrpc":"2.0","id":2.0,"result":{"stopReason":"end_turn"}}`)
+	if got := tr.Counters()[adapter.CounterCompletedSwept]; got != 1 {
+		t.Fatalf("the response with id 2.0 did not end the turn of request 2 (swept %d)", got)
+	}
+}
