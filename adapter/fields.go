@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -203,7 +204,8 @@ func SetSticky(dst *bool, v bool) bool {
 }
 
 // TruncateUTF8 returns the longest prefix of s of at most n bytes that ends
-// on a rune boundary.
+// on a rune boundary. A cut result is a copy, so the oversized original is
+// not kept alive by it.
 func TruncateUTF8(s string, n int) string {
 	if n >= len(s) {
 		return s
@@ -214,5 +216,5 @@ func TruncateUTF8(s string, n int) string {
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n]
+	return strings.Clone(s[:n])
 }

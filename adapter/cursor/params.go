@@ -3,8 +3,8 @@ package cursor
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
-	"unicode/utf8"
+
+	"github.com/kdlbs/acp-go-sdk/adapter"
 )
 
 // Size caps applied while reading cursor/task params. They bound what one
@@ -82,7 +82,7 @@ func (p *TaskParams) capped(fields map[string]json.RawMessage, key string, limit
 		return s
 	}
 	p.Truncated++
-	return truncateUTF8(s, limit)
+	return adapter.TruncateUTF8(s, limit)
 }
 
 // stringField returns fields[key] when it is a JSON string. Any other JSON
@@ -100,17 +100,4 @@ func stringField(fields map[string]json.RawMessage, key string) (s string, isStr
 		return "", false
 	}
 	return s, true
-}
-
-// truncateUTF8 cuts s to at most limit bytes without splitting a rune. The
-// result is a copy, so the oversized original is not kept alive.
-func truncateUTF8(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strings.Clone(s[:cut])
 }

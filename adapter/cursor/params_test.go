@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/kdlbs/acp-go-sdk/adapter"
 )
 
 func TestParseTaskParams(t *testing.T) {
@@ -99,8 +101,8 @@ func TestTruncateUTF8(t *testing.T) {
 		{"abc", 0, ""},
 	}
 	for _, tc := range cases {
-		if got := truncateUTF8(tc.in, tc.limit); got != tc.want {
-			t.Errorf("truncateUTF8(%q, %d) = %q, want %q", tc.in, tc.limit, got, tc.want)
+		if got := adapter.TruncateUTF8(tc.in, tc.limit); got != tc.want {
+			t.Errorf("TruncateUTF8(%q, %d) = %q, want %q", tc.in, tc.limit, got, tc.want)
 		}
 	}
 }
