@@ -314,16 +314,7 @@ func (t *Tracker) Do(fn func(tx *Tx)) { t.do(fn) }
 // handler uses it to answer without waiting for the consumer.
 func (t *Tracker) DoAsync(fn func(tx *Tx)) {
 	t.mu.Lock()
-	tx := &Tx{t: t}
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				t.counters[CounterRecoveredPanics]++
-			}
-		}()
-		fn(tx)
-	}()
-	tx.t = nil
+	t.runLocked(fn)
 	queued := len(t.queue) > 0 && !t.delivering
 	t.mu.Unlock()
 	if queued {
@@ -333,18 +324,23 @@ func (t *Tracker) DoAsync(fn func(tx *Tx)) {
 
 func (t *Tracker) do(fn func(tx *Tx)) {
 	t.mu.Lock()
-	tx := &Tx{t: t}
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				t.counters[CounterRecoveredPanics]++
-			}
-		}()
-		fn(tx)
-	}()
-	tx.t = nil
+	t.runLocked(fn)
 	t.mu.Unlock()
 	t.deliver()
+}
+
+// runLocked runs fn with a Tx valid only during the call, recovering (and
+// counting) a panic so that bad input never escapes the Tracker. t.mu is
+// held.
+func (t *Tracker) runLocked(fn func(tx *Tx)) {
+	tx := &Tx{t: t}
+	defer func() {
+		tx.t = nil
+		if r := recover(); r != nil {
+			t.counters[CounterRecoveredPanics]++
+		}
+	}()
+	fn(tx)
 }
 
 // ensureDialect decides the dialect now, once, when a frame or an extension

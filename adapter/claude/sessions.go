@@ -367,7 +367,7 @@ func (d *Dialect) view(tx *adapter.Tx, transcript, id string) *adapter.MessageVi
 	d.sessions.messages[k] = v
 	d.sessions.msgOrder = append(d.sessions.msgOrder, k)
 	d.evictMessages(tx, v)
-	if len(d.sessions.msgOrder) > 2*MaxMessages {
+	if len(d.sessions.msgOrder) > 2*d.limits.Messages {
 		kept := d.sessions.msgOrder[:0:0]
 		for _, k := range d.sessions.msgOrder {
 			if _, ok := d.sessions.messages[k]; ok {
