@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -83,14 +85,21 @@ func choosePermission(policy string, options []acp.PermissionOption) (acp.Reques
 	return acp.NewRequestPermissionOutcomeCancelled(), "cancelled"
 }
 
-// ReadTextFile serves files below the working directory, so an agent can
-// read what it was pointed at and nothing else.
+// maxReadFileBytes bounds the file ReadTextFile serves: the answer has to
+// fit in one JSON-RPC frame, and an agent must not make acpscope read
+// without end.
+const maxReadFileBytes = 16 << 20
+
+// ReadTextFile serves regular files below the working directory, so an
+// agent can read what it was pointed at and nothing else: a symbolic link
+// leading outside, a device, a FIFO or a file larger than maxReadFileBytes is
+// refused.
 func (c *scopeClient) ReadTextFile(_ context.Context, req acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
 	path, err := c.inside(req.Path)
 	if err != nil {
 		return acp.ReadTextFileResponse{}, err
 	}
-	data, err := os.ReadFile(path)
+	data, err := readRegularFile(path, maxReadFileBytes)
 	if err != nil {
 		return acp.ReadTextFileResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
 	}
@@ -108,6 +117,34 @@ func (c *scopeClient) ReadTextFile(_ context.Context, req acp.ReadTextFileReques
 		text = strings.Join(lines[start:end], "")
 	}
 	return acp.ReadTextFileResponse{Content: text}, nil
+}
+
+// readRegularFile reads path when it is a regular file of at most limit
+// bytes. It never blocks on a FIFO or reads a device without end.
+func readRegularFile(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	return data, nil
 }
 
 // WriteTextFile is refused: acpscope observes, it does not let agents change
@@ -149,15 +186,34 @@ func (c *scopeClient) HandleExtensionMethod(ctx context.Context, method string, 
 	return nil, acp.NewMethodNotFound(method)
 }
 
-// inside resolves p and checks that it lies below the client's root.
+// inside resolves p and checks that it lies below the client's root, after
+// following symbolic links (so a link inside the root cannot lead out).
 func (c *scopeClient) inside(p string) (string, error) {
 	if c.root == "" || !filepath.IsAbs(p) {
 		return "", acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("path %q is not an absolute path below the working directory", p)})
 	}
+	outside := acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("path %q is outside the working directory", p)})
 	clean := filepath.Clean(p)
-	rel, err := filepath.Rel(c.root, clean)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("path %q is outside the working directory", p)})
+	if !below(c.root, clean) {
+		return "", outside
 	}
-	return clean, nil
+	root, err := filepath.EvalSymlinks(c.root)
+	if err != nil {
+		return "", acp.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	real, err := filepath.EvalSymlinks(clean)
+	if err != nil {
+		return "", acp.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	if !below(root, real) {
+		return "", outside
+	}
+	return real, nil
+}
+
+// below reports whether path is root or lies under it (both clean and
+// absolute).
+func below(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
