@@ -92,11 +92,12 @@ func (b *Board) Children(parent *Card) []*Card {
 	return out
 }
 
-// Running counts the subagent cards whose tool status is not terminal.
+// Running counts the subagent cards whose tool status is not terminal. It
+// runs on every shown line and spinner tick, so it counts without sorting.
 func (b *Board) Running() int {
 	n := 0
-	for _, c := range b.Subagents() {
-		if !c.Status.Terminal() {
+	for _, c := range b.cards {
+		if c.IsSubagent() && !c.Status.Terminal() {
 			n++
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
 )
@@ -38,6 +39,10 @@ func NewTerminal(w io.Writer, animate bool) *Terminal {
 // Board returns the cards seen so far.
 func (t *Terminal) Board() *Board { return t.board }
 
+// maxPendingText bounds the agent text held while waiting for a newline;
+// a longer line is shown in pieces of this size.
+const maxPendingText = 64 << 10
+
 // AgentText appends a chunk of the agent's message in a session. Text is
 // shown a line at a time; Flush shows what is left.
 func (t *Terminal) AgentText(sessionID, chunk string) {
@@ -50,16 +55,27 @@ func (t *Terminal) AgentText(sessionID, chunk string) {
 		t.order = append(t.order, sessionID)
 	}
 	b.WriteString(chunk)
-	s := b.String()
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		for _, line := range strings.Split(s[:i], "\n") {
-			if strings.TrimSpace(line) != "" {
-				t.logLocked("agent: " + line)
-			}
-		}
-		b.Reset()
-		b.WriteString(s[i+1:])
+	// Only the new chunk can hold the line end, so a long line arriving in
+	// many chunks costs linear, not quadratic, work.
+	if strings.IndexByte(chunk, '\n') < 0 && b.Len() < maxPendingText {
+		return
 	}
+	s := b.String()
+	i := strings.LastIndexByte(s, '\n')
+	if i < 0 {
+		i = len(s) // an over-long line: show what arrived so far
+	}
+	for _, line := range strings.Split(s[:i], "\n") {
+		if strings.TrimSpace(line) != "" {
+			t.logLocked("agent: " + line)
+		}
+	}
+	rest := ""
+	if i < len(s) {
+		rest = s[i+1:]
+	}
+	b.Reset()
+	b.WriteString(rest)
 }
 
 // Event shows one adapter event.
@@ -167,12 +183,33 @@ func (t *Terminal) flushTextLocked() {
 	}
 }
 
-// logLocked writes one log line above the progress line.
+// logLocked writes one log line above the progress line. Control
+// characters an agent put into its text or titles are replaced, so they can
+// neither drive the terminal nor break the plain output.
 func (t *Terminal) logLocked(line string) {
 	t.clearProgressLocked()
-	fmt.Fprintln(t.w, line)
+	fmt.Fprintln(t.w, printable(line))
 	t.drawProgressLocked()
 }
+
+// printable replaces the control characters of s (C0, DEL and C1) with
+// U+FFFD, and a tab with a space, leaving every other character alone.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t':
+			return ' '
+		case isControl(r):
+			return utf8.RuneError
+		}
+		return r
+	}, s)
+}
+
+func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
 
 func (t *Terminal) clearProgressLocked() {
 	if t.progress {
@@ -213,15 +250,15 @@ func WriteCards(w io.Writer, b *Board) {
 	fmt.Fprintf(w, "\nSubagents (%d)\n", len(subs))
 	for _, c := range subs {
 		children := b.Children(c)
-		fmt.Fprintf(w, "\n◆ %s [%s]\n", Header(c), statusWord(c.Status))
+		fmt.Fprintf(w, "\n◆ %s [%s]\n", printable(Header(c)), statusWord(c.Status))
 		if chips := Chips(c, len(children)); len(chips) > 0 {
-			fmt.Fprintf(w, "  %s\n", strings.Join(chips, " · "))
+			fmt.Fprintf(w, "  %s\n", printable(strings.Join(chips, " · ")))
 		}
 		t := c.Event.Payload.SubagentTask
 		switch {
 		case t.ResultText != "":
 			for _, line := range strings.Split(strings.TrimSpace(t.ResultText), "\n") {
-				fmt.Fprintf(w, "  │ %s\n", line)
+				fmt.Fprintf(w, "  │ %s\n", printable(line))
 			}
 		case len(children) > 0:
 			for i, ch := range children {
@@ -233,10 +270,10 @@ func WriteCards(w io.Writer, b *Board) {
 				if ch.IsSubagent() {
 					title = Header(ch)
 				}
-				fmt.Fprintf(w, "  %s %s [%s]\n", branch, oneLine(title, 72), statusWord(ch.Status))
+				fmt.Fprintf(w, "  %s %s [%s]\n", branch, printable(oneLine(title, 72)), statusWord(ch.Status))
 			}
 		case t.Prompt != "":
-			fmt.Fprintf(w, "  prompt: %s\n", oneLine(t.Prompt, 100))
+			fmt.Fprintf(w, "  prompt: %s\n", printable(oneLine(t.Prompt, 100)))
 		}
 	}
 }

@@ -114,3 +114,27 @@ func TestChips(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// TestAgentControlCharactersNeverReachTheTerminal pins that escape
+// sequences and other control characters an agent puts into its text, a
+// title or a payload are replaced before they are written, in the log and in
+// the summary, and that a line without an end is shown in bounded pieces.
+func TestAgentControlCharactersNeverReachTheTerminal(t *testing.T) {
+	var buf bytes.Buffer
+	term := NewTerminal(&buf, false)
+	term.AgentText("s1", "red \x1b[31mtext\x07\tend\n")
+	term.Event(adapter.Event{Kind: adapter.EventToolCall, SessionID: "s1", ToolCallID: "t1", Title: "ls \x1b]0;pwned\x07", Status: adapter.ToolStatusPending})
+	term.Event(sub(adapter.EventToolCall, "t2", "", adapter.ToolStatusComplete, adapter.SubagentTask{Description: "d\x1b[2J", ResultText: "r\x9b1m"}))
+	term.AgentText("s1", strings.Repeat("x", maxPendingText+10))
+	term.Summary()
+	out := buf.String()
+	if strings.ContainsFunc(out, func(r rune) bool { return r != '\n' && isControl(r) }) {
+		t.Fatalf("control characters reached the output:\n%q", out)
+	}
+	if !strings.Contains(out, "agent: red �[31mtext� end\n") {
+		t.Fatalf("agent text not shown with replacements:\n%q", out)
+	}
+	if !strings.Contains(out, "agent: "+strings.Repeat("x", maxPendingText+10)+"\n") {
+		t.Fatalf("an over-long line was not shown in full")
+	}
+}
