@@ -36,8 +36,11 @@ type engine interface {
 	rebind(query string) string
 	// bindTime is the value written into a TIMESTAMP column.
 	bindTime(t time.Time) any
-	// bindCompare is the value compared against canon(column).
-	bindCompare(t time.Time) any
+	// atOrAfter is "timestamp column col is at or after the instant bound
+	// by atOrAfterArgs", exact to the microsecond whatever text form (SQLite)
+	// or session time zone (PostgreSQL).
+	atOrAfter(col string) string
+	atOrAfterArgs(t time.Time) []any
 	// canon is an expression that compares and orders a timestamp column
 	// correctly whatever text form it holds.
 	canon(expr string) string
@@ -115,7 +118,16 @@ func (sqliteEngine) fence() string               { return " LIMIT -1 OFFSET 0" }
 func (sqliteEngine) stored(c string) string      { return "(" + c + " || '+00:00')" }
 func (sqliteEngine) snapshot() *sql.TxOptions    { return nil } // mattn ignores TxOptions; WAL fixes the snapshot at the first read
 func (sqliteEngine) bindTime(t time.Time) any    { return sqliteText(t) }
-func (sqliteEngine) bindCompare(t time.Time) any { return sqliteCanonText(t) }
+// atOrAfter compares through C(); the plain text comparison before it is a
+// superset filter (every text form starts with its local date, at most one
+// day before the UTC date) that lets an index on col skip older rows.
+func (e sqliteEngine) atOrAfter(col string) string {
+	return fmt.Sprintf("(%s >= ? AND %s >= ?)", col, e.canon(col))
+}
+
+func (sqliteEngine) atOrAfterArgs(t time.Time) []any {
+	return []any{normTime(t).AddDate(0, 0, -1).Format("2006-01-02"), sqliteCanonText(t)}
+}
 func (e sqliteEngine) later(a, b string) string {
 	return fmt.Sprintf("CASE WHEN %s > %s THEN %s ELSE %s END", e.canon(a), e.canon(b), a, b)
 }
@@ -234,7 +246,8 @@ func (postgresEngine) snapshot() *sql.TxOptions {
 	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 }
 func (postgresEngine) bindTime(t time.Time) any    { return normTime(t) }
-func (postgresEngine) bindCompare(t time.Time) any { return normTime(t) }
+func (postgresEngine) atOrAfter(col string) string       { return col + " >= ?" }
+func (postgresEngine) atOrAfterArgs(t time.Time) []any { return []any{normTime(t)} }
 func (postgresEngine) canon(expr string) string    { return expr }
 func (postgresEngine) binary(expr string) string   { return expr + ` COLLATE "C"` }
 func (postgresEngine) later(a, b string) string    { return fmt.Sprintf("GREATEST(%s, %s)", a, b) }

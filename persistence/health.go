@@ -84,7 +84,7 @@ func healthCountsSQL(e engine) string {
 	return `WITH src AS (
 	SELECT m.task_session_id, m.task_id, ` + e.metadataObject("m.metadata") + ` AS md
 	FROM task_session_messages m
-	WHERE ` + e.canon("m.created_at") + ` >= ?` + e.fence() + `
+	WHERE ` + e.atOrAfter("m.created_at") + e.fence() + `
 ), a AS (
 	SELECT task_session_id, task_id, md, ` + e.jsonRaw("md", "tool_call_id") + ` AS r_tool_call_id
 	FROM src
@@ -100,7 +100,7 @@ func healthCountsSQL(e engine) string {
 	UNION ALL
 	SELECT task_session_id, tool_call_id, 0, 0, 1
 	FROM task_session_subagents
-	WHERE ` + e.canon("observed_at") + ` >= ?
+	WHERE ` + e.atOrAfter("observed_at") + `
 ), flags AS (
 	SELECT MAX(in_m) AS in_m, MAX(in_m2) AS in_m2, MAX(in_r) AS in_r
 	FROM pairs
@@ -114,9 +114,9 @@ FROM flags`
 func rowsSinceSQL(e engine) string {
 	return `SELECT COUNT(*), MAX(` + e.canon("observed_at") + `),
 	(SELECT COUNT(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM task_session_subagents
-	                       WHERE ` + e.canon("observed_at") + ` >= ?) AS p)
+	                       WHERE ` + e.atOrAfter("observed_at") + `) AS p)
 FROM task_session_subagents
-WHERE ` + e.canon("observed_at") + ` >= ?`
+WHERE ` + e.atOrAfter("observed_at")
 }
 
 // Health reads the activation keys and, when capture_since is present,
@@ -171,14 +171,15 @@ func (s *Store) Health(ctx context.Context) (HealthReport, error) {
 	if !hasThrough {
 		h.Problem = "capture_since without backfill_through (inconsistent)"
 	}
-	bound := s.eng.bindCompare(since)
+	bound := s.eng.atOrAfterArgs(since)
+	twice := append(append([]any{}, bound...), bound...)
 	for _, q := range s.eng.tune() {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return h, err
 		}
 	}
 	if err := s.guarded(ctx, tx, func(e engine) error {
-		return tx.QueryRowContext(ctx, e.rebind(healthCountsSQL(e)), bound, bound).Scan(&h.Shortfall, &h.Excess)
+		return tx.QueryRowContext(ctx, e.rebind(healthCountsSQL(e)), twice...).Scan(&h.Shortfall, &h.Excess)
 	}); err != nil {
 		return h, err
 	}
@@ -187,7 +188,7 @@ func (s *Store) Health(ctx context.Context) (HealthReport, error) {
 	}
 	var rows, pairs int64
 	var maxObserved nullTime
-	if err := tx.QueryRowContext(ctx, s.eng.rebind(rowsSinceSQL(s.eng)), bound, bound).Scan(&rows, &maxObserved, &pairs); err != nil {
+	if err := tx.QueryRowContext(ctx, s.eng.rebind(rowsSinceSQL(s.eng)), twice...).Scan(&rows, &maxObserved, &pairs); err != nil {
 		return h, err
 	}
 	h.Collisions = rows - pairs

@@ -131,11 +131,15 @@ func TestHealthBoundary(t *testing.T) {
 						t.Fatalf("session TimeZone %q", got)
 					}
 				}
-				before, at, after := any(k.Add(-time.Microsecond)), any(k), any(k.Add(10*time.Hour))
+				before, at, after, west := any(k.Add(-time.Microsecond)), any(k), any(k.Add(10*time.Hour)), any(k.Add(time.Hour))
 				if e.kind == SQLite {
-					// trimmed, T/Z and offset text forms of the same instants
+					// trimmed, T/Z and offset text forms of the same instants;
+					// "west" is written on the previous local date
 					before, at, after = "2026-08-12 09:59:59.999999+00:00", "2026-08-12T10:00:00.0005Z", "2026-08-13T06:00:00.0005+10:00"
+					west = "2026-08-11T21:00:00.0005-14:00"
 				}
+				e.msg("m-west", "west", west)
+				e.row("r-west", "E", west)
 				e.msg("m-before", "before", before)
 				e.msg("m-at", "at", at)
 				e.msg("m-after", "after", after)
@@ -143,7 +147,7 @@ func TestHealthBoundary(t *testing.T) {
 				e.row("r-at", "E", at)
 				e.row("r-after", "E", after)
 				h, err := s.Health(e.ctx)
-				if err != nil || h.Shortfall != 2 || h.Excess != 2 || h.MaxObserved == nil || !h.MaxObserved.Equal(k.Add(10*time.Hour)) {
+				if err != nil || h.Shortfall != 3 || h.Excess != 3 || h.MaxObserved == nil || !h.MaxObserved.Equal(k.Add(10*time.Hour)) {
 					t.Fatalf("%+v %v", h, err)
 				}
 			})

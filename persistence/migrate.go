@@ -241,6 +241,8 @@ func hostTablesDDL(e engine) []string {
 	created_at      TIMESTAMP NOT NULL,
 	updated_at      TIMESTAMP NOT NULL
 )`,
+		// Health reads only the messages since capture_since.
+		`CREATE INDEX IF NOT EXISTS idx_task_session_messages_created_at ON task_session_messages (created_at)`,
 	}
 }
 
