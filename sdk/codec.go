@@ -19,6 +19,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math/big"
 	"reflect"
 	"strconv"
 	"unicode/utf8"
@@ -51,25 +52,32 @@ func decodeExact(data []byte, v any) error {
 	return nil
 }
 
-// hasLongDigitRun reports whether data holds 16 or more consecutive digits,
-// the only way to write an integer beyond 2^53 (9007199254740992). Digits
-// inside strings give false positives, which only cost the slower path.
+// hasLongDigitRun reports whether data may hold a number float64 cannot
+// carry exactly: one with 16 or more digits (a '.' does not break the count).
+// Every integer up to 2^53 (9007199254740992) and every decimal with at most
+// 15 significant digits survives float64. Digits inside strings give false
+// positives, which only cost the slower path.
 func hasLongDigitRun(data []byte) bool {
 	run := 0
 	for _, c := range data {
-		if c >= '0' && c <= '9' {
+		switch {
+		case c >= '0' && c <= '9':
 			run++
 			if run >= 16 {
 				return true
 			}
-			continue
+		case c == '.':
+		default:
+			run = 0
 		}
-		run = 0
 	}
 	return false
 }
 
-// exactNumber converts a json.Number to float64 unless that would lose an integer.
+// exactNumber converts a json.Number to float64 unless that would lose
+// information: an integer beyond 2^53, or a decimal whose digits float64
+// cannot reproduce (its shortest float64 form has a different value). Those
+// stay json.Number and re-encode byte for byte.
 func exactNumber(n json.Number) any {
 	s := string(n)
 	isInt := true
@@ -90,7 +98,22 @@ func exactNumber(n json.Number) any {
 	if err != nil {
 		return n
 	}
+	if len(s) >= 16 && !sameDecimal(s, strconv.FormatFloat(f, 'g', -1, 64)) {
+		return n
+	}
 	return f
+}
+
+// sameDecimal reports whether two decimal literals denote the same number.
+func sameDecimal(a, b string) bool {
+	var x, y big.Rat
+	if _, ok := x.SetString(a); !ok {
+		return false
+	}
+	if _, ok := y.SetString(b); !ok {
+		return false
+	}
+	return x.Cmp(&y) == 0
 }
 
 // fixAny rewrites json.Number values inside a dynamically typed JSON value.

@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -78,4 +79,34 @@ func TestFastDecodeMatchesOnGoldenFixtures(t *testing.T) {
 			check(it, filepath.Join("testdata", "golden", "unions", it.Name+"."+v+".json"))
 		}
 	}
+}
+
+// FuzzNumbers checks the number rule on arbitrary number literals: the fast
+// and general paths agree, and whatever decodes re-encodes to the same
+// number (exactly when it stayed json.Number).
+func FuzzNumbers(f *testing.F) {
+	for _, s := range []string{"0", "-1", "1.5", "9007199254740993", "3.14159265358979323846", "1e21", "1E-7", "0.1", "-0.0", "123456789012345678901234567890", "1.0000000000000002"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, num string) {
+		data := []byte(`{"_meta":{"n":` + num + `},"text":"t","type":"text"}`)
+		it := indexedType{Name: "ContentBlock", New: func() any { return new(ContentBlock) }}
+		fast, slow, fastErr, slowErr := decodeBothWays(it, data)
+		if (fastErr == nil) != (slowErr == nil) {
+			t.Fatalf("%q: fast %v slow %v", num, fastErr, slowErr)
+		}
+		if fastErr != nil {
+			return
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q: fast %#v slow %#v", num, fast, slow)
+		}
+		v := fast.(*ContentBlock).Text.Meta["n"]
+		if n, ok := v.(json.Number); ok {
+			out, err := json.Marshal(fast)
+			if err != nil || !bytes.Contains(out, []byte(`"n":`+string(n)+`}`)) {
+				t.Fatalf("%q: json.Number %s re-encoded as %s (%v)", num, n, out, err)
+			}
+		}
+	})
 }

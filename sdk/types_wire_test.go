@@ -262,3 +262,19 @@ func TestSessionMessageSkipsInvalidContentItems(t *testing.T) {
 		t.Fatalf("\n got %s\nwant %s", out, want)
 	}
 }
+
+// Decimals with more digits than float64 holds stay exact too; ordinary
+// decimals are float64.
+func TestLongDecimalsSurvive(t *testing.T) {
+	in := `{"_meta":{"ok":0.1,"pi":3.14159265358979323846,"x":1234567.123456789012},"text":"t","type":"text"}`
+	var c ContentBlock
+	if out := roundTrip(t, in, &c); out != in {
+		t.Fatalf("\n got %s\nwant %s", out, in)
+	}
+	if _, ok := c.Text.Meta["ok"].(float64); !ok {
+		t.Fatalf("0.1 decoded as %T", c.Text.Meta["ok"])
+	}
+	if _, ok := c.Text.Meta["pi"].(json.Number); !ok {
+		t.Fatalf("pi decoded as %T", c.Text.Meta["pi"])
+	}
+}
