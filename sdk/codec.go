@@ -3,11 +3,11 @@ package acp
 // JSON helpers the generated codecs use (types_gen.go).
 //
 // Numbers in dynamically typed fields (rawInput, rawOutput, _meta, any other
-// any or map[string]any): they decode as float64, exactly as with
-// encoding/json, except integers whose magnitude exceeds 2^53. Those would
-// lose digits as float64, so they decode as json.Number, which re-encodes
-// byte for byte. Consumers that type-assert float64 keep working for every
-// number float64 can hold exactly.
+// any or map[string]any) decode as float64, exactly as with encoding/json,
+// except numbers float64 would change: integers whose magnitude exceeds 2^53
+// and decimals with more significant digits than float64 reproduces. Those
+// decode as json.Number, which re-encodes byte for byte. Consumers that
+// type-assert float64 keep working for every number float64 holds faithfully.
 //
 // Unions decode in one pass: a small scanner reads the discriminator (or the
 // set of top-level keys) and the payload is decoded once into the variant.

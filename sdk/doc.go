@@ -20,8 +20,9 @@
 //     variant struct; an unknown session-update kind is kept byte for byte
 //     (SessionUpdate.Unknown) and re-encodes unchanged;
 //   - numbers in dynamically typed fields (rawInput, rawOutput, _meta, …)
-//     decode as float64, except integers beyond 2^53, which decode as
-//     json.Number so that they survive unchanged;
+//     decode as float64, except integers beyond 2^53 and decimals with more
+//     digits than float64 keeps, which decode as json.Number so that they
+//     survive unchanged;
 //   - patch fields of the subagent types are Nullable[T]: omitted, null and
 //     a value are told apart.
 package acp
