@@ -6,6 +6,10 @@ import acp "github.com/coder/acp-go-sdk"
 // know (kept by the SDK as raw bytes); they change nothing here.
 const CounterUnknownUpdates = "unknown_updates"
 
+// CounterUnknownSessionRefs counts `session` tool-call contents naming a
+// session that is not an announced child (shown unavailable).
+const CounterUnknownSessionRefs = "unknown_session_refs"
+
 // isSubagentSessionUpdate reports the subagent-session kinds
 // (subagent_update, session_message, session_message_chunk), recognised by
 // their explicit discriminators.
@@ -29,7 +33,11 @@ func resolveSessionRefs(tx *Tx, content []acp.ToolCallContent) []SessionRef {
 			continue
 		}
 		id := string(c.Session.SessionId)
-		refs = append(refs, SessionRef{SessionID: id, Known: id != "" && tx.ParentSession(id) != ""})
+		known := id != "" && tx.ParentSession(id) != ""
+		if !known {
+			tx.t.counters[CounterUnknownSessionRefs]++
+		}
+		refs = append(refs, SessionRef{SessionID: id, Known: known})
 	}
 	return refs
 }
