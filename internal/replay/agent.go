@@ -111,6 +111,9 @@ func (a *Agent) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 			continue // notifications, stray responses, garbage: ignored
 		}
 		if err := a.answer(m, next); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil // the client closed while the script waited on it
+			}
 			return err
 		}
 	}
