@@ -106,8 +106,8 @@ func isUnionType(t reflect.Type) bool {
 	return false
 }
 
-// discriminatedVariant fixes the discriminator on a sample variant value so
-// that decoding it selects the same variant.
+// checkGolden compares a sample's encoding with its fixture and checks that
+// the fixture round-trips and validates.
 func checkGolden(t *testing.T, file string, sample any, fresh func() any) {
 	t.Helper()
 	got, err := json.Marshal(sample)
@@ -196,6 +196,4 @@ func fixDiscriminators(v reflect.Value) {
 		o.Elem().FieldByName("State").SetString("_custom")
 		o.Elem().FieldByName("Raw").SetBytes([]byte(`{"detail":{"n":1},"state":"_custom"}`))
 	}
-	// Unions whose variants are told apart by content (no tag) need their
-	// distinguishing keys; the filler sets every field, which they have.
 }

@@ -189,7 +189,7 @@ func (b *builder) importAdditions() error {
 		}
 		b.defs[def] = &cp
 	}
-	// The supplement: extra variants ("x-append-to"), extra properties and
+	// The supplement: extra variants ("+variants:U"), extra properties and
 	// whole definitions.
 	sup := b.in.supplement.Defs
 	for _, k := range sortedKeys(sup) {

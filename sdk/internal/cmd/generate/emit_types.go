@@ -211,7 +211,8 @@ func emitLenientCodec(b *w, t *goType) {
 	b.p("*v = %s(p)\nreturn nil\n}\n", t.Name)
 }
 
-// sortVariants returns the variants in schema order.
+// emitUnion writes a union type, its codecs, Validate and, for open unions,
+// the Unknown accessor or the catch-all variant type.
 func emitUnion(b *w, m *model, t *goType) {
 	u := t.Union
 	b.WriteString(t.Doc)
