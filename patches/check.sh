@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Applies the patch series in this directory to upstream
 # github.com/coder/acp-go-sdk v0.13.5 and runs upstream's whole test suite
-# (which then includes the series' own tests) with -race after each patch.
+# (which then includes the series' own tests) after each patch, with -race
+# after the last one.
 #
-# Usage: patches/check.sh [--keep DIR] [--no-wire]
-#   --keep DIR  leave the patched upstream tree (a git repo, one commit per
-#               patch) in DIR, which must not exist yet or be empty.
-#   --no-wire   skip the wire comparisons between the patched tree and sdk/.
+# Usage: patches/check.sh [--keep DIR] [--no-wire] [--race-each]
+#   --keep DIR   leave the patched upstream tree (a git repo, one commit per
+#                patch) in DIR, which must not exist yet or be empty.
+#   --no-wire    skip the wire comparisons between the patched tree and sdk/.
+#   --race-each  run the suite with -race after every patch (slower).
 #
 # Output: one line per patch, "NNNN-name.patch  applies: ok  tests: ok",
 # then the wire comparisons (wirecheck/compare.sh: our two scenarios;
@@ -24,11 +26,13 @@ want_sum='h1:LI9jq5xon7xslaYlnoktvTVyDlE37yIk2daT7N9ASYk='
 
 keep=""
 wire=1
+race_each=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --keep) keep=${2:?--keep needs a directory}; shift 2 ;;
     --no-wire) wire=0; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --race-each) race_each=1; shift ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "check.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -72,6 +76,12 @@ if [[ ${#patches[@]} -eq 0 ]]; then
   exit 1
 fi
 
+# Every patch gets the whole suite; the race detector runs after the last
+# one (all the series' code), or after each with --race-each.
+race_flags=()
+if [[ $race_each -eq 1 ]]; then race_flags=(-race); fi
+last_patch=${patches[${#patches[@]}-1]}
+
 failed=0
 log="$work/log"
 for p in "${patches[@]}"; do
@@ -92,7 +102,10 @@ for p in "${patches[@]}"; do
   if [[ -n "$unformatted" ]]; then
     status=FAIL
     echo "gofmt -l: $unformatted" >"$log"
-  elif ! (cd "$tree" && go test -race -count=1 ./... >"$log" 2>&1); then
+  elif ! (cd "$tree" && go test "${race_flags[@]}" -count=1 ./... >"$log" 2>&1); then
+    status=FAIL
+  elif [[ "$p" == "$last_patch" && $race_each -eq 0 ]] &&
+    ! (cd "$tree" && go test -race -count=1 ./... >"$log" 2>&1); then
     status=FAIL
   fi
   printf '%s  applies: ok  tests: %s\n' "$name" "$status"
