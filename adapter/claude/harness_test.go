@@ -1,18 +1,13 @@
 package claude_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/adapter/internal/goldentest"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // replay runs testdata/<name>.jsonl through a Tracker and compares the
 // events (one JSON line each) and the counters with testdata/<name>.golden.
@@ -22,42 +17,8 @@ func replay(t *testing.T, name string, cfg adapter.Config) *adapter.ReplayResult
 	if err != nil {
 		t.Fatalf("replay %s: %v", name, err)
 	}
-	compareGolden(t, filepath.Join("testdata", name+".golden"), render(t, res))
+	goldentest.Compare(t, filepath.Join("testdata", name+".golden"), goldentest.Render(t, res))
 	return res
-}
-
-func render(t *testing.T, res *adapter.ReplayResult) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	for _, e := range res.Events {
-		line, err := json.Marshal(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	tail, _ := json.Marshal(map[string]any{"dialect": res.Dialect, "counters": res.Counters, "errors": res.Errors})
-	b.Write(tail)
-	b.WriteByte('\n')
-	return b.Bytes()
-}
-
-func compareGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("golden %s: %v (run with -update)", path, err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run with -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
 }
 
 // last returns the last event for toolCallID.
@@ -80,5 +41,3 @@ func payloadJSON(t *testing.T, e adapter.Event) string {
 	}
 	return string(b)
 }
-
-var _ = strings.TrimSpace

@@ -1,12 +1,9 @@
 package cursor_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -14,9 +11,8 @@ import (
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	"github.com/kdlbs/acp-go-sdk/adapter/cursor"
+	"github.com/kdlbs/acp-go-sdk/adapter/internal/goldentest"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // run is what one replay of a capture produced.
 type run struct {
@@ -94,47 +90,18 @@ func wireReply(t *testing.T, id json.RawMessage, result any, err error) string {
 func replayGolden(t *testing.T, name string) run {
 	t.Helper()
 	r := replayFile(t, filepath.Join("testdata", name+".jsonl"), true)
-	compareGolden(t, filepath.Join("testdata", name+".golden"), render(t, r))
+	goldentest.Compare(t, filepath.Join("testdata", name+".golden"), render(t, r))
 	return r
 }
 
+// render renders a replay with its JSON-RPC replies ("reply …" lines).
 func render(t *testing.T, r run) []byte {
 	t.Helper()
-	var b bytes.Buffer
-	for _, e := range r.res.Events {
-		line, err := json.Marshal(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Write(line)
-		b.WriteByte('\n')
+	replies := make([]string, len(r.replies))
+	for i, reply := range r.replies {
+		replies[i] = "reply " + reply
 	}
-	for _, reply := range r.replies {
-		b.WriteString("reply ")
-		b.WriteString(reply)
-		b.WriteByte('\n')
-	}
-	tail, _ := json.Marshal(map[string]any{"dialect": r.res.Dialect, "counters": r.res.Counters, "errors": r.res.Errors})
-	b.Write(tail)
-	b.WriteByte('\n')
-	return b.Bytes()
-}
-
-func compareGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("golden %s: %v (run with -update)", path, err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run with -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	return goldentest.Render(t, r.res, replies...)
 }
 
 // eventsFor returns the events of one tool call, in order.
