@@ -1049,3 +1049,45 @@ func TestConnectionConcurrentTraffic(t *testing.T) {
 		t.Fatalf("notifications: a got %d, b got %d, want %d each", aNotes.Load(), bNotes.Load(), notes)
 	}
 }
+
+func TestWireResultDecoding(t *testing.T) {
+	p := newRawPeer(t, echoHandler)
+	type answer struct {
+		N int `json:"n"`
+	}
+	cases := []struct {
+		reply   string
+		want    answer
+		errCode int
+	}{
+		{`{"id":%d,"result":{"n":3}}`, answer{N: 3}, 0},
+		{`{"id":%d}`, answer{}, 0},                         // missing result: zero value, no error
+		{`{"id":%d,"result":null}`, answer{}, 0},           // null result: zero value
+		{`{"id":%d,"result":{"n":"x"}}`, answer{}, -32603}, // does not decode into T
+		{`{"id":%d,"error":{"code":-32002,"message":"Resource not found"},"result":{"n":1}}`, answer{}, -32002},
+	}
+	for i, c := range cases {
+		id := i + 1
+		type outcome struct {
+			v   answer
+			err error
+		}
+		done := make(chan outcome, 1)
+		go func() {
+			v, err := SendRequest[answer](p.conn, context.Background(), "q", nil)
+			done <- outcome{v, err}
+		}()
+		p.expectLine(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"q"}`, id))
+		p.send(fmt.Sprintf(c.reply, id))
+		got := waitChan(t, done, "reply")
+		var re *RequestError
+		switch {
+		case c.errCode == 0 && got.err != nil:
+			t.Errorf("case %d: %v", i, got.err)
+		case c.errCode != 0 && (!errors.As(got.err, &re) || re.Code != c.errCode):
+			t.Errorf("case %d: err %v, want code %d", i, got.err, c.errCode)
+		case got.v != c.want:
+			t.Errorf("case %d: value %+v, want %+v", i, got.v, c.want)
+		}
+	}
+}
