@@ -158,6 +158,7 @@ type fakeRecord struct {
 // runScript executes CURSORFAKE_SCRIPT. Steps:
 //
 //	out <text>          print text and a newline on stdout
+//	batch <a>\x1e<b>…    print several lines in one write
 //	raw <text>          print text without a newline
 //	err <text>          print text and a newline on stderr
 //	sleep <ms>          sleep
@@ -189,6 +190,12 @@ func runScript(args []string) int {
 		case "":
 		case "out":
 			w.WriteString(rest)
+			w.WriteByte('\n')
+			flush()
+		case "batch":
+			// Several lines, separated by \x1e, in one write: no
+			// scheduling gap can fall between them.
+			w.WriteString(strings.ReplaceAll(rest, "\x1e", "\n"))
 			w.WriteByte('\n')
 			flush()
 		case "raw":

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/adapter/cursor/cli/procguard"
@@ -322,9 +323,20 @@ func (tr *turnRun) run(ctx context.Context, args []string) Result {
 	lines := make(chan lineMsg, 64)
 	quit := make(chan struct{})
 	readerDone := make(chan struct{})
-	go readLines(stdoutR, tr.lim.MaxLineBytes, lines, quit, readerDone)
+	src := &watchedReader{f: stdoutR}
+	src.busy.Store(true)
+	go func() {
+		readLines(src, tr.lim.MaxLineBytes, lines, quit, readerDone)
+		src.busy.Store(false)
+	}()
+	// pending reports output the runner has not judged yet: queued lines,
+	// a reader between reads, or unread bytes in the pipe. A timer that
+	// expires while output is pending was starved, not silent.
+	pending := func() bool {
+		return len(lines) > 0 || src.busy.Load() || unreadBytes(stdoutR) > 0
+	}
 
-	tr.loop(ctx, p, lines)
+	tr.loop(ctx, p, lines, pending)
 
 	close(quit)
 	p.Terminate()
@@ -370,7 +382,7 @@ func (tr *turnRun) spawnFailed(err error) Result {
 
 // loop is the turn's state machine: one goroutine selecting over stdout
 // lines, the process exit, the four timers and the stop request.
-func (tr *turnRun) loop(ctx context.Context, p *procguard.Process, lines <-chan lineMsg) {
+func (tr *turnRun) loop(ctx context.Context, p *procguard.Process, lines <-chan lineMsg, pending func() bool) {
 	start := time.Now()
 	startup := time.NewTimer(tr.to.Startup)
 	defer startup.Stop()
@@ -470,9 +482,20 @@ func (tr *turnRun) loop(ctx context.Context, p *procguard.Process, lines <-chan 
 			if tr.stopWins(ctx) {
 				return
 			}
+			if pending() {
+				startup.Reset(recheckStarved)
+				continue
+			}
 			tr.fail(ClassNoInit, fmt.Sprintf("no valid init within %s", tr.to.Startup))
 			return
 		case <-idleC:
+			if tr.stopWins(ctx) {
+				return
+			}
+			if pending() {
+				idle.Reset(recheckStarved)
+				continue
+			}
 			if !idleWarned {
 				idleWarned = true
 				tr.res.IdleWarnings++
@@ -482,7 +505,6 @@ func (tr *turnRun) loop(ctx context.Context, p *procguard.Process, lines <-chan 
 				continue
 			}
 			switch {
-			case tr.stopWins(ctx):
 			case time.Since(start) >= tr.to.WallClock:
 				// Absolute beats idle when both are due.
 				tr.fail(ClassWallClockTimeout, fmt.Sprintf("turn exceeded %s", tr.to.WallClock))
@@ -504,9 +526,33 @@ func (tr *turnRun) loop(ctx context.Context, p *procguard.Process, lines <-chan 
 			}
 			return
 		case <-graceC:
+			if exited && !tr.terminal && pending() && ctx.Err() == nil {
+				// After exit the grace measures silence; output still
+				// waiting to be judged is not silence.
+				grace.Reset(recheckStarved)
+				continue
+			}
 			return
 		}
 	}
+}
+
+// recheckStarved is how soon a timer that expired while output was pending
+// looks again.
+const recheckStarved = 10 * time.Millisecond
+
+// watchedReader records whether its reader is blocked in Read (idle) or
+// busy handling what it read.
+type watchedReader struct {
+	f    *os.File
+	busy atomic.Bool
+}
+
+func (w *watchedReader) Read(p []byte) (int, error) {
+	w.busy.Store(false)
+	n, err := w.f.Read(p)
+	w.busy.Store(true)
+	return n, err
 }
 
 // stopWins classifies the turn as stopped when a stop request is pending

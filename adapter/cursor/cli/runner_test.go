@@ -14,6 +14,10 @@ import (
 
 func out(line string) string { return "out " + line }
 
+// batch writes lines in one write, so timing-sensitive tests have no gap
+// between them on a loaded machine.
+func batch(lines ...string) string { return "batch " + strings.Join(lines, "\x1e") }
+
 // Scenario 11.
 func TestRunSuccessWithUsageDropsEcho(t *testing.T) {
 	f := newFixture(t, out(lineInit), out(lineEcho), out(lineThinking), out(lineThinkDone),
@@ -358,7 +362,7 @@ func TestRunIdleWarningThenTimeout(t *testing.T) {
 // Scenario 27 variant: idle with an unanswered interaction request.
 func TestRunIdleWithOpenInteractionIsApprovalRequired(t *testing.T) {
 	req := `{"type":"interaction_query","subtype":"request","session_id":"` + sid + `"}`
-	f := newFixture(t, out(lineInit), out(req), "hang")
+	f := newFixture(t, batch(lineInit, req), "hang")
 	f.shortIdle()
 	res := f.run(SessionState{}, "x")
 	assertFailure(t, res, ClassApprovalRequired)
@@ -369,7 +373,7 @@ func TestRunIdleWithOpenInteractionIsApprovalRequired(t *testing.T) {
 func TestRunOpenShellCallExtendsIdle(t *testing.T) {
 	start := `{"type":"tool_call","subtype":"started","call_id":"sh","tool_call":{"shellToolCall":{"args":{"command":"sleep 1","timeout":10000}}},"session_id":"` + sid + `"}`
 	done := `{"type":"tool_call","subtype":"completed","call_id":"sh","tool_call":{"shellToolCall":{"result":{"success":{"exitCode":0,"stdout":"","stderr":""}}}},"session_id":"` + sid + `"}`
-	f := newFixture(t, out(lineInit), out(start), "sleep 1200", out(done), out(lineResultOK))
+	f := newFixture(t, batch(lineInit, start), "sleep 1200", batch(done, lineResultOK))
 	f.shortIdle()
 	res := f.run(SessionState{}, "x")
 	if !res.Success() {
