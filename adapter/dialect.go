@@ -108,10 +108,12 @@ type ToolFrame struct {
 	Status string
 	// Kind is the ACP tool kind; "" when absent.
 	Kind string
-	// RawInput, RawOutput and Meta are the frame's untyped values.
-	RawInput  any
+	// RawInput is the frame's rawInput, untyped (nil when absent).
+	RawInput any
+	// RawOutput is the frame's rawOutput, untyped (nil when absent).
 	RawOutput any
-	Meta      map[string]any
+	// Meta is the frame's _meta object (nil when absent).
+	Meta map[string]any
 	// Content is the frame's content (nil when absent).
 	Content []acp.ToolCallContent
 	// HasLocations reports a non-empty locations list.

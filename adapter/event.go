@@ -77,8 +77,9 @@ type ChildSession struct {
 	SessionID string `json:"session_id"`
 	// ParentSessionID is the session whose subagent_update announced it.
 	ParentSessionID string `json:"parent_session_id"`
-	// Title and Description are the parent's display metadata.
-	Title       string `json:"title,omitempty"`
+	// Title is the parent's display title for the child.
+	Title string `json:"title,omitempty"`
+	// Description is the parent's display description (the child's role).
 	Description string `json:"description,omitempty"`
 	// State is the last state discriminator, verbatim ("running", "idle",
 	// "requires_action", "unknown", or an unrecognised string); "" means no
@@ -138,21 +139,24 @@ type MessageView struct {
 	SessionID string `json:"session_id"`
 	// MessageID is local to the transcript.
 	MessageID string `json:"message_id"`
-	// SenderSessionID and RecipientSessionID are the participants, when
-	// known.
-	SenderSessionID    string `json:"sender_session_id,omitempty"`
+	// SenderSessionID is the sending session, when known.
+	SenderSessionID string `json:"sender_session_id,omitempty"`
+	// RecipientSessionID is the receiving session, when known.
 	RecipientSessionID string `json:"recipient_session_id,omitempty"`
-	// SenderMessageID (incoming view) and RecipientMessageID (outgoing
-	// view) name the other view.
-	SenderMessageID    string `json:"sender_message_id,omitempty"`
+	// SenderMessageID, on an incoming view, names the outgoing view in the
+	// sender's transcript.
+	SenderMessageID string `json:"sender_message_id,omitempty"`
+	// RecipientMessageID, on an outgoing view, names the incoming view in
+	// the recipient's transcript.
 	RecipientMessageID string `json:"recipient_message_id,omitempty"`
 	// Direction is MessageOutgoing, MessageIncoming or MessageUnattributed.
 	Direction string `json:"direction"`
 	// Text is the message's text content blocks joined with "\n".
 	Text string `json:"text"`
-	// LinkedSessionID and LinkedMessageID name the other view once the
-	// link is established.
+	// LinkedSessionID is the transcript of the other view, once the link
+	// is established.
 	LinkedSessionID string `json:"linked_session_id,omitempty"`
+	// LinkedMessageID is the other view's message id, once linked.
 	LinkedMessageID string `json:"linked_message_id,omitempty"`
 }
 

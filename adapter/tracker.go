@@ -61,11 +61,14 @@ type Config struct {
 	// the goroutine that fed the frame (or on another feeder's goroutine
 	// when two feed at once); it may call back into the Tracker.
 	OnEvent func(Event)
-	// MaxCompleted, MaxActive and MaxSessions override the default bounds
-	// (values ≤ 0 keep the defaults).
+	// MaxCompleted overrides DefaultMaxCompleted (values ≤ 0 keep the
+	// default).
 	MaxCompleted int
-	MaxActive    int
-	MaxSessions  int
+	// MaxActive overrides DefaultMaxActive (values ≤ 0 keep the default).
+	MaxActive int
+	// MaxSessions overrides DefaultMaxSessions (values ≤ 0 keep the
+	// default).
+	MaxSessions int
 	// MaxBytes overrides DefaultMaxBytes (values ≤ 0 keep the default).
 	MaxBytes int64
 }

@@ -46,10 +46,14 @@ const (
 // fields take the defaults (MaxChildren, MaxMessages, MaxMessageTextBytes,
 // MaxMessageBytes).
 type Limits struct {
-	Children         int
-	Messages         int
+	// Children bounds the announced children remembered (MaxChildren).
+	Children int
+	// Messages bounds the message views remembered (MaxMessages).
+	Messages int
+	// MessageTextBytes caps one view's text (MaxMessageTextBytes).
 	MessageTextBytes int
-	MessageBytes     int
+	// MessageBytes bounds the text of all views (MaxMessageBytes).
+	MessageBytes int
 }
 
 func (l Limits) withDefaults() Limits {

@@ -94,6 +94,7 @@ type LineError struct {
 	Reason string
 }
 
+// Error renders the line number and the reason.
 func (e *LineError) Error() string {
 	return fmt.Sprintf("capture line %d: %s", e.Line, e.Reason)
 }

@@ -15,10 +15,12 @@ type Message struct {
 	ID json.RawMessage `json:"id"`
 	// Method is the called method; "" for a response.
 	Method string `json:"method"`
-	// Params, Result and Error are the raw members, nil when absent.
+	// Params is the raw params member, nil when absent.
 	Params json.RawMessage `json:"params"`
+	// Result is the raw result member, nil when absent.
 	Result json.RawMessage `json:"result"`
-	Error  json.RawMessage `json:"error"`
+	// Error is the raw error member, nil when absent.
+	Error json.RawMessage `json:"error"`
 }
 
 // ParseMessage decodes the envelope of one JSON-RPC message. It fails only
