@@ -110,14 +110,15 @@ const (
 
 type sqliteEngine struct{}
 
-func (sqliteEngine) kind() Engine                { return SQLite }
-func (sqliteEngine) rebind(q string) string      { return q }
-func (sqliteEngine) binary(expr string) string   { return expr }
-func (sqliteEngine) metricType() string          { return "INTEGER" }
-func (sqliteEngine) fence() string               { return " LIMIT -1 OFFSET 0" }
-func (sqliteEngine) stored(c string) string      { return "(" + c + " || '+00:00')" }
-func (sqliteEngine) snapshot() *sql.TxOptions    { return nil } // mattn ignores TxOptions; WAL fixes the snapshot at the first read
-func (sqliteEngine) bindTime(t time.Time) any    { return sqliteText(t) }
+func (sqliteEngine) kind() Engine              { return SQLite }
+func (sqliteEngine) rebind(q string) string    { return q }
+func (sqliteEngine) binary(expr string) string { return expr }
+func (sqliteEngine) metricType() string        { return "INTEGER" }
+func (sqliteEngine) fence() string             { return " LIMIT -1 OFFSET 0" }
+func (sqliteEngine) stored(c string) string    { return "(" + c + " || '+00:00')" }
+func (sqliteEngine) snapshot() *sql.TxOptions  { return nil } // mattn ignores TxOptions; WAL fixes the snapshot at the first read
+func (sqliteEngine) bindTime(t time.Time) any  { return sqliteText(t) }
+
 // atOrAfter compares through C(); the plain text comparison before it is a
 // superset filter (every text form starts with its local date, at most one
 // day before the UTC date) that lets an index on col skip older rows.
@@ -245,12 +246,12 @@ func (postgresEngine) stored(c string) string { return c }
 func (postgresEngine) snapshot() *sql.TxOptions {
 	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 }
-func (postgresEngine) bindTime(t time.Time) any    { return normTime(t) }
-func (postgresEngine) atOrAfter(col string) string       { return col + " >= ?" }
+func (postgresEngine) bindTime(t time.Time) any        { return normTime(t) }
+func (postgresEngine) atOrAfter(col string) string     { return col + " >= ?" }
 func (postgresEngine) atOrAfterArgs(t time.Time) []any { return []any{normTime(t)} }
-func (postgresEngine) canon(expr string) string    { return expr }
-func (postgresEngine) binary(expr string) string   { return expr + ` COLLATE "C"` }
-func (postgresEngine) later(a, b string) string    { return fmt.Sprintf("GREATEST(%s, %s)", a, b) }
+func (postgresEngine) canon(expr string) string        { return expr }
+func (postgresEngine) binary(expr string) string       { return expr + ` COLLATE "C"` }
+func (postgresEngine) later(a, b string) string        { return fmt.Sprintf("GREATEST(%s, %s)", a, b) }
 
 func (postgresEngine) rebind(q string) string {
 	var b strings.Builder

@@ -67,19 +67,21 @@ type HealthReport struct {
 // Healthy reports whether the comparison ran and found no shortfall.
 func (h HealthReport) Healthy() bool { return h.Compared && h.Problem == "" && h.Shortfall == 0 }
 
-// healthCountsSQL computes both directed anti-joins in one statement and
-// one pass (.42). msg holds the (session, tool_call_id) pairs of subagent
-// messages since the bound instant, with the validity guard applied; rws
-// the row pairs since the same instant. Grouping the union by pair marks,
+// healthCountsSQL computes, in one statement and one read of each table,
+// both directed anti-joins (.42), the collisions and MAX(observed_at)
+// (.45). msg holds the (session, tool_call_id) pairs of subagent messages
+// since the bound instant, with the validity guard applied; the rows are
+// those observed since the same instant. Grouping the union by pair marks,
 // for each pair, whether it has an identified message (M), any message
-// (M′) and a row (R); then
+// (M′) and how many rows (R); then
 //
-//	shortfall = |M − R|   pairs with an identified message and no row
-//	excess    = |R − M′|  pairs with a row and no message at all
+//	shortfall  = |M − R|   pairs with an identified message and no row
+//	excess     = |R − M′|  pairs with a row and no message at all
+//	collisions = rows beyond one per pair
 //
 // Each count is its own direction: an excess never offsets a shortfall.
-// This is the same result as two COUNT(*) FROM (… EXCEPT …) statements,
-// at one read of each table instead of two.
+// This equals two COUNT(*) FROM (… EXCEPT …) statements, at one read of
+// each table instead of two.
 func healthCountsSQL(e engine) string {
 	return `WITH src AS (
 	SELECT m.task_session_id, m.task_id, ` + e.metadataObject("m.metadata") + ` AS md
@@ -95,32 +97,26 @@ func healthCountsSQL(e engine) string {
 ), pairs AS (
 	SELECT task_session_id, tcid AS tool_call_id,
 	       CASE WHEN task_session_id <> '' AND task_id <> '' AND tcid IS NOT NULL THEN 1 ELSE 0 END AS in_m,
-	       1 AS in_m2, 0 AS in_r
+	       1 AS in_m2, 0 AS n_r, NULL AS observed
 	FROM msg
 	UNION ALL
-	SELECT task_session_id, tool_call_id, 0, 0, 1
+	SELECT task_session_id, tool_call_id, 0, 0, 1, ` + e.canon("observed_at") + `
 	FROM task_session_subagents
 	WHERE ` + e.atOrAfter("observed_at") + `
 ), flags AS (
-	SELECT MAX(in_m) AS in_m, MAX(in_m2) AS in_m2, MAX(in_r) AS in_r
+	SELECT MAX(in_m) AS in_m, MAX(in_m2) AS in_m2, SUM(n_r) AS n_r, MAX(observed) AS observed
 	FROM pairs
 	GROUP BY task_session_id, tool_call_id
 )
-SELECT COALESCE(SUM(CASE WHEN in_m = 1 AND in_r = 0 THEN 1 ELSE 0 END), 0) AS shortfall,
-       COALESCE(SUM(CASE WHEN in_r = 1 AND in_m2 = 0 THEN 1 ELSE 0 END), 0) AS excess
+SELECT CAST(COALESCE(SUM(CASE WHEN in_m = 1 AND n_r = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS shortfall,
+       CAST(COALESCE(SUM(CASE WHEN n_r > 0 AND in_m2 = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS excess,
+       CAST(COALESCE(SUM(CASE WHEN n_r > 1 THEN n_r - 1 ELSE 0 END), 0) AS BIGINT) AS collisions,
+       MAX(observed) AS max_observed
 FROM flags`
 }
 
-func rowsSinceSQL(e engine) string {
-	return `SELECT COUNT(*), MAX(` + e.canon("observed_at") + `),
-	(SELECT COUNT(*) FROM (SELECT DISTINCT task_session_id, tool_call_id FROM task_session_subagents
-	                       WHERE ` + e.atOrAfter("observed_at") + `) AS p)
-FROM task_session_subagents
-WHERE ` + e.atOrAfter("observed_at")
-}
-
 // Health reads the activation keys and, when capture_since is present,
-// runs both directed anti-joins (one statement) and MAX(observed_at), all inside one read
+// runs both directed anti-joins and MAX(observed_at) (one statement), all inside one read
 // transaction (REPEATABLE READ on PostgreSQL; a WAL snapshot on SQLite).
 func (s *Store) Health(ctx context.Context) (HealthReport, error) {
 	var h HealthReport
@@ -178,20 +174,16 @@ func (s *Store) Health(ctx context.Context) (HealthReport, error) {
 			return h, err
 		}
 	}
+	if s.hooks.betweenHealthQueries != nil {
+		s.hooks.betweenHealthQueries() // after the key read fixed the snapshot
+	}
+	var maxObserved nullTime
 	if err := s.guarded(ctx, tx, func(e engine) error {
-		return tx.QueryRowContext(ctx, e.rebind(healthCountsSQL(e)), twice...).Scan(&h.Shortfall, &h.Excess)
+		return tx.QueryRowContext(ctx, e.rebind(healthCountsSQL(e)), twice...).
+			Scan(&h.Shortfall, &h.Excess, &h.Collisions, &maxObserved)
 	}); err != nil {
 		return h, err
 	}
-	if s.hooks.betweenHealthQueries != nil {
-		s.hooks.betweenHealthQueries()
-	}
-	var rows, pairs int64
-	var maxObserved nullTime
-	if err := tx.QueryRowContext(ctx, s.eng.rebind(rowsSinceSQL(s.eng)), twice...).Scan(&rows, &maxObserved, &pairs); err != nil {
-		return h, err
-	}
-	h.Collisions = rows - pairs
 	h.MaxObserved = maxObserved.ptr()
 	h.Compared = true
 	return h, tx.Commit()

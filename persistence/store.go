@@ -38,7 +38,7 @@ type hooks struct {
 	// result aborts the step there, as a failing statement would.
 	fail func(point string) error
 	// betweenHealthQueries runs inside the health transaction after the
-	// shortfall query.
+	// key read (which fixes the snapshot) and before the comparison.
 	betweenHealthQueries func()
 }
 
