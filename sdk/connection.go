@@ -212,9 +212,10 @@ func (c *Connection) Err() error {
 // see their context cancelled, and notifications already queued are still
 // handled. It then closes peerInput and peerOutput when they implement
 // io.Closer (once each, once if they are the same value), which unblocks the
-// read goroutine and tells the peer we are gone (a peerOutput that cannot be
-// closed keeps the read goroutine until its next Read returns, and Wait
-// waits for it). Close is idempotent; it returns the error of closing the
+// read goroutine and tells the peer we are gone (when peerOutput is no
+// io.Closer, or its Close does not interrupt a pending Read, as with a
+// blocking os.Stdin, the read goroutine stays until that Read returns, and
+// Wait waits for it). Close is idempotent; it returns the error of closing the
 // streams, from the first call.
 func (c *Connection) Close() error {
 	c.shutdown(ErrConnectionClosed)
