@@ -132,6 +132,30 @@ func TestTapSplitsLinesAcrossWrites(t *testing.T) {
 	}
 }
 
+// TestTapDropsAnOverLongLineWhole pins that nothing of a line longer than
+// MaxLineBytes is recorded, not even a tail that looks like a message.
+func TestTapDropsAnOverLongLineWhole(t *testing.T) {
+	var buf bytes.Buffer
+	w, _ := NewWriter(&buf, nil)
+	tap := w.Tap(FromAgent)
+	junk := bytes.Repeat([]byte("x"), 1<<20)
+	for written := 0; written <= MaxLineBytes; written += len(junk) {
+		if _, err := tap.Write(junk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tap.Write([]byte(`{"id":9,"result":{}}` + "\n" + `{"id":1,"result":{}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Entries) != 1 || string(c.Entries[0].Msg) != `{"id":1,"result":{}}` {
+		t.Fatalf("entries = %d, first %s", len(c.Entries), c.Entries[0].Msg)
+	}
+}
+
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }

@@ -94,6 +94,9 @@ type tap struct {
 	w       *Writer
 	from    Direction
 	pending []byte
+	// skipping is set while the rest of an over-long line goes by: none
+	// of it is a message, not even a tail that looks like one.
+	skipping bool
 }
 
 func (t *tap) Write(p []byte) (int, error) {
@@ -101,22 +104,34 @@ func (t *tap) Write(p []byte) (int, error) {
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
+			if t.skipping {
+				return n, nil
+			}
 			if len(t.pending)+len(p) > MaxLineBytes {
-				t.pending = t.pending[:0] // an over-long line is not a message
+				t.pending = nil // an over-long line is not a message
+				t.skipping = true
 				return n, nil
 			}
 			t.pending = append(t.pending, p...)
 			return n, nil
 		}
 		line := p[:i]
+		p = p[i+1:]
+		if t.skipping {
+			t.skipping = false
+			continue
+		}
 		if len(t.pending) > 0 {
+			if len(t.pending)+len(line) > MaxLineBytes {
+				t.pending = nil
+				continue
+			}
 			line = append(t.pending, line...)
 			t.pending = t.pending[:0]
 		}
 		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed) {
 			_ = t.w.Write(t.from, trimmed)
 		}
-		p = p[i+1:]
 	}
 	return n, nil
 }
