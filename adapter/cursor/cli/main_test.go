@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,7 +26,11 @@ func TestMain(m *testing.M) {
 	if err := procguard.EnableChildSubreaper(); err != nil {
 		fmt.Fprintln(os.Stderr, "warning:", err)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if sharedFake.dir != "" {
+		os.RemoveAll(sharedFake.dir)
+	}
+	os.Exit(code)
 }
 
 // fakeBin writes an executable wrapper named name into dir that runs the
@@ -197,14 +202,61 @@ type turnFixture struct {
 	scriptFile string
 }
 
+// sharedFake is one admitted fake used by most turn tests (scripts differ
+// per test through the runner's environment), so each test does not pay
+// for a probe.
+var sharedFake struct {
+	once sync.Once
+	dir  string
+	exe  *Executable
+	err  error
+}
+
+func sharedExecutable(t *testing.T) *Executable {
+	t.Helper()
+	sharedFake.once.Do(func() {
+		dir, err := os.MkdirTemp("", "cursorfake")
+		if err != nil {
+			sharedFake.err = err
+			return
+		}
+		sharedFake.dir = dir
+		bin := fakeBin(t, dir, "cursor-agent")
+		d := &Discoverer{Getenv: func(k string) string {
+			if k == SourceEnv {
+				return bin
+			}
+			return ""
+		}}
+		if disc := d.Discover(context.Background()); disc.Selected != nil {
+			sharedFake.exe = disc.Selected
+		} else {
+			sharedFake.err = fmt.Errorf("shared fake not admitted: %+v", disc.Candidates)
+		}
+	})
+	if sharedFake.err != nil {
+		t.Fatal(sharedFake.err)
+	}
+	return sharedFake.exe
+}
+
 func newFixture(t *testing.T, script ...string) *turnFixture {
+	return newFixtureWith(t, sharedExecutable(t), script...)
+}
+
+// newFixtureOwnBin admits a fake of the test's own (for tests that alter
+// the executable).
+func newFixtureOwnBin(t *testing.T, script ...string) *turnFixture {
+	return newFixtureWith(t, admit(t, fakeBin(t, t.TempDir(), "cursor-agent")), script...)
+}
+
+func newFixtureWith(t *testing.T, exe *Executable, script ...string) *turnFixture {
 	t.Helper()
 	checkNoLeftovers(t)
 	dir := t.TempDir()
-	bin := fakeBin(t, dir, "cursor-agent")
 	f := &turnFixture{t: t, record: filepath.Join(dir, "record.json"), scriptFile: filepath.Join(dir, "script")}
 	f.runner = &Runner{
-		Executable: admit(t, bin),
+		Executable: exe,
 		Timeouts:   fastTimeouts,
 		Guard:      procguard.Options{ScanInterval: 20 * time.Millisecond},
 		Env: []string{

@@ -525,7 +525,7 @@ func TestRunSpawnsAdmittedPathDespitePATHChange(t *testing.T) {
 // and the probe verdict is dropped; an over-long argv prompt is refused
 // before spawning.
 func TestRunSpawnFailures(t *testing.T) {
-	f := newFixture(t, out(lineInit), out(lineResultOK))
+	f := newFixtureOwnBin(t, out(lineInit), out(lineResultOK))
 	if err := os.Remove(f.runner.Executable.Path()); err != nil {
 		t.Fatal(err)
 	}
