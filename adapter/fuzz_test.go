@@ -2,6 +2,7 @@ package adapter_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -69,7 +70,7 @@ func feedThrice(t *testing.T, tr *adapter.Tracker, n acp.SessionNotification, na
 }
 
 // addParams seeds the corpus with the session/update params of a capture.
-func addParams(f *testing.F, file string) {
+func addParams(f interface{ Add(...any) }, file string) {
 	fh, err := os.Open(file)
 	if err != nil {
 		return
@@ -117,4 +118,77 @@ func FuzzReplayerFeed(f *testing.F) {
 			t.Fatalf("%d panics for %s", p, msg)
 		}
 	})
+}
+
+// FuzzNormalizeSequence feeds a sequence of session/update params (one per
+// line) to a Tracker of every dialect, with a prompt end in the middle, so
+// that frames meet cards, children and message views made by earlier
+// frames. Nothing may panic and every event must encode.
+func FuzzNormalizeSequence(f *testing.F) {
+	for _, dir := range []string{"testdata", filepath.Join("claude", "testdata")} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+		for _, file := range files {
+			var lines []byte
+			seed := &seedCollector{}
+			addParams(seed, file)
+			for _, p := range seed.params {
+				lines = append(append(lines, p...), '\n')
+			}
+			if len(lines) > 0 {
+				f.Add(lines)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var frames []acp.SessionNotification
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			var n acp.SessionNotification
+			if json.Unmarshal(line, &n) == nil {
+				frames = append(frames, n)
+			}
+		}
+		if len(frames) == 0 {
+			return
+		}
+		for _, name := range []string{"generic", "claude", "codex", "claude+subagents"} {
+			dialect, declare := name, false
+			if name == "claude+subagents" {
+				dialect, declare = "claude", true
+			}
+			tr, err := adapter.NewTracker(adapter.Config{DialectName: dialect, MaxCompleted: 2, MaxActive: 3, MaxBytes: 4096, OnEvent: func(e adapter.Event) {
+				if _, err := json.Marshal(e); err != nil {
+					t.Fatalf("%s: event does not encode: %v", name, err)
+				}
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if declare {
+				tr.Initialize(&acp.InitializeRequest{ClientCapabilities: acp.ClientCapabilities{Subagents: &acp.SubagentCapabilities{}}}, nil)
+			}
+			for i, n := range frames {
+				if i == len(frames)/2 {
+					tr.PromptEnded(string(n.SessionId))
+				}
+				tr.SessionUpdate(n)
+			}
+			tr.SessionLoaded(string(frames[0].SessionId))
+			for _, n := range frames {
+				tr.SessionUpdate(n)
+			}
+			tr.SessionLoadFinished(string(frames[0].SessionId), false)
+			if p := tr.Counters()[adapter.CounterRecoveredPanics]; p != 0 {
+				t.Fatalf("%s: %d panics while normalising", name, p)
+			}
+		}
+	})
+}
+
+// seedCollector gathers what addParams would add to a corpus.
+type seedCollector struct{ params [][]byte }
+
+func (s *seedCollector) Add(args ...any) {
+	if b, ok := args[0].([]byte); ok {
+		s.params = append(s.params, b)
+	}
 }
