@@ -1,16 +1,15 @@
 package adapter_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/internal/capture"
 )
 
 // FuzzNormalize feeds arbitrary session/update params to a Tracker of every
@@ -71,22 +70,13 @@ func feedThrice(t *testing.T, tr *adapter.Tracker, n acp.SessionNotification, na
 
 // addParams seeds the corpus with the session/update params of a capture.
 func addParams(f interface{ Add(...any) }, file string) {
-	fh, err := os.Open(file)
+	c, err := capture.ReadFile(file)
 	if err != nil {
 		return
 	}
-	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var line struct {
-			Msg struct {
-				Method string          `json:"method"`
-				Params json.RawMessage `json:"params"`
-			} `json:"msg"`
-		}
-		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg.Method == "session/update" {
-			f.Add([]byte(line.Msg.Params))
+	for _, e := range c.Entries {
+		if m, err := capture.ParseMessage(e.Msg); err == nil && m.Method == acp.ClientMethodSessionUpdate {
+			f.Add([]byte(m.Params))
 		}
 	}
 }

@@ -176,10 +176,7 @@ func runWire(t *testing.T, name string, installed bool) wireRun {
 func countPrompts(c *capture.Capture) int {
 	n := 0
 	for _, e := range c.Entries {
-		var m struct {
-			Method string `json:"method"`
-		}
-		if e.From == capture.FromClient && json.Unmarshal(e.Msg, &m) == nil && m.Method == "session/prompt" {
+		if m, err := capture.ParseMessage(e.Msg); e.From == capture.FromClient && err == nil && m.Method == acp.AgentMethodSessionPrompt {
 			n++
 		}
 	}
@@ -193,10 +190,8 @@ func responses(t *testing.T, written []byte) []string {
 	sc := bufio.NewScanner(bytes.NewReader(written))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var m struct {
-			Method string `json:"method"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+		m, err := capture.ParseMessage(sc.Bytes())
+		if err != nil {
 			t.Fatalf("client wrote a bad line %q: %v", sc.Bytes(), err)
 		}
 		if m.Method == "" {
