@@ -17,8 +17,11 @@
 // keys are ignored so that later minor additions stay readable; a header with
 // a version other than 1 is rejected.
 //
-// The package is shared by cmd/acpscope (record and replay) and by the
-// conformance and adapter tests (recorded frame streams).
+// The package is shared by cmd/acpscope (record and replay), the adapter's
+// Replayer, the scripted agent of internal/replay and the conformance and
+// adapter tests. Message and IDKey are the one JSON-RPC envelope reader and
+// id canonicalisation they all use, so a response pairs with its request the
+// same way everywhere.
 package capture
 
 import (
