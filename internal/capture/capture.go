@@ -111,7 +111,7 @@ func Read(r io.Reader) (*Capture, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	c := &Capture{}
 	for lineNo := 1; ; lineNo++ {
-		line, err := readLine(br)
+		line, err := ReadLine(br)
 		if errors.Is(err, ErrLineTooLong) {
 			return nil, &LineError{Line: lineNo, Reason: err.Error()}
 		}
@@ -143,9 +143,11 @@ func ReadFile(path string) (*Capture, error) {
 	return c, nil
 }
 
-// readLine returns the next line without its newline, io.EOF with the final
-// (possibly empty) line, or ErrLineTooLong.
-func readLine(br *bufio.Reader) ([]byte, error) {
+// ReadLine returns the next line of br without its newline (a fresh slice),
+// io.EOF with the final (possibly empty) line, or ErrLineTooLong once a line
+// passes MaxLineBytes, so that no peer can make a reader hold more. The
+// capture reader and the scripted agent read lines with it.
+func ReadLine(br *bufio.Reader) ([]byte, error) {
 	var buf []byte
 	for {
 		chunk, err := br.ReadSlice('\n')

@@ -67,7 +67,7 @@ func (a *Agent) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	go func() {
 		br := bufio.NewReaderSize(r, 64<<10)
 		for {
-			line, err := br.ReadBytes('\n')
+			line, err := capture.ReadLine(br)
 			if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
 				select {
 				case incoming <- trimmed:
