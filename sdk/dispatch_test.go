@@ -424,13 +424,30 @@ func TestClientPromptCancelSendsSessionCancel(t *testing.T) {
 	}
 }
 
+// Outbound extension names must start with "_"; the refusals carry upstream
+// v0.13.5's exact texts, since callers forward them as strings.
 func TestOutboundExtensionNamesNeedUnderscore(t *testing.T) {
 	conn, _ := clientUnderTest(t, newTestClient())
-	if _, err := conn.CallExtension(context.Background(), "cursor/task", nil); err == nil {
-		t.Fatal("CallExtension accepted a name without _")
+	const noPrefix = `extension method name must start with '_' (got "cursor/task")`
+	const empty = "extension method name must be non-empty"
+	if _, err := conn.CallExtension(context.Background(), "cursor/task", nil); err == nil || err.Error() != noPrefix {
+		t.Fatalf("CallExtension(cursor/task) = %v, want %q", err, noPrefix)
 	}
-	if err := conn.NotifyExtension(context.Background(), "", nil); err == nil {
-		t.Fatal("NotifyExtension accepted an empty name")
+	if err := conn.NotifyExtension(context.Background(), "cursor/task", nil); err == nil || err.Error() != noPrefix {
+		t.Fatalf("NotifyExtension(cursor/task) = %v, want %q", err, noPrefix)
+	}
+	if _, err := conn.CallExtension(context.Background(), "", nil); err == nil || err.Error() != empty {
+		t.Fatalf("CallExtension(\"\") = %v, want %q", err, empty)
+	}
+	if err := conn.NotifyExtension(context.Background(), "", nil); err == nil || err.Error() != empty {
+		t.Fatalf("NotifyExtension(\"\") = %v, want %q", err, empty)
+	}
+	agent, _ := agentUnderTest(t, newTestAgent())
+	if _, err := agent.CallExtension(context.Background(), "cursor/task", nil); err == nil || err.Error() != noPrefix {
+		t.Fatalf("agent CallExtension(cursor/task) = %v, want %q", err, noPrefix)
+	}
+	if err := agent.NotifyExtension(context.Background(), "", nil); err == nil || err.Error() != empty {
+		t.Fatalf("agent NotifyExtension(\"\") = %v, want %q", err, empty)
 	}
 }
 

@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -33,10 +34,15 @@ func handleExtension(ctx context.Context, impl any, method string, params json.R
 	return result, nil
 }
 
-// checkExtensionMethod enforces that outbound extension methods start with "_".
+// checkExtensionMethod enforces that outbound extension methods start with
+// "_". Its error texts are upstream v0.13.5's, byte for byte (callers may
+// forward them as strings), and like upstream it accepts the bare name "_".
 func checkExtensionMethod(method string) error {
-	if !strings.HasPrefix(method, "_") || len(method) < 2 {
-		return fmt.Errorf("acp: extension method %q must start with '_' and name a method", method)
+	switch {
+	case method == "":
+		return errors.New("extension method name must be non-empty")
+	case !strings.HasPrefix(method, "_"):
+		return fmt.Errorf("extension method name must start with '_' (got %q)", method)
 	}
 	return nil
 }
