@@ -29,10 +29,20 @@ func (c *Card) IsSubagent() bool {
 	return c.Event.Payload != nil && c.Event.Payload.SubagentTask != nil
 }
 
-// Board holds every card of a connection, in first-seen order.
+// MaxToolCards bounds the tool calls that are not subagents a Board keeps
+// (they are shown nested under subagent cards); beyond it the oldest is
+// forgotten. Subagent cards are always kept.
+const MaxToolCards = 10000
+
+// Board holds every subagent card of a connection and its latest tool
+// calls (up to MaxToolCards), in first-seen order.
 type Board struct {
 	cards map[cardKey]*Card
 	next  int
+	// toolOrder lists card keys in first-seen order, for forgetting the
+	// oldest tool call; toolCards counts the cards that are not subagents.
+	toolOrder []cardKey
+	toolCards int
 }
 
 type cardKey struct{ session, toolCall string }
@@ -48,16 +58,40 @@ func (b *Board) Apply(ev adapter.Event) *Card {
 	}
 	k := cardKey{ev.SessionID, ev.ToolCallID}
 	c, ok := b.cards[k]
+	wasTool := ok && !c.IsSubagent()
 	if !ok {
 		c = &Card{order: b.next}
 		b.next++
 		b.cards[k] = c
+		b.toolOrder = append(b.toolOrder, k)
 	}
 	c.Event = ev.Clone()
 	if ev.Status != adapter.ToolStatusUnchanged {
 		c.Status = ev.Status
 	}
+	if isTool := !c.IsSubagent(); isTool != wasTool {
+		if isTool {
+			b.toolCards++
+		} else {
+			b.toolCards--
+		}
+	}
+	b.forgetOldTools(c)
 	return c
+}
+
+// forgetOldTools drops the oldest tool calls that are not subagents while
+// there are more than MaxToolCards of them; keep (the card just applied)
+// stays.
+func (b *Board) forgetOldTools(keep *Card) {
+	for b.toolCards > MaxToolCards && len(b.toolOrder) > 0 {
+		k := b.toolOrder[0]
+		b.toolOrder = b.toolOrder[1:]
+		if c := b.cards[k]; c != nil && c != keep && !c.IsSubagent() {
+			delete(b.cards, k)
+			b.toolCards--
+		}
+	}
 }
 
 // Cards returns every card in first-seen order.

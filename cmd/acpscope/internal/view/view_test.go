@@ -3,6 +3,7 @@ package view
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,5 +137,27 @@ func TestAgentControlCharactersNeverReachTheTerminal(t *testing.T) {
 	}
 	if !strings.Contains(out, "agent: "+strings.Repeat("x", maxPendingText+10)+"\n") {
 		t.Fatalf("an over-long line was not shown in full")
+	}
+}
+
+// TestBoardKeepsSubagentsAndBoundsToolCalls pins that a turn with more tool
+// calls than MaxToolCards keeps every subagent card and only the latest
+// MaxToolCards other tool calls.
+func TestBoardKeepsSubagentsAndBoundsToolCalls(t *testing.T) {
+	b := NewBoard()
+	b.Apply(sub(adapter.EventToolCall, "first-subagent", "", adapter.ToolStatusInProgress, adapter.SubagentTask{}))
+	for i := range MaxToolCards + 50 {
+		b.Apply(adapter.Event{Kind: adapter.EventToolCall, SessionID: "s1", ToolCallID: fmt.Sprintf("tool-%d", i), Status: adapter.ToolStatusPending})
+	}
+	b.Apply(sub(adapter.EventToolCall, "last-subagent", "", adapter.ToolStatusInProgress, adapter.SubagentTask{}))
+	if got := len(b.Subagents()); got != 2 {
+		t.Fatalf("%d subagent cards, want 2", got)
+	}
+	cards := b.Cards()
+	if got := len(cards); got != MaxToolCards+2 {
+		t.Fatalf("%d cards, want %d", got, MaxToolCards+2)
+	}
+	if cards[1].Event.ToolCallID != "tool-50" {
+		t.Fatalf("oldest kept tool call is %s, want tool-50", cards[1].Event.ToolCallID)
 	}
 }
