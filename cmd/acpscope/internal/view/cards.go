@@ -126,12 +126,14 @@ func (b *Board) Children(parent *Card) []*Card {
 	return out
 }
 
-// Running counts the subagent cards whose tool status is not terminal. It
-// runs on every shown line and spinner tick, so it counts without sorting.
+// Running counts the subagent cards whose tool status is not terminal,
+// leaving out child sessions not confirmed live (unknown, idle without an
+// outcome, unrecognised states). It runs on every shown line and spinner
+// tick, so it counts without sorting.
 func (b *Board) Running() int {
 	n := 0
 	for _, c := range b.cards {
-		if c.IsSubagent() && !c.Status.Terminal() {
+		if c.IsSubagent() && !c.Status.Terminal() && (c.Event.Child == nil || c.Event.Child.Live) {
 			n++
 		}
 	}

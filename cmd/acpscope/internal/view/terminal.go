@@ -96,7 +96,7 @@ func (t *Terminal) Event(ev adapter.Event) {
 	indent := strings.Repeat("  ", depth)
 	switch {
 	case c.IsSubagent():
-		line := fmt.Sprintf("%s◆ %s [%s]", indent, Header(c), statusWord(c.Status))
+		line := fmt.Sprintf("%s◆ %s [%s]", indent, Header(c), cardStatus(c))
 		if !seen || line != before {
 			t.logLocked(line)
 		}
@@ -117,7 +117,7 @@ func (t *Terminal) snapshot(ev adapter.Event) (string, bool) {
 		return "", false
 	}
 	if c.IsSubagent() {
-		return fmt.Sprintf("%s◆ %s [%s]", strings.Repeat("  ", t.depth(c)), Header(c), statusWord(c.Status)), true
+		return fmt.Sprintf("%s◆ %s [%s]", strings.Repeat("  ", t.depth(c)), Header(c), cardStatus(c)), true
 	}
 	return string(c.Status), true
 }
@@ -250,7 +250,7 @@ func WriteCards(w io.Writer, b *Board) {
 	fmt.Fprintf(w, "\nSubagents (%d)\n", len(subs))
 	for _, c := range subs {
 		children := b.Children(c)
-		fmt.Fprintf(w, "\n◆ %s [%s]\n", printable(Header(c)), statusWord(c.Status))
+		fmt.Fprintf(w, "\n◆ %s [%s]\n", printable(Header(c)), printable(cardStatus(c)))
 		if chips := Chips(c, len(children)); len(chips) > 0 {
 			fmt.Fprintf(w, "  %s\n", printable(strings.Join(chips, " · ")))
 		}
@@ -270,12 +270,28 @@ func WriteCards(w io.Writer, b *Board) {
 				if ch.IsSubagent() {
 					title = Header(ch)
 				}
-				fmt.Fprintf(w, "  %s %s [%s]\n", branch, printable(oneLine(title, 72)), statusWord(ch.Status))
+				fmt.Fprintf(w, "  %s %s [%s]\n", branch, printable(oneLine(title, 72)), printable(cardStatus(ch)))
 			}
 		case t.Prompt != "":
 			fmt.Fprintf(w, "  prompt: %s\n", printable(oneLine(t.Prompt, 100)))
 		}
 	}
+}
+
+// cardStatus is the word shown for a card: its tool status, except for a
+// child session that is not confirmed live. Such a child shows its last
+// state instead ("unknown", "idle" without an outcome, an unrecognised
+// state verbatim), and a last-known running or requires_action is marked
+// "not live", so nothing is presented as running that is not confirmed.
+func cardStatus(c *Card) string {
+	ch := c.Event.Child
+	if ch == nil || ch.Live || c.Status.Terminal() || ch.State == "" {
+		return statusWord(c.Status)
+	}
+	if ch.State == "running" || ch.State == "requires_action" {
+		return ch.State + ", not live"
+	}
+	return oneLine(ch.State, 40)
 }
 
 // statusWord renders a tool status; an unknown one shows as "pending".

@@ -161,3 +161,36 @@ func TestBoardKeepsSubagentsAndBoundsToolCalls(t *testing.T) {
 		t.Fatalf("oldest kept tool call is %s, want tool-50", cards[1].Event.ToolCallID)
 	}
 }
+
+// TestChildNotConfirmedLiveIsNotShownRunning pins subagents.md §4.8: after
+// unknown (or an unrecognised state) a child session is neither shown as
+// running nor counted by the progress line; a last-known running after a
+// reload is marked not live.
+func TestChildNotConfirmedLiveIsNotShownRunning(t *testing.T) {
+	child := func(state string, live bool) adapter.Event {
+		e := sub(adapter.EventToolUpdate, "c1", "", adapter.ToolStatusInProgress, adapter.SubagentTask{ChildSessionID: "c1", Status: state})
+		e.Child = &adapter.ChildSession{SessionID: "c1", ParentSessionID: "s1", State: state, Live: live}
+		return e
+	}
+	for _, tc := range []struct {
+		state   string
+		live    bool
+		want    string
+		running int
+	}{
+		{"running", true, "in_progress", 1},
+		{"unknown", false, "unknown", 0},
+		{"_vendor_paused", false, "_vendor_paused", 0},
+		{"running", false, "running, not live", 0},
+	} {
+		var buf bytes.Buffer
+		term := NewTerminal(&buf, false)
+		term.Event(child(tc.state, tc.live))
+		if !strings.Contains(buf.String(), "["+tc.want+"]") {
+			t.Errorf("%s live=%t: shown %q, want [%s]", tc.state, tc.live, buf.String(), tc.want)
+		}
+		if got := term.Board().Running(); got != tc.running {
+			t.Errorf("%s live=%t: running %d, want %d", tc.state, tc.live, got, tc.running)
+		}
+	}
+}
