@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
-	"github.com/kdlbs/acp-go-sdk/adapter/cursor/cli/procguard"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
+	"github.com/kdlbs/acp-go-sdk/internal/procguard"
 	"github.com/kdlbs/acp-go-sdk/internal/replay"
 )
 

@@ -8,7 +8,7 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/kdlbs/acp-go-sdk/adapter/cursor/cli/procguard"
+	"github.com/kdlbs/acp-go-sdk/internal/procguard"
 )
 
 // errAuxTimeout reports an auxiliary command that outlived its timeout.

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kdlbs/acp-go-sdk/adapter/cursor/cli/procguard"
+	"github.com/kdlbs/acp-go-sdk/internal/procguard"
 )
 
 // Candidate sources, in discovery order.

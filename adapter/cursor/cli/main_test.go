@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kdlbs/acp-go-sdk/adapter/cursor/cli/procguard"
+	"github.com/kdlbs/acp-go-sdk/internal/procguard"
 )
 
 // TestMain turns the test binary into the fake CLI when FakeEnv is set, and

@@ -15,8 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kdlbs/acp-go-sdk/adapter/cursor/cli/procguard"
 	"github.com/kdlbs/acp-go-sdk/adapter/cursor/cli/stream"
+	"github.com/kdlbs/acp-go-sdk/internal/procguard"
 )
 
 // PromptTransport says how the envelope reaches the CLI.

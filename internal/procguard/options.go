@@ -8,7 +8,7 @@ import (
 
 // TokenEnv is the environment variable through which every process the child
 // starts can be recognised, even after it left the group and its parent died.
-const TokenEnv = "ACP_CURSOR_GUARD_TOKEN"
+const TokenEnv = "ACP_PROCGUARD_TOKEN"
 
 // Defaults used when an Options field is zero.
 const (
