@@ -92,7 +92,7 @@ func (Base) PromptEnded(*Tx, string) {}
 func (Base) SessionCleared(*Tx, string) {}
 
 // ToolFrame is a tool_call or tool_call_update, normalised into one shape.
-// The untyped values are already passed through Value.
+// The untyped values are already passed through DecodeUntyped.
 type ToolFrame struct {
 	// SessionID is the notification's session.
 	SessionID string

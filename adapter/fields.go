@@ -19,10 +19,10 @@ type Reader struct {
 	Negative int
 }
 
-// Value normalises an untyped value as the SDK may hand it over: raw JSON
-// bytes are decoded (invalid JSON gives nil), anything else is returned as
-// is.
-func Value(v any) any {
+// DecodeUntyped normalises an untyped value as the SDK may hand it over:
+// raw JSON bytes are decoded (numbers as json.Number; invalid JSON gives
+// nil), anything else is returned as is.
+func DecodeUntyped(v any) any {
 	var raw []byte
 	switch x := v.(type) {
 	case json.RawMessage:
@@ -43,7 +43,7 @@ func Value(v any) any {
 
 // AsMap returns v as an object, or nil when it is not one.
 func AsMap(v any) map[string]any {
-	m, _ := Value(v).(map[string]any)
+	m, _ := DecodeUntyped(v).(map[string]any)
 	return m
 }
 
@@ -140,7 +140,7 @@ func (r *Reader) Slice(m map[string]any, key string) []any {
 	if !ok || v == nil {
 		return nil
 	}
-	if s, ok := Value(v).([]any); ok {
+	if s, ok := DecodeUntyped(v).([]any); ok {
 		return s
 	}
 	r.Bad++
