@@ -90,14 +90,18 @@ func (v *AgentAuthCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain AgentAuthCapabilities
-	var p plain
+	type AgentAuthCapabilities fieldsOfAgentAuthCapabilities
+	var p AgentAuthCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = AgentAuthCapabilities(p)
+	*v = fieldsOfAgentAuthCapabilities(p)
 	return nil
 }
+
+// fieldsOfAgentAuthCapabilities is AgentAuthCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named AgentAuthCapabilities shadows it.
+type fieldsOfAgentAuthCapabilities = AgentAuthCapabilities
 
 // AgentCapabilities is an ACP object.
 //
@@ -348,8 +352,8 @@ func (v *AgentCapabilities) decodeFast(d *fastDecoder) error {
 
 // MarshalJSON encodes AgentCapabilities, writing schema defaults for nil lists and maps.
 func (v AgentCapabilities) MarshalJSON() ([]byte, error) {
-	type plain AgentCapabilities
-	p := plain(v)
+	type Alias AgentCapabilities
+	p := Alias(v)
 	return json.Marshal(p)
 }
 
@@ -363,13 +367,16 @@ func (v *AgentCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain AgentCapabilities
-	var p plain
-	if err := decodeExact(b, &p); err != nil {
-		return err
-	}
+	// The key scan comes first and the local type is named Alias, as in
+	// upstream v0.13.5, so decode errors read the same (they reach the peer
+	// as text).
 	present, err := presentKeys(b)
 	if err != nil {
+		return err
+	}
+	type Alias AgentCapabilities
+	var p Alias
+	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
 	if !present["auth"] {
@@ -518,14 +525,18 @@ func (v *AgentNotification) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain AgentNotification
-	var p plain
+	type AgentNotification fieldsOfAgentNotification
+	var p AgentNotification
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = AgentNotification(p)
+	*v = fieldsOfAgentNotification(p)
 	return nil
 }
+
+// fieldsOfAgentNotification is AgentNotification under a name its UnmarshalJSON can still refer to
+// once a local type named AgentNotification shadows it.
+type fieldsOfAgentNotification = AgentNotification
 
 // Validate checks that required properties are present.
 func (v *AgentNotification) Validate() error {
@@ -618,14 +629,18 @@ func (v *AgentRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain AgentRequest
-	var p plain
+	type AgentRequest fieldsOfAgentRequest
+	var p AgentRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = AgentRequest(p)
+	*v = fieldsOfAgentRequest(p)
 	return nil
 }
+
+// fieldsOfAgentRequest is AgentRequest under a name its UnmarshalJSON can still refer to
+// once a local type named AgentRequest shadows it.
+type fieldsOfAgentRequest = AgentRequest
 
 // Validate checks that required properties are present.
 func (v *AgentRequest) Validate() error {
@@ -809,14 +824,18 @@ func (v *AgentResult) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain AgentResult
-	var p plain
+	type AgentResult fieldsOfAgentResult
+	var p AgentResult
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = AgentResult(p)
+	*v = fieldsOfAgentResult(p)
 	return nil
 }
+
+// fieldsOfAgentResult is AgentResult under a name its UnmarshalJSON can still refer to
+// once a local type named AgentResult shadows it.
+type fieldsOfAgentResult = AgentResult
 
 // Annotations is an ACP object.
 //
@@ -958,14 +977,18 @@ func (v *Annotations) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain Annotations
-	var p plain
+	type Annotations fieldsOfAnnotations
+	var p Annotations
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = Annotations(p)
+	*v = fieldsOfAnnotations(p)
 	return nil
 }
+
+// fieldsOfAnnotations is Annotations under a name its UnmarshalJSON can still refer to
+// once a local type named Annotations shadows it.
+type fieldsOfAnnotations = Annotations
 
 // AudioContent is an ACP object.
 //
@@ -1077,14 +1100,18 @@ func (v *AudioContent) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain AudioContent
-	var p plain
+	type AudioContent fieldsOfAudioContent
+	var p AudioContent
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = AudioContent(p)
+	*v = fieldsOfAudioContent(p)
 	return nil
 }
+
+// fieldsOfAudioContent is AudioContent under a name its UnmarshalJSON can still refer to
+// once a local type named AudioContent shadows it.
+type fieldsOfAudioContent = AudioContent
 
 // AuthCapabilities is an ACP object.
 //
@@ -1170,8 +1197,8 @@ func (v *AuthCapabilities) decodeFast(d *fastDecoder) error {
 
 // MarshalJSON encodes AuthCapabilities, writing schema defaults for nil lists and maps.
 func (v AuthCapabilities) MarshalJSON() ([]byte, error) {
-	type plain AuthCapabilities
-	p := plain(v)
+	type Alias AuthCapabilities
+	p := Alias(v)
 	return json.Marshal(p)
 }
 
@@ -1185,13 +1212,16 @@ func (v *AuthCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain AuthCapabilities
-	var p plain
-	if err := decodeExact(b, &p); err != nil {
-		return err
-	}
+	// The key scan comes first and the local type is named Alias, as in
+	// upstream v0.13.5, so decode errors read the same (they reach the peer
+	// as text).
 	present, err := presentKeys(b)
 	if err != nil {
+		return err
+	}
+	type Alias AuthCapabilities
+	var p Alias
+	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
 	if !present["terminal"] {
@@ -1344,8 +1374,8 @@ func (v *AuthEnvVar) decodeFast(d *fastDecoder) error {
 
 // MarshalJSON encodes AuthEnvVar, writing schema defaults for nil lists and maps.
 func (v AuthEnvVar) MarshalJSON() ([]byte, error) {
-	type plain AuthEnvVar
-	p := plain(v)
+	type Alias AuthEnvVar
+	p := Alias(v)
 	return json.Marshal(p)
 }
 
@@ -1359,13 +1389,16 @@ func (v *AuthEnvVar) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain AuthEnvVar
-	var p plain
-	if err := decodeExact(b, &p); err != nil {
-		return err
-	}
+	// The key scan comes first and the local type is named Alias, as in
+	// upstream v0.13.5, so decode errors read the same (they reach the peer
+	// as text).
 	present, err := presentKeys(b)
 	if err != nil {
+		return err
+	}
+	type Alias AuthEnvVar
+	var p Alias
+	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
 	if !present["optional"] {
@@ -1677,14 +1710,18 @@ func (v *AuthMethodAgent) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain AuthMethodAgent
-	var p plain
+	type AuthMethodAgent fieldsOfAuthMethodAgent
+	var p AuthMethodAgent
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = AuthMethodAgent(p)
+	*v = fieldsOfAuthMethodAgent(p)
 	return nil
 }
+
+// fieldsOfAuthMethodAgent is AuthMethodAgent under a name its UnmarshalJSON can still refer to
+// once a local type named AuthMethodAgent shadows it.
+type fieldsOfAuthMethodAgent = AuthMethodAgent
 
 // AuthMethodEnvVar is an ACP object.
 //
@@ -1860,14 +1897,18 @@ func (v *AuthMethodEnvVar) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain AuthMethodEnvVar
-	var p plain
+	type AuthMethodEnvVar fieldsOfAuthMethodEnvVar
+	var p AuthMethodEnvVar
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = AuthMethodEnvVar(p)
+	*v = fieldsOfAuthMethodEnvVar(p)
 	return nil
 }
+
+// fieldsOfAuthMethodEnvVar is AuthMethodEnvVar under a name its UnmarshalJSON can still refer to
+// once a local type named AuthMethodEnvVar shadows it.
+type fieldsOfAuthMethodEnvVar = AuthMethodEnvVar
 
 // AuthMethodEnvVarInline is the "env_var" variant of AuthMethod.
 //
@@ -2056,14 +2097,18 @@ func (v *AuthMethodEnvVarInline) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain AuthMethodEnvVarInline
-	var p plain
+	type AuthMethodEnvVarInline fieldsOfAuthMethodEnvVarInline
+	var p AuthMethodEnvVarInline
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = AuthMethodEnvVarInline(p)
+	*v = fieldsOfAuthMethodEnvVarInline(p)
 	return nil
 }
+
+// fieldsOfAuthMethodEnvVarInline is AuthMethodEnvVarInline under a name its UnmarshalJSON can still refer to
+// once a local type named AuthMethodEnvVarInline shadows it.
+type fieldsOfAuthMethodEnvVarInline = AuthMethodEnvVarInline
 
 // AuthMethodTerminal is an ACP object.
 //
@@ -2232,14 +2277,18 @@ func (v *AuthMethodTerminal) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain AuthMethodTerminal
-	var p plain
+	type AuthMethodTerminal fieldsOfAuthMethodTerminal
+	var p AuthMethodTerminal
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = AuthMethodTerminal(p)
+	*v = fieldsOfAuthMethodTerminal(p)
 	return nil
 }
+
+// fieldsOfAuthMethodTerminal is AuthMethodTerminal under a name its UnmarshalJSON can still refer to
+// once a local type named AuthMethodTerminal shadows it.
+type fieldsOfAuthMethodTerminal = AuthMethodTerminal
 
 // AuthMethodTerminalInline is the "terminal" variant of AuthMethod.
 //
@@ -2421,14 +2470,18 @@ func (v *AuthMethodTerminalInline) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain AuthMethodTerminalInline
-	var p plain
+	type AuthMethodTerminalInline fieldsOfAuthMethodTerminalInline
+	var p AuthMethodTerminalInline
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = AuthMethodTerminalInline(p)
+	*v = fieldsOfAuthMethodTerminalInline(p)
 	return nil
 }
+
+// fieldsOfAuthMethodTerminalInline is AuthMethodTerminalInline under a name its UnmarshalJSON can still refer to
+// once a local type named AuthMethodTerminalInline shadows it.
+type fieldsOfAuthMethodTerminalInline = AuthMethodTerminalInline
 
 // AuthenticateRequest is an ACP object.
 //
@@ -2508,14 +2561,18 @@ func (v *AuthenticateRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain AuthenticateRequest
-	var p plain
+	type AuthenticateRequest fieldsOfAuthenticateRequest
+	var p AuthenticateRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = AuthenticateRequest(p)
+	*v = fieldsOfAuthenticateRequest(p)
 	return nil
 }
+
+// fieldsOfAuthenticateRequest is AuthenticateRequest under a name its UnmarshalJSON can still refer to
+// once a local type named AuthenticateRequest shadows it.
+type fieldsOfAuthenticateRequest = AuthenticateRequest
 
 // Validate checks that required properties are present.
 func (v *AuthenticateRequest) Validate() error {
@@ -2585,14 +2642,18 @@ func (v *AuthenticateResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain AuthenticateResponse
-	var p plain
+	type AuthenticateResponse fieldsOfAuthenticateResponse
+	var p AuthenticateResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = AuthenticateResponse(p)
+	*v = fieldsOfAuthenticateResponse(p)
 	return nil
 }
+
+// fieldsOfAuthenticateResponse is AuthenticateResponse under a name its UnmarshalJSON can still refer to
+// once a local type named AuthenticateResponse shadows it.
+type fieldsOfAuthenticateResponse = AuthenticateResponse
 
 // Validate checks that required properties are present.
 func (v *AuthenticateResponse) Validate() error {
@@ -2709,14 +2770,18 @@ func (v *AvailableCommand) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain AvailableCommand
-	var p plain
+	type AvailableCommand fieldsOfAvailableCommand
+	var p AvailableCommand
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = AvailableCommand(p)
+	*v = fieldsOfAvailableCommand(p)
 	return nil
 }
+
+// fieldsOfAvailableCommand is AvailableCommand under a name its UnmarshalJSON can still refer to
+// once a local type named AvailableCommand shadows it.
+type fieldsOfAvailableCommand = AvailableCommand
 
 // AvailableCommandInput is a union: exactly one of its fields is set.
 //
@@ -2892,14 +2957,18 @@ func (v *AvailableCommandsUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain AvailableCommandsUpdate
-	var p plain
+	type AvailableCommandsUpdate fieldsOfAvailableCommandsUpdate
+	var p AvailableCommandsUpdate
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = AvailableCommandsUpdate(p)
+	*v = fieldsOfAvailableCommandsUpdate(p)
 	return nil
 }
+
+// fieldsOfAvailableCommandsUpdate is AvailableCommandsUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named AvailableCommandsUpdate shadows it.
+type fieldsOfAvailableCommandsUpdate = AvailableCommandsUpdate
 
 // BlobResourceContents is an ACP object.
 //
@@ -3013,14 +3082,18 @@ func (v *BlobResourceContents) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain BlobResourceContents
-	var p plain
+	type BlobResourceContents fieldsOfBlobResourceContents
+	var p BlobResourceContents
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = BlobResourceContents(p)
+	*v = fieldsOfBlobResourceContents(p)
 	return nil
 }
+
+// fieldsOfBlobResourceContents is BlobResourceContents under a name its UnmarshalJSON can still refer to
+// once a local type named BlobResourceContents shadows it.
+type fieldsOfBlobResourceContents = BlobResourceContents
 
 // CancelNotification is an ACP object.
 //
@@ -3099,14 +3172,18 @@ func (v *CancelNotification) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain CancelNotification
-	var p plain
+	type CancelNotification fieldsOfCancelNotification
+	var p CancelNotification
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = CancelNotification(p)
+	*v = fieldsOfCancelNotification(p)
 	return nil
 }
+
+// fieldsOfCancelNotification is CancelNotification under a name its UnmarshalJSON can still refer to
+// once a local type named CancelNotification shadows it.
+type fieldsOfCancelNotification = CancelNotification
 
 // Validate checks that required properties are present.
 func (v *CancelNotification) Validate() error {
@@ -3393,8 +3470,8 @@ func (v *ClientCapabilities) decodeFast(d *fastDecoder) error {
 
 // MarshalJSON encodes ClientCapabilities, writing schema defaults for nil lists and maps.
 func (v ClientCapabilities) MarshalJSON() ([]byte, error) {
-	type plain ClientCapabilities
-	p := plain(v)
+	type Alias ClientCapabilities
+	p := Alias(v)
 	return json.Marshal(p)
 }
 
@@ -3408,13 +3485,16 @@ func (v *ClientCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ClientCapabilities
-	var p plain
-	if err := decodeExact(b, &p); err != nil {
-		return err
-	}
+	// The key scan comes first and the local type is named Alias, as in
+	// upstream v0.13.5, so decode errors read the same (they reach the peer
+	// as text).
 	present, err := presentKeys(b)
 	if err != nil {
+		return err
+	}
+	type Alias ClientCapabilities
+	var p Alias
+	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
 	if !present["auth"] {
@@ -3608,14 +3688,18 @@ func (v *ClientNesCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ClientNesCapabilities
-	var p plain
+	type ClientNesCapabilities fieldsOfClientNesCapabilities
+	var p ClientNesCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ClientNesCapabilities(p)
+	*v = fieldsOfClientNesCapabilities(p)
 	return nil
 }
+
+// fieldsOfClientNesCapabilities is ClientNesCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named ClientNesCapabilities shadows it.
+type fieldsOfClientNesCapabilities = ClientNesCapabilities
 
 // ClientNotification is an ACP object.
 type ClientNotification struct {
@@ -3686,14 +3770,18 @@ func (v *ClientNotification) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ClientNotification
-	var p plain
+	type ClientNotification fieldsOfClientNotification
+	var p ClientNotification
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ClientNotification(p)
+	*v = fieldsOfClientNotification(p)
 	return nil
 }
+
+// fieldsOfClientNotification is ClientNotification under a name its UnmarshalJSON can still refer to
+// once a local type named ClientNotification shadows it.
+type fieldsOfClientNotification = ClientNotification
 
 // Validate checks that required properties are present.
 func (v *ClientNotification) Validate() error {
@@ -3786,14 +3874,18 @@ func (v *ClientRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ClientRequest
-	var p plain
+	type ClientRequest fieldsOfClientRequest
+	var p ClientRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ClientRequest(p)
+	*v = fieldsOfClientRequest(p)
 	return nil
 }
+
+// fieldsOfClientRequest is ClientRequest under a name its UnmarshalJSON can still refer to
+// once a local type named ClientRequest shadows it.
+type fieldsOfClientRequest = ClientRequest
 
 // Validate checks that required properties are present.
 func (v *ClientRequest) Validate() error {
@@ -3977,14 +4069,18 @@ func (v *ClientResult) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ClientResult
-	var p plain
+	type ClientResult fieldsOfClientResult
+	var p ClientResult
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ClientResult(p)
+	*v = fieldsOfClientResult(p)
 	return nil
 }
+
+// fieldsOfClientResult is ClientResult under a name its UnmarshalJSON can still refer to
+// once a local type named ClientResult shadows it.
+type fieldsOfClientResult = ClientResult
 
 // CloseSessionRequest is an ACP object.
 //
@@ -4067,14 +4163,18 @@ func (v *CloseSessionRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain CloseSessionRequest
-	var p plain
+	type CloseSessionRequest fieldsOfCloseSessionRequest
+	var p CloseSessionRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = CloseSessionRequest(p)
+	*v = fieldsOfCloseSessionRequest(p)
 	return nil
 }
+
+// fieldsOfCloseSessionRequest is CloseSessionRequest under a name its UnmarshalJSON can still refer to
+// once a local type named CloseSessionRequest shadows it.
+type fieldsOfCloseSessionRequest = CloseSessionRequest
 
 // Validate checks that required properties are present.
 func (v *CloseSessionRequest) Validate() error {
@@ -4141,14 +4241,18 @@ func (v *CloseSessionResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain CloseSessionResponse
-	var p plain
+	type CloseSessionResponse fieldsOfCloseSessionResponse
+	var p CloseSessionResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = CloseSessionResponse(p)
+	*v = fieldsOfCloseSessionResponse(p)
 	return nil
 }
+
+// fieldsOfCloseSessionResponse is CloseSessionResponse under a name its UnmarshalJSON can still refer to
+// once a local type named CloseSessionResponse shadows it.
+type fieldsOfCloseSessionResponse = CloseSessionResponse
 
 // Validate checks that required properties are present.
 func (v *CloseSessionResponse) Validate() error {
@@ -4249,14 +4353,18 @@ func (v *ConfigOptionUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ConfigOptionUpdate
-	var p plain
+	type ConfigOptionUpdate fieldsOfConfigOptionUpdate
+	var p ConfigOptionUpdate
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ConfigOptionUpdate(p)
+	*v = fieldsOfConfigOptionUpdate(p)
 	return nil
 }
+
+// fieldsOfConfigOptionUpdate is ConfigOptionUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named ConfigOptionUpdate shadows it.
+type fieldsOfConfigOptionUpdate = ConfigOptionUpdate
 
 // Content is an ACP object.
 //
@@ -4332,14 +4440,18 @@ func (v *Content) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain Content
-	var p plain
+	type Content fieldsOfContent
+	var p Content
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = Content(p)
+	*v = fieldsOfContent(p)
 	return nil
 }
+
+// fieldsOfContent is Content under a name its UnmarshalJSON can still refer to
+// once a local type named Content shadows it.
+type fieldsOfContent = Content
 
 // ContentBlock is a union: exactly one of its fields is set.
 //
@@ -4760,14 +4872,18 @@ func (v *ContentBlockAudio) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ContentBlockAudio
-	var p plain
+	type ContentBlockAudio fieldsOfContentBlockAudio
+	var p ContentBlockAudio
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ContentBlockAudio(p)
+	*v = fieldsOfContentBlockAudio(p)
 	return nil
 }
+
+// fieldsOfContentBlockAudio is ContentBlockAudio under a name its UnmarshalJSON can still refer to
+// once a local type named ContentBlockAudio shadows it.
+type fieldsOfContentBlockAudio = ContentBlockAudio
 
 // ContentBlockImage is the "image" variant of ContentBlock.
 //
@@ -4918,14 +5034,18 @@ func (v *ContentBlockImage) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ContentBlockImage
-	var p plain
+	type ContentBlockImage fieldsOfContentBlockImage
+	var p ContentBlockImage
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ContentBlockImage(p)
+	*v = fieldsOfContentBlockImage(p)
 	return nil
 }
+
+// fieldsOfContentBlockImage is ContentBlockImage under a name its UnmarshalJSON can still refer to
+// once a local type named ContentBlockImage shadows it.
+type fieldsOfContentBlockImage = ContentBlockImage
 
 // ContentBlockResource is the "resource" variant of ContentBlock.
 //
@@ -5040,14 +5160,18 @@ func (v *ContentBlockResource) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ContentBlockResource
-	var p plain
+	type ContentBlockResource fieldsOfContentBlockResource
+	var p ContentBlockResource
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ContentBlockResource(p)
+	*v = fieldsOfContentBlockResource(p)
 	return nil
 }
+
+// fieldsOfContentBlockResource is ContentBlockResource under a name its UnmarshalJSON can still refer to
+// once a local type named ContentBlockResource shadows it.
+type fieldsOfContentBlockResource = ContentBlockResource
 
 // ContentBlockResourceLink is the "resource_link" variant of ContentBlock.
 //
@@ -5264,14 +5388,18 @@ func (v *ContentBlockResourceLink) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ContentBlockResourceLink
-	var p plain
+	type ContentBlockResourceLink fieldsOfContentBlockResourceLink
+	var p ContentBlockResourceLink
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ContentBlockResourceLink(p)
+	*v = fieldsOfContentBlockResourceLink(p)
 	return nil
 }
+
+// fieldsOfContentBlockResourceLink is ContentBlockResourceLink under a name its UnmarshalJSON can still refer to
+// once a local type named ContentBlockResourceLink shadows it.
+type fieldsOfContentBlockResourceLink = ContentBlockResourceLink
 
 // ContentBlockText is the "text" variant of ContentBlock.
 //
@@ -5386,14 +5514,18 @@ func (v *ContentBlockText) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ContentBlockText
-	var p plain
+	type ContentBlockText fieldsOfContentBlockText
+	var p ContentBlockText
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ContentBlockText(p)
+	*v = fieldsOfContentBlockText(p)
 	return nil
 }
+
+// fieldsOfContentBlockText is ContentBlockText under a name its UnmarshalJSON can still refer to
+// once a local type named ContentBlockText shadows it.
+type fieldsOfContentBlockText = ContentBlockText
 
 // ContentChunk is an ACP object.
 //
@@ -5499,14 +5631,18 @@ func (v *ContentChunk) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ContentChunk
-	var p plain
+	type ContentChunk fieldsOfContentChunk
+	var p ContentChunk
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ContentChunk(p)
+	*v = fieldsOfContentChunk(p)
 	return nil
 }
+
+// fieldsOfContentChunk is ContentChunk under a name its UnmarshalJSON can still refer to
+// once a local type named ContentChunk shadows it.
+type fieldsOfContentChunk = ContentChunk
 
 // Cost is an ACP object.
 //
@@ -5785,14 +5921,18 @@ func (v *CreateTerminalRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain CreateTerminalRequest
-	var p plain
+	type CreateTerminalRequest fieldsOfCreateTerminalRequest
+	var p CreateTerminalRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = CreateTerminalRequest(p)
+	*v = fieldsOfCreateTerminalRequest(p)
 	return nil
 }
+
+// fieldsOfCreateTerminalRequest is CreateTerminalRequest under a name its UnmarshalJSON can still refer to
+// once a local type named CreateTerminalRequest shadows it.
+type fieldsOfCreateTerminalRequest = CreateTerminalRequest
 
 // Validate checks that required properties are present.
 func (v *CreateTerminalRequest) Validate() error {
@@ -5877,14 +6017,18 @@ func (v *CreateTerminalResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain CreateTerminalResponse
-	var p plain
+	type CreateTerminalResponse fieldsOfCreateTerminalResponse
+	var p CreateTerminalResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = CreateTerminalResponse(p)
+	*v = fieldsOfCreateTerminalResponse(p)
 	return nil
 }
+
+// fieldsOfCreateTerminalResponse is CreateTerminalResponse under a name its UnmarshalJSON can still refer to
+// once a local type named CreateTerminalResponse shadows it.
+type fieldsOfCreateTerminalResponse = CreateTerminalResponse
 
 // Validate checks that required properties are present.
 func (v *CreateTerminalResponse) Validate() error {
@@ -5971,14 +6115,18 @@ func (v *CurrentModeUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain CurrentModeUpdate
-	var p plain
+	type CurrentModeUpdate fieldsOfCurrentModeUpdate
+	var p CurrentModeUpdate
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = CurrentModeUpdate(p)
+	*v = fieldsOfCurrentModeUpdate(p)
 	return nil
 }
+
+// fieldsOfCurrentModeUpdate is CurrentModeUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named CurrentModeUpdate shadows it.
+type fieldsOfCurrentModeUpdate = CurrentModeUpdate
 
 // Diff is an ACP object.
 //
@@ -6096,14 +6244,18 @@ func (v *Diff) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain Diff
-	var p plain
+	type Diff fieldsOfDiff
+	var p Diff
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = Diff(p)
+	*v = fieldsOfDiff(p)
 	return nil
 }
+
+// fieldsOfDiff is Diff under a name its UnmarshalJSON can still refer to
+// once a local type named Diff shadows it.
+type fieldsOfDiff = Diff
 
 // ElicitationCapabilities is an ACP object.
 //
@@ -6209,14 +6361,18 @@ func (v *ElicitationCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ElicitationCapabilities
-	var p plain
+	type ElicitationCapabilities fieldsOfElicitationCapabilities
+	var p ElicitationCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ElicitationCapabilities(p)
+	*v = fieldsOfElicitationCapabilities(p)
 	return nil
 }
+
+// fieldsOfElicitationCapabilities is ElicitationCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named ElicitationCapabilities shadows it.
+type fieldsOfElicitationCapabilities = ElicitationCapabilities
 
 // ElicitationFormCapabilities is an ACP object.
 //
@@ -6282,14 +6438,18 @@ func (v *ElicitationFormCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ElicitationFormCapabilities
-	var p plain
+	type ElicitationFormCapabilities fieldsOfElicitationFormCapabilities
+	var p ElicitationFormCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ElicitationFormCapabilities(p)
+	*v = fieldsOfElicitationFormCapabilities(p)
 	return nil
 }
+
+// fieldsOfElicitationFormCapabilities is ElicitationFormCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named ElicitationFormCapabilities shadows it.
+type fieldsOfElicitationFormCapabilities = ElicitationFormCapabilities
 
 // ElicitationUrlCapabilities is an ACP object.
 //
@@ -6355,14 +6515,18 @@ func (v *ElicitationUrlCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ElicitationUrlCapabilities
-	var p plain
+	type ElicitationUrlCapabilities fieldsOfElicitationUrlCapabilities
+	var p ElicitationUrlCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ElicitationUrlCapabilities(p)
+	*v = fieldsOfElicitationUrlCapabilities(p)
 	return nil
 }
+
+// fieldsOfElicitationUrlCapabilities is ElicitationUrlCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named ElicitationUrlCapabilities shadows it.
+type fieldsOfElicitationUrlCapabilities = ElicitationUrlCapabilities
 
 // EmbeddedResource is an ACP object.
 //
@@ -6458,14 +6622,18 @@ func (v *EmbeddedResource) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain EmbeddedResource
-	var p plain
+	type EmbeddedResource fieldsOfEmbeddedResource
+	var p EmbeddedResource
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = EmbeddedResource(p)
+	*v = fieldsOfEmbeddedResource(p)
 	return nil
 }
+
+// fieldsOfEmbeddedResource is EmbeddedResource under a name its UnmarshalJSON can still refer to
+// once a local type named EmbeddedResource shadows it.
+type fieldsOfEmbeddedResource = EmbeddedResource
 
 // EmbeddedResourceResource is a union: exactly one of its fields is set.
 //
@@ -6660,14 +6828,18 @@ func (v *EnvVariable) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain EnvVariable
-	var p plain
+	type EnvVariable fieldsOfEnvVariable
+	var p EnvVariable
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = EnvVariable(p)
+	*v = fieldsOfEnvVariable(p)
 	return nil
 }
+
+// fieldsOfEnvVariable is EnvVariable under a name its UnmarshalJSON can still refer to
+// once a local type named EnvVariable shadows it.
+type fieldsOfEnvVariable = EnvVariable
 
 // Error is an ACP object.
 //
@@ -6762,14 +6934,18 @@ func (v *Error) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain Error
-	var p plain
+	type Error fieldsOfError
+	var p Error
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = Error(p)
+	*v = fieldsOfError(p)
 	return nil
 }
+
+// fieldsOfError is Error under a name its UnmarshalJSON can still refer to
+// once a local type named Error shadows it.
+type fieldsOfError = Error
 
 // ErrorCode is a union: exactly one of its fields is set.
 //
@@ -7103,8 +7279,8 @@ func (v *FileSystemCapabilities) decodeFast(d *fastDecoder) error {
 
 // MarshalJSON encodes FileSystemCapabilities, writing schema defaults for nil lists and maps.
 func (v FileSystemCapabilities) MarshalJSON() ([]byte, error) {
-	type plain FileSystemCapabilities
-	p := plain(v)
+	type Alias FileSystemCapabilities
+	p := Alias(v)
 	return json.Marshal(p)
 }
 
@@ -7118,13 +7294,16 @@ func (v *FileSystemCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain FileSystemCapabilities
-	var p plain
-	if err := decodeExact(b, &p); err != nil {
-		return err
-	}
+	// The key scan comes first and the local type is named Alias, as in
+	// upstream v0.13.5, so decode errors read the same (they reach the peer
+	// as text).
 	present, err := presentKeys(b)
 	if err != nil {
+		return err
+	}
+	type Alias FileSystemCapabilities
+	var p Alias
+	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
 	if !present["readTextFile"] {
@@ -7227,14 +7406,18 @@ func (v *HttpHeader) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain HttpHeader
-	var p plain
+	type HttpHeader fieldsOfHttpHeader
+	var p HttpHeader
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = HttpHeader(p)
+	*v = fieldsOfHttpHeader(p)
 	return nil
 }
+
+// fieldsOfHttpHeader is HttpHeader under a name its UnmarshalJSON can still refer to
+// once a local type named HttpHeader shadows it.
+type fieldsOfHttpHeader = HttpHeader
 
 // IdleStateUpdate is an ACP object.
 //
@@ -7365,17 +7548,17 @@ func (v *IdleStateUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain IdleStateUpdate
-	var p plain
+	type IdleStateUpdate fieldsOfIdleStateUpdate
+	var p IdleStateUpdate
 	if err := decodeExact(b, &p); err == nil {
-		*v = IdleStateUpdate(p)
+		*v = fieldsOfIdleStateUpdate(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = IdleStateUpdate{}
 	if raw, ok := fields["_meta"]; ok {
 		if decodeExact(raw, &p.Meta) != nil {
 			var zero map[string]any
@@ -7400,9 +7583,13 @@ func (v *IdleStateUpdate) UnmarshalJSON(b []byte) error {
 			p.Usage = zero
 		}
 	}
-	*v = IdleStateUpdate(p)
+	*v = fieldsOfIdleStateUpdate(p)
 	return nil
 }
+
+// fieldsOfIdleStateUpdate is IdleStateUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named IdleStateUpdate shadows it.
+type fieldsOfIdleStateUpdate = IdleStateUpdate
 
 // ImageContent is an ACP object.
 //
@@ -7536,14 +7723,18 @@ func (v *ImageContent) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ImageContent
-	var p plain
+	type ImageContent fieldsOfImageContent
+	var p ImageContent
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ImageContent(p)
+	*v = fieldsOfImageContent(p)
 	return nil
 }
+
+// fieldsOfImageContent is ImageContent under a name its UnmarshalJSON can still refer to
+// once a local type named ImageContent shadows it.
+type fieldsOfImageContent = ImageContent
 
 // Implementation is an ACP object.
 //
@@ -7664,14 +7855,18 @@ func (v *Implementation) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain Implementation
-	var p plain
+	type Implementation fieldsOfImplementation
+	var p Implementation
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = Implementation(p)
+	*v = fieldsOfImplementation(p)
 	return nil
 }
+
+// fieldsOfImplementation is Implementation under a name its UnmarshalJSON can still refer to
+// once a local type named Implementation shadows it.
+type fieldsOfImplementation = Implementation
 
 // InitializeRequest is an ACP object.
 //
@@ -7796,8 +7991,8 @@ func (v *InitializeRequest) decodeFast(d *fastDecoder) error {
 
 // MarshalJSON encodes InitializeRequest, writing schema defaults for nil lists and maps.
 func (v InitializeRequest) MarshalJSON() ([]byte, error) {
-	type plain InitializeRequest
-	p := plain(v)
+	type Alias InitializeRequest
+	p := Alias(v)
 	return json.Marshal(p)
 }
 
@@ -7811,13 +8006,16 @@ func (v *InitializeRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain InitializeRequest
-	var p plain
-	if err := decodeExact(b, &p); err != nil {
-		return err
-	}
+	// The key scan comes first and the local type is named Alias, as in
+	// upstream v0.13.5, so decode errors read the same (they reach the peer
+	// as text).
 	present, err := presentKeys(b)
 	if err != nil {
+		return err
+	}
+	type Alias InitializeRequest
+	var p Alias
+	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
 	if !present["clientCapabilities"] {
@@ -8005,8 +8203,8 @@ func (v *InitializeResponse) decodeFast(d *fastDecoder) error {
 
 // MarshalJSON encodes InitializeResponse, writing schema defaults for nil lists and maps.
 func (v InitializeResponse) MarshalJSON() ([]byte, error) {
-	type plain InitializeResponse
-	p := plain(v)
+	type Alias InitializeResponse
+	p := Alias(v)
 	if p.AuthMethods == nil {
 		_ = json.Unmarshal([]byte("[]"), &p.AuthMethods)
 	}
@@ -8023,13 +8221,16 @@ func (v *InitializeResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain InitializeResponse
-	var p plain
-	if err := decodeExact(b, &p); err != nil {
-		return err
-	}
+	// The key scan comes first and the local type is named Alias, as in
+	// upstream v0.13.5, so decode errors read the same (they reach the peer
+	// as text).
 	present, err := presentKeys(b)
 	if err != nil {
+		return err
+	}
+	type Alias InitializeResponse
+	var p Alias
+	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
 	if !present["agentCapabilities"] {
@@ -8137,14 +8338,18 @@ func (v *KillTerminalRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain KillTerminalRequest
-	var p plain
+	type KillTerminalRequest fieldsOfKillTerminalRequest
+	var p KillTerminalRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = KillTerminalRequest(p)
+	*v = fieldsOfKillTerminalRequest(p)
 	return nil
 }
+
+// fieldsOfKillTerminalRequest is KillTerminalRequest under a name its UnmarshalJSON can still refer to
+// once a local type named KillTerminalRequest shadows it.
+type fieldsOfKillTerminalRequest = KillTerminalRequest
 
 // Validate checks that required properties are present.
 func (v *KillTerminalRequest) Validate() error {
@@ -8214,14 +8419,18 @@ func (v *KillTerminalResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain KillTerminalResponse
-	var p plain
+	type KillTerminalResponse fieldsOfKillTerminalResponse
+	var p KillTerminalResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = KillTerminalResponse(p)
+	*v = fieldsOfKillTerminalResponse(p)
 	return nil
 }
+
+// fieldsOfKillTerminalResponse is KillTerminalResponse under a name its UnmarshalJSON can still refer to
+// once a local type named KillTerminalResponse shadows it.
+type fieldsOfKillTerminalResponse = KillTerminalResponse
 
 // Validate checks that required properties are present.
 func (v *KillTerminalResponse) Validate() error {
@@ -8336,14 +8545,18 @@ func (v *LegacyModelInfo) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain LegacyModelInfo
-	var p plain
+	type LegacyModelInfo fieldsOfLegacyModelInfo
+	var p LegacyModelInfo
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = LegacyModelInfo(p)
+	*v = fieldsOfLegacyModelInfo(p)
 	return nil
 }
+
+// fieldsOfLegacyModelInfo is LegacyModelInfo under a name its UnmarshalJSON can still refer to
+// once a local type named LegacyModelInfo shadows it.
+type fieldsOfLegacyModelInfo = LegacyModelInfo
 
 // LegacyModels is an ACP object.
 //
@@ -8532,14 +8745,18 @@ func (v *ListSessionsRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ListSessionsRequest
-	var p plain
+	type ListSessionsRequest fieldsOfListSessionsRequest
+	var p ListSessionsRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ListSessionsRequest(p)
+	*v = fieldsOfListSessionsRequest(p)
 	return nil
 }
+
+// fieldsOfListSessionsRequest is ListSessionsRequest under a name its UnmarshalJSON can still refer to
+// once a local type named ListSessionsRequest shadows it.
+type fieldsOfListSessionsRequest = ListSessionsRequest
 
 // Validate checks that required properties are present.
 func (v *ListSessionsRequest) Validate() error {
@@ -8663,14 +8880,18 @@ func (v *ListSessionsResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ListSessionsResponse
-	var p plain
+	type ListSessionsResponse fieldsOfListSessionsResponse
+	var p ListSessionsResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ListSessionsResponse(p)
+	*v = fieldsOfListSessionsResponse(p)
 	return nil
 }
+
+// fieldsOfListSessionsResponse is ListSessionsResponse under a name its UnmarshalJSON can still refer to
+// once a local type named ListSessionsResponse shadows it.
+type fieldsOfListSessionsResponse = ListSessionsResponse
 
 // Validate checks that required properties are present.
 func (v *ListSessionsResponse) Validate() error {
@@ -8849,14 +9070,18 @@ func (v *LoadSessionRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain LoadSessionRequest
-	var p plain
+	type LoadSessionRequest fieldsOfLoadSessionRequest
+	var p LoadSessionRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = LoadSessionRequest(p)
+	*v = fieldsOfLoadSessionRequest(p)
 	return nil
 }
+
+// fieldsOfLoadSessionRequest is LoadSessionRequest under a name its UnmarshalJSON can still refer to
+// once a local type named LoadSessionRequest shadows it.
+type fieldsOfLoadSessionRequest = LoadSessionRequest
 
 // Validate checks that required properties are present.
 func (v *LoadSessionRequest) Validate() error {
@@ -9006,14 +9231,18 @@ func (v *LoadSessionResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain LoadSessionResponse
-	var p plain
+	type LoadSessionResponse fieldsOfLoadSessionResponse
+	var p LoadSessionResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = LoadSessionResponse(p)
+	*v = fieldsOfLoadSessionResponse(p)
 	return nil
 }
+
+// fieldsOfLoadSessionResponse is LoadSessionResponse under a name its UnmarshalJSON can still refer to
+// once a local type named LoadSessionResponse shadows it.
+type fieldsOfLoadSessionResponse = LoadSessionResponse
 
 // Validate checks that required properties are present.
 func (v *LoadSessionResponse) Validate() error {
@@ -9082,14 +9311,18 @@ func (v *LogoutCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain LogoutCapabilities
-	var p plain
+	type LogoutCapabilities fieldsOfLogoutCapabilities
+	var p LogoutCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = LogoutCapabilities(p)
+	*v = fieldsOfLogoutCapabilities(p)
 	return nil
 }
+
+// fieldsOfLogoutCapabilities is LogoutCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named LogoutCapabilities shadows it.
+type fieldsOfLogoutCapabilities = LogoutCapabilities
 
 // LogoutRequest is an ACP object.
 //
@@ -9153,14 +9386,18 @@ func (v *LogoutRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain LogoutRequest
-	var p plain
+	type LogoutRequest fieldsOfLogoutRequest
+	var p LogoutRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = LogoutRequest(p)
+	*v = fieldsOfLogoutRequest(p)
 	return nil
 }
+
+// fieldsOfLogoutRequest is LogoutRequest under a name its UnmarshalJSON can still refer to
+// once a local type named LogoutRequest shadows it.
+type fieldsOfLogoutRequest = LogoutRequest
 
 // Validate checks that required properties are present.
 func (v *LogoutRequest) Validate() error {
@@ -9227,14 +9464,18 @@ func (v *LogoutResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain LogoutResponse
-	var p plain
+	type LogoutResponse fieldsOfLogoutResponse
+	var p LogoutResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = LogoutResponse(p)
+	*v = fieldsOfLogoutResponse(p)
 	return nil
 }
+
+// fieldsOfLogoutResponse is LogoutResponse under a name its UnmarshalJSON can still refer to
+// once a local type named LogoutResponse shadows it.
+type fieldsOfLogoutResponse = LogoutResponse
 
 // Validate checks that required properties are present.
 func (v *LogoutResponse) Validate() error {
@@ -9365,8 +9606,8 @@ func (v *McpCapabilities) decodeFast(d *fastDecoder) error {
 
 // MarshalJSON encodes McpCapabilities, writing schema defaults for nil lists and maps.
 func (v McpCapabilities) MarshalJSON() ([]byte, error) {
-	type plain McpCapabilities
-	p := plain(v)
+	type Alias McpCapabilities
+	p := Alias(v)
 	return json.Marshal(p)
 }
 
@@ -9380,13 +9621,16 @@ func (v *McpCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain McpCapabilities
-	var p plain
-	if err := decodeExact(b, &p); err != nil {
-		return err
-	}
+	// The key scan comes first and the local type is named Alias, as in
+	// upstream v0.13.5, so decode errors read the same (they reach the peer
+	// as text).
 	present, err := presentKeys(b)
 	if err != nil {
+		return err
+	}
+	type Alias McpCapabilities
+	var p Alias
+	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
 	if !present["acp"] {
@@ -9731,14 +9975,18 @@ func (v *McpServerAcp) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain McpServerAcp
-	var p plain
+	type McpServerAcp fieldsOfMcpServerAcp
+	var p McpServerAcp
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = McpServerAcp(p)
+	*v = fieldsOfMcpServerAcp(p)
 	return nil
 }
+
+// fieldsOfMcpServerAcp is McpServerAcp under a name its UnmarshalJSON can still refer to
+// once a local type named McpServerAcp shadows it.
+type fieldsOfMcpServerAcp = McpServerAcp
 
 // McpServerAcpId is a string identifier.
 //
@@ -9868,14 +10116,18 @@ func (v *McpServerAcpInline) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain McpServerAcpInline
-	var p plain
+	type McpServerAcpInline fieldsOfMcpServerAcpInline
+	var p McpServerAcpInline
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = McpServerAcpInline(p)
+	*v = fieldsOfMcpServerAcpInline(p)
 	return nil
 }
+
+// fieldsOfMcpServerAcpInline is McpServerAcpInline under a name its UnmarshalJSON can still refer to
+// once a local type named McpServerAcpInline shadows it.
+type fieldsOfMcpServerAcpInline = McpServerAcpInline
 
 // McpServerHttp is an ACP object.
 //
@@ -10001,14 +10253,18 @@ func (v *McpServerHttp) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain McpServerHttp
-	var p plain
+	type McpServerHttp fieldsOfMcpServerHttp
+	var p McpServerHttp
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = McpServerHttp(p)
+	*v = fieldsOfMcpServerHttp(p)
 	return nil
 }
+
+// fieldsOfMcpServerHttp is McpServerHttp under a name its UnmarshalJSON can still refer to
+// once a local type named McpServerHttp shadows it.
+type fieldsOfMcpServerHttp = McpServerHttp
 
 // McpServerHttpInline is the "http" variant of McpServer.
 //
@@ -10151,14 +10407,18 @@ func (v *McpServerHttpInline) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain McpServerHttpInline
-	var p plain
+	type McpServerHttpInline fieldsOfMcpServerHttpInline
+	var p McpServerHttpInline
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = McpServerHttpInline(p)
+	*v = fieldsOfMcpServerHttpInline(p)
 	return nil
 }
+
+// fieldsOfMcpServerHttpInline is McpServerHttpInline under a name its UnmarshalJSON can still refer to
+// once a local type named McpServerHttpInline shadows it.
+type fieldsOfMcpServerHttpInline = McpServerHttpInline
 
 // McpServerSse is an ACP object.
 //
@@ -10284,14 +10544,18 @@ func (v *McpServerSse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain McpServerSse
-	var p plain
+	type McpServerSse fieldsOfMcpServerSse
+	var p McpServerSse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = McpServerSse(p)
+	*v = fieldsOfMcpServerSse(p)
 	return nil
 }
+
+// fieldsOfMcpServerSse is McpServerSse under a name its UnmarshalJSON can still refer to
+// once a local type named McpServerSse shadows it.
+type fieldsOfMcpServerSse = McpServerSse
 
 // McpServerSseInline is the "sse" variant of McpServer.
 //
@@ -10434,14 +10698,18 @@ func (v *McpServerSseInline) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain McpServerSseInline
-	var p plain
+	type McpServerSseInline fieldsOfMcpServerSseInline
+	var p McpServerSseInline
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = McpServerSseInline(p)
+	*v = fieldsOfMcpServerSseInline(p)
 	return nil
 }
+
+// fieldsOfMcpServerSseInline is McpServerSseInline under a name its UnmarshalJSON can still refer to
+// once a local type named McpServerSseInline shadows it.
+type fieldsOfMcpServerSseInline = McpServerSseInline
 
 // McpServerStdio is an ACP object.
 //
@@ -10603,14 +10871,18 @@ func (v *McpServerStdio) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain McpServerStdio
-	var p plain
+	type McpServerStdio fieldsOfMcpServerStdio
+	var p McpServerStdio
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = McpServerStdio(p)
+	*v = fieldsOfMcpServerStdio(p)
 	return nil
 }
+
+// fieldsOfMcpServerStdio is McpServerStdio under a name its UnmarshalJSON can still refer to
+// once a local type named McpServerStdio shadows it.
+type fieldsOfMcpServerStdio = McpServerStdio
 
 // NesCapabilities is an ACP object.
 //
@@ -10712,14 +10984,18 @@ func (v *NesCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NesCapabilities
-	var p plain
+	type NesCapabilities fieldsOfNesCapabilities
+	var p NesCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NesCapabilities(p)
+	*v = fieldsOfNesCapabilities(p)
 	return nil
 }
+
+// fieldsOfNesCapabilities is NesCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named NesCapabilities shadows it.
+type fieldsOfNesCapabilities = NesCapabilities
 
 // NesContextCapabilities is an ACP object.
 //
@@ -10901,14 +11177,18 @@ func (v *NesContextCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NesContextCapabilities
-	var p plain
+	type NesContextCapabilities fieldsOfNesContextCapabilities
+	var p NesContextCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NesContextCapabilities(p)
+	*v = fieldsOfNesContextCapabilities(p)
 	return nil
 }
+
+// fieldsOfNesContextCapabilities is NesContextCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named NesContextCapabilities shadows it.
+type fieldsOfNesContextCapabilities = NesContextCapabilities
 
 // NesDiagnosticsCapabilities is an ACP object.
 //
@@ -10970,14 +11250,18 @@ func (v *NesDiagnosticsCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NesDiagnosticsCapabilities
-	var p plain
+	type NesDiagnosticsCapabilities fieldsOfNesDiagnosticsCapabilities
+	var p NesDiagnosticsCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NesDiagnosticsCapabilities(p)
+	*v = fieldsOfNesDiagnosticsCapabilities(p)
 	return nil
 }
+
+// fieldsOfNesDiagnosticsCapabilities is NesDiagnosticsCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named NesDiagnosticsCapabilities shadows it.
+type fieldsOfNesDiagnosticsCapabilities = NesDiagnosticsCapabilities
 
 // NesDocumentDidChangeCapabilities is an ACP object.
 //
@@ -11054,14 +11338,18 @@ func (v *NesDocumentDidChangeCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NesDocumentDidChangeCapabilities
-	var p plain
+	type NesDocumentDidChangeCapabilities fieldsOfNesDocumentDidChangeCapabilities
+	var p NesDocumentDidChangeCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NesDocumentDidChangeCapabilities(p)
+	*v = fieldsOfNesDocumentDidChangeCapabilities(p)
 	return nil
 }
+
+// fieldsOfNesDocumentDidChangeCapabilities is NesDocumentDidChangeCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named NesDocumentDidChangeCapabilities shadows it.
+type fieldsOfNesDocumentDidChangeCapabilities = NesDocumentDidChangeCapabilities
 
 // NesDocumentDidCloseCapabilities is an ACP object.
 //
@@ -11123,14 +11411,18 @@ func (v *NesDocumentDidCloseCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NesDocumentDidCloseCapabilities
-	var p plain
+	type NesDocumentDidCloseCapabilities fieldsOfNesDocumentDidCloseCapabilities
+	var p NesDocumentDidCloseCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NesDocumentDidCloseCapabilities(p)
+	*v = fieldsOfNesDocumentDidCloseCapabilities(p)
 	return nil
 }
+
+// fieldsOfNesDocumentDidCloseCapabilities is NesDocumentDidCloseCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named NesDocumentDidCloseCapabilities shadows it.
+type fieldsOfNesDocumentDidCloseCapabilities = NesDocumentDidCloseCapabilities
 
 // NesDocumentDidFocusCapabilities is an ACP object.
 //
@@ -11192,14 +11484,18 @@ func (v *NesDocumentDidFocusCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NesDocumentDidFocusCapabilities
-	var p plain
+	type NesDocumentDidFocusCapabilities fieldsOfNesDocumentDidFocusCapabilities
+	var p NesDocumentDidFocusCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NesDocumentDidFocusCapabilities(p)
+	*v = fieldsOfNesDocumentDidFocusCapabilities(p)
 	return nil
 }
+
+// fieldsOfNesDocumentDidFocusCapabilities is NesDocumentDidFocusCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named NesDocumentDidFocusCapabilities shadows it.
+type fieldsOfNesDocumentDidFocusCapabilities = NesDocumentDidFocusCapabilities
 
 // NesDocumentDidOpenCapabilities is an ACP object.
 //
@@ -11261,14 +11557,18 @@ func (v *NesDocumentDidOpenCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NesDocumentDidOpenCapabilities
-	var p plain
+	type NesDocumentDidOpenCapabilities fieldsOfNesDocumentDidOpenCapabilities
+	var p NesDocumentDidOpenCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NesDocumentDidOpenCapabilities(p)
+	*v = fieldsOfNesDocumentDidOpenCapabilities(p)
 	return nil
 }
+
+// fieldsOfNesDocumentDidOpenCapabilities is NesDocumentDidOpenCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named NesDocumentDidOpenCapabilities shadows it.
+type fieldsOfNesDocumentDidOpenCapabilities = NesDocumentDidOpenCapabilities
 
 // NesDocumentDidSaveCapabilities is an ACP object.
 //
@@ -11330,14 +11630,18 @@ func (v *NesDocumentDidSaveCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NesDocumentDidSaveCapabilities
-	var p plain
+	type NesDocumentDidSaveCapabilities fieldsOfNesDocumentDidSaveCapabilities
+	var p NesDocumentDidSaveCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NesDocumentDidSaveCapabilities(p)
+	*v = fieldsOfNesDocumentDidSaveCapabilities(p)
 	return nil
 }
+
+// fieldsOfNesDocumentDidSaveCapabilities is NesDocumentDidSaveCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named NesDocumentDidSaveCapabilities shadows it.
+type fieldsOfNesDocumentDidSaveCapabilities = NesDocumentDidSaveCapabilities
 
 // NesDocumentEventCapabilities is an ACP object.
 //
@@ -11499,14 +11803,18 @@ func (v *NesDocumentEventCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NesDocumentEventCapabilities
-	var p plain
+	type NesDocumentEventCapabilities fieldsOfNesDocumentEventCapabilities
+	var p NesDocumentEventCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NesDocumentEventCapabilities(p)
+	*v = fieldsOfNesDocumentEventCapabilities(p)
 	return nil
 }
+
+// fieldsOfNesDocumentEventCapabilities is NesDocumentEventCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named NesDocumentEventCapabilities shadows it.
+type fieldsOfNesDocumentEventCapabilities = NesDocumentEventCapabilities
 
 // NesEditHistoryCapabilities is an ACP object.
 //
@@ -11590,14 +11898,18 @@ func (v *NesEditHistoryCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NesEditHistoryCapabilities
-	var p plain
+	type NesEditHistoryCapabilities fieldsOfNesEditHistoryCapabilities
+	var p NesEditHistoryCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NesEditHistoryCapabilities(p)
+	*v = fieldsOfNesEditHistoryCapabilities(p)
 	return nil
 }
+
+// fieldsOfNesEditHistoryCapabilities is NesEditHistoryCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named NesEditHistoryCapabilities shadows it.
+type fieldsOfNesEditHistoryCapabilities = NesEditHistoryCapabilities
 
 // NesEventCapabilities is an ACP object.
 //
@@ -11679,14 +11991,18 @@ func (v *NesEventCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NesEventCapabilities
-	var p plain
+	type NesEventCapabilities fieldsOfNesEventCapabilities
+	var p NesEventCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NesEventCapabilities(p)
+	*v = fieldsOfNesEventCapabilities(p)
 	return nil
 }
+
+// fieldsOfNesEventCapabilities is NesEventCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named NesEventCapabilities shadows it.
+type fieldsOfNesEventCapabilities = NesEventCapabilities
 
 // NesJumpCapabilities is an ACP object.
 //
@@ -11748,14 +12064,18 @@ func (v *NesJumpCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NesJumpCapabilities
-	var p plain
+	type NesJumpCapabilities fieldsOfNesJumpCapabilities
+	var p NesJumpCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NesJumpCapabilities(p)
+	*v = fieldsOfNesJumpCapabilities(p)
 	return nil
 }
+
+// fieldsOfNesJumpCapabilities is NesJumpCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named NesJumpCapabilities shadows it.
+type fieldsOfNesJumpCapabilities = NesJumpCapabilities
 
 // NesOpenFilesCapabilities is an ACP object.
 //
@@ -11817,14 +12137,18 @@ func (v *NesOpenFilesCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NesOpenFilesCapabilities
-	var p plain
+	type NesOpenFilesCapabilities fieldsOfNesOpenFilesCapabilities
+	var p NesOpenFilesCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NesOpenFilesCapabilities(p)
+	*v = fieldsOfNesOpenFilesCapabilities(p)
 	return nil
 }
+
+// fieldsOfNesOpenFilesCapabilities is NesOpenFilesCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named NesOpenFilesCapabilities shadows it.
+type fieldsOfNesOpenFilesCapabilities = NesOpenFilesCapabilities
 
 // NesRecentFilesCapabilities is an ACP object.
 //
@@ -11908,14 +12232,18 @@ func (v *NesRecentFilesCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NesRecentFilesCapabilities
-	var p plain
+	type NesRecentFilesCapabilities fieldsOfNesRecentFilesCapabilities
+	var p NesRecentFilesCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NesRecentFilesCapabilities(p)
+	*v = fieldsOfNesRecentFilesCapabilities(p)
 	return nil
 }
+
+// fieldsOfNesRecentFilesCapabilities is NesRecentFilesCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named NesRecentFilesCapabilities shadows it.
+type fieldsOfNesRecentFilesCapabilities = NesRecentFilesCapabilities
 
 // NesRelatedSnippetsCapabilities is an ACP object.
 //
@@ -11977,14 +12305,18 @@ func (v *NesRelatedSnippetsCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NesRelatedSnippetsCapabilities
-	var p plain
+	type NesRelatedSnippetsCapabilities fieldsOfNesRelatedSnippetsCapabilities
+	var p NesRelatedSnippetsCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NesRelatedSnippetsCapabilities(p)
+	*v = fieldsOfNesRelatedSnippetsCapabilities(p)
 	return nil
 }
+
+// fieldsOfNesRelatedSnippetsCapabilities is NesRelatedSnippetsCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named NesRelatedSnippetsCapabilities shadows it.
+type fieldsOfNesRelatedSnippetsCapabilities = NesRelatedSnippetsCapabilities
 
 // NesRenameCapabilities is an ACP object.
 //
@@ -12046,14 +12378,18 @@ func (v *NesRenameCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NesRenameCapabilities
-	var p plain
+	type NesRenameCapabilities fieldsOfNesRenameCapabilities
+	var p NesRenameCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NesRenameCapabilities(p)
+	*v = fieldsOfNesRenameCapabilities(p)
 	return nil
 }
+
+// fieldsOfNesRenameCapabilities is NesRenameCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named NesRenameCapabilities shadows it.
+type fieldsOfNesRenameCapabilities = NesRenameCapabilities
 
 // NesSearchAndReplaceCapabilities is an ACP object.
 //
@@ -12115,14 +12451,18 @@ func (v *NesSearchAndReplaceCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NesSearchAndReplaceCapabilities
-	var p plain
+	type NesSearchAndReplaceCapabilities fieldsOfNesSearchAndReplaceCapabilities
+	var p NesSearchAndReplaceCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NesSearchAndReplaceCapabilities(p)
+	*v = fieldsOfNesSearchAndReplaceCapabilities(p)
 	return nil
 }
+
+// fieldsOfNesSearchAndReplaceCapabilities is NesSearchAndReplaceCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named NesSearchAndReplaceCapabilities shadows it.
+type fieldsOfNesSearchAndReplaceCapabilities = NesSearchAndReplaceCapabilities
 
 // NesUserActionsCapabilities is an ACP object.
 //
@@ -12206,14 +12546,18 @@ func (v *NesUserActionsCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NesUserActionsCapabilities
-	var p plain
+	type NesUserActionsCapabilities fieldsOfNesUserActionsCapabilities
+	var p NesUserActionsCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NesUserActionsCapabilities(p)
+	*v = fieldsOfNesUserActionsCapabilities(p)
 	return nil
 }
+
+// fieldsOfNesUserActionsCapabilities is NesUserActionsCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named NesUserActionsCapabilities shadows it.
+type fieldsOfNesUserActionsCapabilities = NesUserActionsCapabilities
 
 // NewSessionRequest is an ACP object.
 //
@@ -12366,14 +12710,18 @@ func (v *NewSessionRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NewSessionRequest
-	var p plain
+	type NewSessionRequest fieldsOfNewSessionRequest
+	var p NewSessionRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NewSessionRequest(p)
+	*v = fieldsOfNewSessionRequest(p)
 	return nil
 }
+
+// fieldsOfNewSessionRequest is NewSessionRequest under a name its UnmarshalJSON can still refer to
+// once a local type named NewSessionRequest shadows it.
+type fieldsOfNewSessionRequest = NewSessionRequest
 
 // Validate checks that required properties are present.
 func (v *NewSessionRequest) Validate() error {
@@ -12542,14 +12890,18 @@ func (v *NewSessionResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain NewSessionResponse
-	var p plain
+	type NewSessionResponse fieldsOfNewSessionResponse
+	var p NewSessionResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = NewSessionResponse(p)
+	*v = fieldsOfNewSessionResponse(p)
 	return nil
 }
+
+// fieldsOfNewSessionResponse is NewSessionResponse under a name its UnmarshalJSON can still refer to
+// once a local type named NewSessionResponse shadows it.
+type fieldsOfNewSessionResponse = NewSessionResponse
 
 // Validate checks that required properties are present.
 func (v *NewSessionResponse) Validate() error {
@@ -12661,14 +13013,18 @@ func (v *PermissionOption) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain PermissionOption
-	var p plain
+	type PermissionOption fieldsOfPermissionOption
+	var p PermissionOption
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = PermissionOption(p)
+	*v = fieldsOfPermissionOption(p)
 	return nil
 }
+
+// fieldsOfPermissionOption is PermissionOption under a name its UnmarshalJSON can still refer to
+// once a local type named PermissionOption shadows it.
+type fieldsOfPermissionOption = PermissionOption
 
 // PermissionOptionId is a string identifier.
 //
@@ -12797,14 +13153,18 @@ func (v *Plan) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain Plan
-	var p plain
+	type Plan fieldsOfPlan
+	var p Plan
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = Plan(p)
+	*v = fieldsOfPlan(p)
 	return nil
 }
+
+// fieldsOfPlan is Plan under a name its UnmarshalJSON can still refer to
+// once a local type named Plan shadows it.
+type fieldsOfPlan = Plan
 
 // PlanCapabilities is an ACP object.
 //
@@ -12870,14 +13230,18 @@ func (v *PlanCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain PlanCapabilities
-	var p plain
+	type PlanCapabilities fieldsOfPlanCapabilities
+	var p PlanCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = PlanCapabilities(p)
+	*v = fieldsOfPlanCapabilities(p)
 	return nil
 }
+
+// fieldsOfPlanCapabilities is PlanCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named PlanCapabilities shadows it.
+type fieldsOfPlanCapabilities = PlanCapabilities
 
 // PlanEntry is an ACP object.
 //
@@ -12989,14 +13353,18 @@ func (v *PlanEntry) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain PlanEntry
-	var p plain
+	type PlanEntry fieldsOfPlanEntry
+	var p PlanEntry
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = PlanEntry(p)
+	*v = fieldsOfPlanEntry(p)
 	return nil
 }
+
+// fieldsOfPlanEntry is PlanEntry under a name its UnmarshalJSON can still refer to
+// once a local type named PlanEntry shadows it.
+type fieldsOfPlanEntry = PlanEntry
 
 // PlanEntryPriority is an enumeration of string values.
 //
@@ -13129,14 +13497,18 @@ func (v *PlanFile) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain PlanFile
-	var p plain
+	type PlanFile fieldsOfPlanFile
+	var p PlanFile
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = PlanFile(p)
+	*v = fieldsOfPlanFile(p)
 	return nil
 }
+
+// fieldsOfPlanFile is PlanFile under a name its UnmarshalJSON can still refer to
+// once a local type named PlanFile shadows it.
+type fieldsOfPlanFile = PlanFile
 
 // PlanId is a string identifier.
 //
@@ -13263,14 +13635,18 @@ func (v *PlanItems) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain PlanItems
-	var p plain
+	type PlanItems fieldsOfPlanItems
+	var p PlanItems
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = PlanItems(p)
+	*v = fieldsOfPlanItems(p)
 	return nil
 }
+
+// fieldsOfPlanItems is PlanItems under a name its UnmarshalJSON can still refer to
+// once a local type named PlanItems shadows it.
+type fieldsOfPlanItems = PlanItems
 
 // PlanMarkdown is an ACP object.
 //
@@ -13366,14 +13742,18 @@ func (v *PlanMarkdown) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain PlanMarkdown
-	var p plain
+	type PlanMarkdown fieldsOfPlanMarkdown
+	var p PlanMarkdown
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = PlanMarkdown(p)
+	*v = fieldsOfPlanMarkdown(p)
 	return nil
 }
+
+// fieldsOfPlanMarkdown is PlanMarkdown under a name its UnmarshalJSON can still refer to
+// once a local type named PlanMarkdown shadows it.
+type fieldsOfPlanMarkdown = PlanMarkdown
 
 // PlanRemoved is an ACP object.
 //
@@ -13454,14 +13834,18 @@ func (v *PlanRemoved) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain PlanRemoved
-	var p plain
+	type PlanRemoved fieldsOfPlanRemoved
+	var p PlanRemoved
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = PlanRemoved(p)
+	*v = fieldsOfPlanRemoved(p)
 	return nil
 }
+
+// fieldsOfPlanRemoved is PlanRemoved under a name its UnmarshalJSON can still refer to
+// once a local type named PlanRemoved shadows it.
+type fieldsOfPlanRemoved = PlanRemoved
 
 // PlanUpdate is an ACP object.
 //
@@ -13541,14 +13925,18 @@ func (v *PlanUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain PlanUpdate
-	var p plain
+	type PlanUpdate fieldsOfPlanUpdate
+	var p PlanUpdate
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = PlanUpdate(p)
+	*v = fieldsOfPlanUpdate(p)
 	return nil
 }
+
+// fieldsOfPlanUpdate is PlanUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named PlanUpdate shadows it.
+type fieldsOfPlanUpdate = PlanUpdate
 
 // PlanUpdateContent is a union: exactly one of its fields is set.
 //
@@ -13847,14 +14235,18 @@ func (v *PlanUpdateContentFile) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain PlanUpdateContentFile
-	var p plain
+	type PlanUpdateContentFile fieldsOfPlanUpdateContentFile
+	var p PlanUpdateContentFile
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = PlanUpdateContentFile(p)
+	*v = fieldsOfPlanUpdateContentFile(p)
 	return nil
 }
+
+// fieldsOfPlanUpdateContentFile is PlanUpdateContentFile under a name its UnmarshalJSON can still refer to
+// once a local type named PlanUpdateContentFile shadows it.
+type fieldsOfPlanUpdateContentFile = PlanUpdateContentFile
 
 // PlanUpdateContentItems is the "items" variant of PlanUpdateContent.
 //
@@ -13983,14 +14375,18 @@ func (v *PlanUpdateContentItems) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain PlanUpdateContentItems
-	var p plain
+	type PlanUpdateContentItems fieldsOfPlanUpdateContentItems
+	var p PlanUpdateContentItems
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = PlanUpdateContentItems(p)
+	*v = fieldsOfPlanUpdateContentItems(p)
 	return nil
 }
+
+// fieldsOfPlanUpdateContentItems is PlanUpdateContentItems under a name its UnmarshalJSON can still refer to
+// once a local type named PlanUpdateContentItems shadows it.
+type fieldsOfPlanUpdateContentItems = PlanUpdateContentItems
 
 // PlanUpdateContentMarkdown is the "markdown" variant of PlanUpdateContent.
 //
@@ -14097,14 +14493,18 @@ func (v *PlanUpdateContentMarkdown) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain PlanUpdateContentMarkdown
-	var p plain
+	type PlanUpdateContentMarkdown fieldsOfPlanUpdateContentMarkdown
+	var p PlanUpdateContentMarkdown
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = PlanUpdateContentMarkdown(p)
+	*v = fieldsOfPlanUpdateContentMarkdown(p)
 	return nil
 }
+
+// fieldsOfPlanUpdateContentMarkdown is PlanUpdateContentMarkdown under a name its UnmarshalJSON can still refer to
+// once a local type named PlanUpdateContentMarkdown shadows it.
+type fieldsOfPlanUpdateContentMarkdown = PlanUpdateContentMarkdown
 
 // PositionEncodingKind is an enumeration of string values.
 //
@@ -14257,8 +14657,8 @@ func (v *PromptCapabilities) decodeFast(d *fastDecoder) error {
 
 // MarshalJSON encodes PromptCapabilities, writing schema defaults for nil lists and maps.
 func (v PromptCapabilities) MarshalJSON() ([]byte, error) {
-	type plain PromptCapabilities
-	p := plain(v)
+	type Alias PromptCapabilities
+	p := Alias(v)
 	return json.Marshal(p)
 }
 
@@ -14272,13 +14672,16 @@ func (v *PromptCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain PromptCapabilities
-	var p plain
-	if err := decodeExact(b, &p); err != nil {
-		return err
-	}
+	// The key scan comes first and the local type is named Alias, as in
+	// upstream v0.13.5, so decode errors read the same (they reach the peer
+	// as text).
 	present, err := presentKeys(b)
 	if err != nil {
+		return err
+	}
+	type Alias PromptCapabilities
+	var p Alias
+	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
 	if !present["audio"] {
@@ -14449,14 +14852,18 @@ func (v *PromptRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain PromptRequest
-	var p plain
+	type PromptRequest fieldsOfPromptRequest
+	var p PromptRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = PromptRequest(p)
+	*v = fieldsOfPromptRequest(p)
 	return nil
 }
+
+// fieldsOfPromptRequest is PromptRequest under a name its UnmarshalJSON can still refer to
+// once a local type named PromptRequest shadows it.
+type fieldsOfPromptRequest = PromptRequest
 
 // Validate checks that required properties are present.
 func (v *PromptRequest) Validate() error {
@@ -14597,14 +15004,18 @@ func (v *PromptResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain PromptResponse
-	var p plain
+	type PromptResponse fieldsOfPromptResponse
+	var p PromptResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = PromptResponse(p)
+	*v = fieldsOfPromptResponse(p)
 	return nil
 }
+
+// fieldsOfPromptResponse is PromptResponse under a name its UnmarshalJSON can still refer to
+// once a local type named PromptResponse shadows it.
+type fieldsOfPromptResponse = PromptResponse
 
 // Validate checks that required properties are present.
 func (v *PromptResponse) Validate() error {
@@ -14685,14 +15096,18 @@ func (v *ProvidersCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ProvidersCapabilities
-	var p plain
+	type ProvidersCapabilities fieldsOfProvidersCapabilities
+	var p ProvidersCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ProvidersCapabilities(p)
+	*v = fieldsOfProvidersCapabilities(p)
 	return nil
 }
+
+// fieldsOfProvidersCapabilities is ProvidersCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named ProvidersCapabilities shadows it.
+type fieldsOfProvidersCapabilities = ProvidersCapabilities
 
 // ReadTextFileRequest is an ACP object.
 //
@@ -14830,14 +15245,18 @@ func (v *ReadTextFileRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ReadTextFileRequest
-	var p plain
+	type ReadTextFileRequest fieldsOfReadTextFileRequest
+	var p ReadTextFileRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ReadTextFileRequest(p)
+	*v = fieldsOfReadTextFileRequest(p)
 	return nil
 }
+
+// fieldsOfReadTextFileRequest is ReadTextFileRequest under a name its UnmarshalJSON can still refer to
+// once a local type named ReadTextFileRequest shadows it.
+type fieldsOfReadTextFileRequest = ReadTextFileRequest
 
 // Validate checks that required properties are present.
 func (v *ReadTextFileRequest) Validate() error {
@@ -14922,14 +15341,18 @@ func (v *ReadTextFileResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ReadTextFileResponse
-	var p plain
+	type ReadTextFileResponse fieldsOfReadTextFileResponse
+	var p ReadTextFileResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ReadTextFileResponse(p)
+	*v = fieldsOfReadTextFileResponse(p)
 	return nil
 }
+
+// fieldsOfReadTextFileResponse is ReadTextFileResponse under a name its UnmarshalJSON can still refer to
+// once a local type named ReadTextFileResponse shadows it.
+type fieldsOfReadTextFileResponse = ReadTextFileResponse
 
 // Validate checks that required properties are present.
 func (v *ReadTextFileResponse) Validate() error {
@@ -15029,14 +15452,18 @@ func (v *ReleaseTerminalRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ReleaseTerminalRequest
-	var p plain
+	type ReleaseTerminalRequest fieldsOfReleaseTerminalRequest
+	var p ReleaseTerminalRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ReleaseTerminalRequest(p)
+	*v = fieldsOfReleaseTerminalRequest(p)
 	return nil
 }
+
+// fieldsOfReleaseTerminalRequest is ReleaseTerminalRequest under a name its UnmarshalJSON can still refer to
+// once a local type named ReleaseTerminalRequest shadows it.
+type fieldsOfReleaseTerminalRequest = ReleaseTerminalRequest
 
 // Validate checks that required properties are present.
 func (v *ReleaseTerminalRequest) Validate() error {
@@ -15106,14 +15533,18 @@ func (v *ReleaseTerminalResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ReleaseTerminalResponse
-	var p plain
+	type ReleaseTerminalResponse fieldsOfReleaseTerminalResponse
+	var p ReleaseTerminalResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ReleaseTerminalResponse(p)
+	*v = fieldsOfReleaseTerminalResponse(p)
 	return nil
 }
+
+// fieldsOfReleaseTerminalResponse is ReleaseTerminalResponse under a name its UnmarshalJSON can still refer to
+// once a local type named ReleaseTerminalResponse shadows it.
+type fieldsOfReleaseTerminalResponse = ReleaseTerminalResponse
 
 // Validate checks that required properties are present.
 func (v *ReleaseTerminalResponse) Validate() error {
@@ -15550,14 +15981,18 @@ func (v *RequestPermissionOutcomeSelected) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain RequestPermissionOutcomeSelected
-	var p plain
+	type RequestPermissionOutcomeSelected fieldsOfRequestPermissionOutcomeSelected
+	var p RequestPermissionOutcomeSelected
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = RequestPermissionOutcomeSelected(p)
+	*v = fieldsOfRequestPermissionOutcomeSelected(p)
 	return nil
 }
+
+// fieldsOfRequestPermissionOutcomeSelected is RequestPermissionOutcomeSelected under a name its UnmarshalJSON can still refer to
+// once a local type named RequestPermissionOutcomeSelected shadows it.
+type fieldsOfRequestPermissionOutcomeSelected = RequestPermissionOutcomeSelected
 
 // RequestPermissionRequest is an ACP object.
 //
@@ -15686,14 +16121,18 @@ func (v *RequestPermissionRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain RequestPermissionRequest
-	var p plain
+	type RequestPermissionRequest fieldsOfRequestPermissionRequest
+	var p RequestPermissionRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = RequestPermissionRequest(p)
+	*v = fieldsOfRequestPermissionRequest(p)
 	return nil
 }
+
+// fieldsOfRequestPermissionRequest is RequestPermissionRequest under a name its UnmarshalJSON can still refer to
+// once a local type named RequestPermissionRequest shadows it.
+type fieldsOfRequestPermissionRequest = RequestPermissionRequest
 
 // Validate checks that required properties are present.
 func (v *RequestPermissionRequest) Validate() error {
@@ -15777,14 +16216,18 @@ func (v *RequestPermissionResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain RequestPermissionResponse
-	var p plain
+	type RequestPermissionResponse fieldsOfRequestPermissionResponse
+	var p RequestPermissionResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = RequestPermissionResponse(p)
+	*v = fieldsOfRequestPermissionResponse(p)
 	return nil
 }
+
+// fieldsOfRequestPermissionResponse is RequestPermissionResponse under a name its UnmarshalJSON can still refer to
+// once a local type named RequestPermissionResponse shadows it.
+type fieldsOfRequestPermissionResponse = RequestPermissionResponse
 
 // Validate checks that required properties are present.
 func (v *RequestPermissionResponse) Validate() error {
@@ -15849,26 +16292,30 @@ func (v *RequiresActionStateUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain RequiresActionStateUpdate
-	var p plain
+	type RequiresActionStateUpdate fieldsOfRequiresActionStateUpdate
+	var p RequiresActionStateUpdate
 	if err := decodeExact(b, &p); err == nil {
-		*v = RequiresActionStateUpdate(p)
+		*v = fieldsOfRequiresActionStateUpdate(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = RequiresActionStateUpdate{}
 	if raw, ok := fields["_meta"]; ok {
 		if decodeExact(raw, &p.Meta) != nil {
 			var zero map[string]any
 			p.Meta = zero
 		}
 	}
-	*v = RequiresActionStateUpdate(p)
+	*v = fieldsOfRequiresActionStateUpdate(p)
 	return nil
 }
+
+// fieldsOfRequiresActionStateUpdate is RequiresActionStateUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named RequiresActionStateUpdate shadows it.
+type fieldsOfRequiresActionStateUpdate = RequiresActionStateUpdate
 
 // ResourceLink is an ACP object.
 //
@@ -16068,14 +16515,18 @@ func (v *ResourceLink) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ResourceLink
-	var p plain
+	type ResourceLink fieldsOfResourceLink
+	var p ResourceLink
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ResourceLink(p)
+	*v = fieldsOfResourceLink(p)
 	return nil
 }
+
+// fieldsOfResourceLink is ResourceLink under a name its UnmarshalJSON can still refer to
+// once a local type named ResourceLink shadows it.
+type fieldsOfResourceLink = ResourceLink
 
 // ResumeSessionRequest is an ACP object.
 //
@@ -16247,14 +16698,18 @@ func (v *ResumeSessionRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ResumeSessionRequest
-	var p plain
+	type ResumeSessionRequest fieldsOfResumeSessionRequest
+	var p ResumeSessionRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ResumeSessionRequest(p)
+	*v = fieldsOfResumeSessionRequest(p)
 	return nil
 }
+
+// fieldsOfResumeSessionRequest is ResumeSessionRequest under a name its UnmarshalJSON can still refer to
+// once a local type named ResumeSessionRequest shadows it.
+type fieldsOfResumeSessionRequest = ResumeSessionRequest
 
 // Validate checks that required properties are present.
 func (v *ResumeSessionRequest) Validate() error {
@@ -16401,14 +16856,18 @@ func (v *ResumeSessionResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ResumeSessionResponse
-	var p plain
+	type ResumeSessionResponse fieldsOfResumeSessionResponse
+	var p ResumeSessionResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ResumeSessionResponse(p)
+	*v = fieldsOfResumeSessionResponse(p)
 	return nil
 }
+
+// fieldsOfResumeSessionResponse is ResumeSessionResponse under a name its UnmarshalJSON can still refer to
+// once a local type named ResumeSessionResponse shadows it.
+type fieldsOfResumeSessionResponse = ResumeSessionResponse
 
 // Validate checks that required properties are present.
 func (v *ResumeSessionResponse) Validate() error {
@@ -16486,26 +16945,30 @@ func (v *RunningStateUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain RunningStateUpdate
-	var p plain
+	type RunningStateUpdate fieldsOfRunningStateUpdate
+	var p RunningStateUpdate
 	if err := decodeExact(b, &p); err == nil {
-		*v = RunningStateUpdate(p)
+		*v = fieldsOfRunningStateUpdate(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = RunningStateUpdate{}
 	if raw, ok := fields["_meta"]; ok {
 		if decodeExact(raw, &p.Meta) != nil {
 			var zero map[string]any
 			p.Meta = zero
 		}
 	}
-	*v = RunningStateUpdate(p)
+	*v = fieldsOfRunningStateUpdate(p)
 	return nil
 }
+
+// fieldsOfRunningStateUpdate is RunningStateUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named RunningStateUpdate shadows it.
+type fieldsOfRunningStateUpdate = RunningStateUpdate
 
 // SelectedPermissionOutcome is an ACP object.
 //
@@ -16582,14 +17045,18 @@ func (v *SelectedPermissionOutcome) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SelectedPermissionOutcome
-	var p plain
+	type SelectedPermissionOutcome fieldsOfSelectedPermissionOutcome
+	var p SelectedPermissionOutcome
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SelectedPermissionOutcome(p)
+	*v = fieldsOfSelectedPermissionOutcome(p)
 	return nil
 }
+
+// fieldsOfSelectedPermissionOutcome is SelectedPermissionOutcome under a name its UnmarshalJSON can still refer to
+// once a local type named SelectedPermissionOutcome shadows it.
+type fieldsOfSelectedPermissionOutcome = SelectedPermissionOutcome
 
 // SessionAdditionalDirectoriesCapabilities is an ACP object.
 //
@@ -16656,14 +17123,18 @@ func (v *SessionAdditionalDirectoriesCapabilities) UnmarshalJSON(b []byte) error
 			return nil
 		}
 	}
-	type plain SessionAdditionalDirectoriesCapabilities
-	var p plain
+	type SessionAdditionalDirectoriesCapabilities fieldsOfSessionAdditionalDirectoriesCapabilities
+	var p SessionAdditionalDirectoriesCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionAdditionalDirectoriesCapabilities(p)
+	*v = fieldsOfSessionAdditionalDirectoriesCapabilities(p)
 	return nil
 }
+
+// fieldsOfSessionAdditionalDirectoriesCapabilities is SessionAdditionalDirectoriesCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named SessionAdditionalDirectoriesCapabilities shadows it.
+type fieldsOfSessionAdditionalDirectoriesCapabilities = SessionAdditionalDirectoriesCapabilities
 
 // SessionAvailableCommandsUpdate is the "available_commands_update" variant of SessionUpdate.
 //
@@ -16774,14 +17245,18 @@ func (v *SessionAvailableCommandsUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionAvailableCommandsUpdate
-	var p plain
+	type SessionAvailableCommandsUpdate fieldsOfSessionAvailableCommandsUpdate
+	var p SessionAvailableCommandsUpdate
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionAvailableCommandsUpdate(p)
+	*v = fieldsOfSessionAvailableCommandsUpdate(p)
 	return nil
 }
+
+// fieldsOfSessionAvailableCommandsUpdate is SessionAvailableCommandsUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named SessionAvailableCommandsUpdate shadows it.
+type fieldsOfSessionAvailableCommandsUpdate = SessionAvailableCommandsUpdate
 
 // SessionCancelCapabilities is an ACP object.
 //
@@ -16849,26 +17324,30 @@ func (v *SessionCancelCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionCancelCapabilities
-	var p plain
+	type SessionCancelCapabilities fieldsOfSessionCancelCapabilities
+	var p SessionCancelCapabilities
 	if err := decodeExact(b, &p); err == nil {
-		*v = SessionCancelCapabilities(p)
+		*v = fieldsOfSessionCancelCapabilities(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = SessionCancelCapabilities{}
 	if raw, ok := fields["_meta"]; ok {
 		if decodeExact(raw, &p.Meta) != nil {
 			var zero map[string]any
 			p.Meta = zero
 		}
 	}
-	*v = SessionCancelCapabilities(p)
+	*v = fieldsOfSessionCancelCapabilities(p)
 	return nil
 }
+
+// fieldsOfSessionCancelCapabilities is SessionCancelCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named SessionCancelCapabilities shadows it.
+type fieldsOfSessionCancelCapabilities = SessionCancelCapabilities
 
 // SessionCapabilities is an ACP object.
 //
@@ -17073,14 +17552,18 @@ func (v *SessionCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionCapabilities
-	var p plain
+	type SessionCapabilities fieldsOfSessionCapabilities
+	var p SessionCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionCapabilities(p)
+	*v = fieldsOfSessionCapabilities(p)
 	return nil
 }
+
+// fieldsOfSessionCapabilities is SessionCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named SessionCapabilities shadows it.
+type fieldsOfSessionCapabilities = SessionCapabilities
 
 // SessionCloseCapabilities is an ACP object.
 //
@@ -17144,14 +17627,18 @@ func (v *SessionCloseCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionCloseCapabilities
-	var p plain
+	type SessionCloseCapabilities fieldsOfSessionCloseCapabilities
+	var p SessionCloseCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionCloseCapabilities(p)
+	*v = fieldsOfSessionCloseCapabilities(p)
 	return nil
 }
+
+// fieldsOfSessionCloseCapabilities is SessionCloseCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named SessionCloseCapabilities shadows it.
+type fieldsOfSessionCloseCapabilities = SessionCloseCapabilities
 
 // SessionConfigBoolean is an ACP object.
 //
@@ -17535,14 +18022,18 @@ func (v *SessionConfigOptionBoolean) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionConfigOptionBoolean
-	var p plain
+	type SessionConfigOptionBoolean fieldsOfSessionConfigOptionBoolean
+	var p SessionConfigOptionBoolean
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionConfigOptionBoolean(p)
+	*v = fieldsOfSessionConfigOptionBoolean(p)
 	return nil
 }
+
+// fieldsOfSessionConfigOptionBoolean is SessionConfigOptionBoolean under a name its UnmarshalJSON can still refer to
+// once a local type named SessionConfigOptionBoolean shadows it.
+type fieldsOfSessionConfigOptionBoolean = SessionConfigOptionBoolean
 
 // SessionConfigOptionCategory is an enumeration of string values.
 //
@@ -17745,14 +18236,18 @@ func (v *SessionConfigOptionSelect) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionConfigOptionSelect
-	var p plain
+	type SessionConfigOptionSelect fieldsOfSessionConfigOptionSelect
+	var p SessionConfigOptionSelect
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionConfigOptionSelect(p)
+	*v = fieldsOfSessionConfigOptionSelect(p)
 	return nil
 }
+
+// fieldsOfSessionConfigOptionSelect is SessionConfigOptionSelect under a name its UnmarshalJSON can still refer to
+// once a local type named SessionConfigOptionSelect shadows it.
+type fieldsOfSessionConfigOptionSelect = SessionConfigOptionSelect
 
 // SessionConfigOptionUpdate is the "config_option_update" variant of SessionUpdate.
 //
@@ -17863,14 +18358,18 @@ func (v *SessionConfigOptionUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionConfigOptionUpdate
-	var p plain
+	type SessionConfigOptionUpdate fieldsOfSessionConfigOptionUpdate
+	var p SessionConfigOptionUpdate
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionConfigOptionUpdate(p)
+	*v = fieldsOfSessionConfigOptionUpdate(p)
 	return nil
 }
+
+// fieldsOfSessionConfigOptionUpdate is SessionConfigOptionUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named SessionConfigOptionUpdate shadows it.
+type fieldsOfSessionConfigOptionUpdate = SessionConfigOptionUpdate
 
 // SessionConfigSelect is an ACP object.
 //
@@ -18057,14 +18556,18 @@ func (v *SessionConfigSelectGroup) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionConfigSelectGroup
-	var p plain
+	type SessionConfigSelectGroup fieldsOfSessionConfigSelectGroup
+	var p SessionConfigSelectGroup
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionConfigSelectGroup(p)
+	*v = fieldsOfSessionConfigSelectGroup(p)
 	return nil
 }
+
+// fieldsOfSessionConfigSelectGroup is SessionConfigSelectGroup under a name its UnmarshalJSON can still refer to
+// once a local type named SessionConfigSelectGroup shadows it.
+type fieldsOfSessionConfigSelectGroup = SessionConfigSelectGroup
 
 // SessionConfigSelectOption is an ACP object.
 //
@@ -18178,14 +18681,18 @@ func (v *SessionConfigSelectOption) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionConfigSelectOption
-	var p plain
+	type SessionConfigSelectOption fieldsOfSessionConfigSelectOption
+	var p SessionConfigSelectOption
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionConfigSelectOption(p)
+	*v = fieldsOfSessionConfigSelectOption(p)
 	return nil
 }
+
+// fieldsOfSessionConfigSelectOption is SessionConfigSelectOption under a name its UnmarshalJSON can still refer to
+// once a local type named SessionConfigSelectOption shadows it.
+type fieldsOfSessionConfigSelectOption = SessionConfigSelectOption
 
 // SessionConfigSelectOptions is a union: exactly one of its fields is set.
 //
@@ -18398,14 +18905,18 @@ func (v *SessionCurrentModeUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionCurrentModeUpdate
-	var p plain
+	type SessionCurrentModeUpdate fieldsOfSessionCurrentModeUpdate
+	var p SessionCurrentModeUpdate
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionCurrentModeUpdate(p)
+	*v = fieldsOfSessionCurrentModeUpdate(p)
 	return nil
 }
+
+// fieldsOfSessionCurrentModeUpdate is SessionCurrentModeUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named SessionCurrentModeUpdate shadows it.
+type fieldsOfSessionCurrentModeUpdate = SessionCurrentModeUpdate
 
 // SessionDeleteCapabilities is an ACP object.
 //
@@ -18473,14 +18984,18 @@ func (v *SessionDeleteCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionDeleteCapabilities
-	var p plain
+	type SessionDeleteCapabilities fieldsOfSessionDeleteCapabilities
+	var p SessionDeleteCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionDeleteCapabilities(p)
+	*v = fieldsOfSessionDeleteCapabilities(p)
 	return nil
 }
+
+// fieldsOfSessionDeleteCapabilities is SessionDeleteCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named SessionDeleteCapabilities shadows it.
+type fieldsOfSessionDeleteCapabilities = SessionDeleteCapabilities
 
 // SessionForkCapabilities is an ACP object.
 //
@@ -18548,14 +19063,18 @@ func (v *SessionForkCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionForkCapabilities
-	var p plain
+	type SessionForkCapabilities fieldsOfSessionForkCapabilities
+	var p SessionForkCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionForkCapabilities(p)
+	*v = fieldsOfSessionForkCapabilities(p)
 	return nil
 }
+
+// fieldsOfSessionForkCapabilities is SessionForkCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named SessionForkCapabilities shadows it.
+type fieldsOfSessionForkCapabilities = SessionForkCapabilities
 
 // SessionId is a string identifier.
 //
@@ -18741,14 +19260,18 @@ func (v *SessionInfo) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionInfo
-	var p plain
+	type SessionInfo fieldsOfSessionInfo
+	var p SessionInfo
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionInfo(p)
+	*v = fieldsOfSessionInfo(p)
 	return nil
 }
+
+// fieldsOfSessionInfo is SessionInfo under a name its UnmarshalJSON can still refer to
+// once a local type named SessionInfo shadows it.
+type fieldsOfSessionInfo = SessionInfo
 
 // SessionInfoUpdate is an ACP object.
 //
@@ -18857,14 +19380,18 @@ func (v *SessionInfoUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionInfoUpdate
-	var p plain
+	type SessionInfoUpdate fieldsOfSessionInfoUpdate
+	var p SessionInfoUpdate
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionInfoUpdate(p)
+	*v = fieldsOfSessionInfoUpdate(p)
 	return nil
 }
+
+// fieldsOfSessionInfoUpdate is SessionInfoUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named SessionInfoUpdate shadows it.
+type fieldsOfSessionInfoUpdate = SessionInfoUpdate
 
 // SessionListCapabilities is an ACP object.
 //
@@ -18928,14 +19455,18 @@ func (v *SessionListCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionListCapabilities
-	var p plain
+	type SessionListCapabilities fieldsOfSessionListCapabilities
+	var p SessionListCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionListCapabilities(p)
+	*v = fieldsOfSessionListCapabilities(p)
 	return nil
 }
+
+// fieldsOfSessionListCapabilities is SessionListCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named SessionListCapabilities shadows it.
+type fieldsOfSessionListCapabilities = SessionListCapabilities
 
 // SessionMessage is an ACP object.
 //
@@ -19116,17 +19647,17 @@ func (v *SessionMessage) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionMessage
-	var p plain
+	type SessionMessage fieldsOfSessionMessage
+	var p SessionMessage
 	if err := decodeExact(b, &p); err == nil {
-		*v = SessionMessage(p)
+		*v = fieldsOfSessionMessage(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = SessionMessage{}
 	if raw, ok := fields["_meta"]; ok {
 		if decodeExact(raw, &p.Meta) != nil {
 			var zero Nullable[map[string]any]
@@ -19172,9 +19703,13 @@ func (v *SessionMessage) UnmarshalJSON(b []byte) error {
 			p.SenderSessionId = zero
 		}
 	}
-	*v = SessionMessage(p)
+	*v = fieldsOfSessionMessage(p)
 	return nil
 }
+
+// fieldsOfSessionMessage is SessionMessage under a name its UnmarshalJSON can still refer to
+// once a local type named SessionMessage shadows it.
+type fieldsOfSessionMessage = SessionMessage
 
 // SessionMessageChunk is an ACP object.
 //
@@ -19270,17 +19805,17 @@ func (v *SessionMessageChunk) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionMessageChunk
-	var p plain
+	type SessionMessageChunk fieldsOfSessionMessageChunk
+	var p SessionMessageChunk
 	if err := decodeExact(b, &p); err == nil {
-		*v = SessionMessageChunk(p)
+		*v = fieldsOfSessionMessageChunk(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = SessionMessageChunk{}
 	if raw, ok := fields["_meta"]; ok {
 		if decodeExact(raw, &p.Meta) != nil {
 			var zero map[string]any
@@ -19297,9 +19832,13 @@ func (v *SessionMessageChunk) UnmarshalJSON(b []byte) error {
 			return err
 		}
 	}
-	*v = SessionMessageChunk(p)
+	*v = fieldsOfSessionMessageChunk(p)
 	return nil
 }
+
+// fieldsOfSessionMessageChunk is SessionMessageChunk under a name its UnmarshalJSON can still refer to
+// once a local type named SessionMessageChunk shadows it.
+type fieldsOfSessionMessageChunk = SessionMessageChunk
 
 // SessionMode is an ACP object.
 //
@@ -19415,14 +19954,18 @@ func (v *SessionMode) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionMode
-	var p plain
+	type SessionMode fieldsOfSessionMode
+	var p SessionMode
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionMode(p)
+	*v = fieldsOfSessionMode(p)
 	return nil
 }
+
+// fieldsOfSessionMode is SessionMode under a name its UnmarshalJSON can still refer to
+// once a local type named SessionMode shadows it.
+type fieldsOfSessionMode = SessionMode
 
 // SessionModeId is a string identifier.
 //
@@ -19538,14 +20081,18 @@ func (v *SessionModeState) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionModeState
-	var p plain
+	type SessionModeState fieldsOfSessionModeState
+	var p SessionModeState
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionModeState(p)
+	*v = fieldsOfSessionModeState(p)
 	return nil
 }
+
+// fieldsOfSessionModeState is SessionModeState under a name its UnmarshalJSON can still refer to
+// once a local type named SessionModeState shadows it.
+type fieldsOfSessionModeState = SessionModeState
 
 // SessionNotification is an ACP object.
 //
@@ -19640,14 +20187,18 @@ func (v *SessionNotification) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionNotification
-	var p plain
+	type SessionNotification fieldsOfSessionNotification
+	var p SessionNotification
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionNotification(p)
+	*v = fieldsOfSessionNotification(p)
 	return nil
 }
+
+// fieldsOfSessionNotification is SessionNotification under a name its UnmarshalJSON can still refer to
+// once a local type named SessionNotification shadows it.
+type fieldsOfSessionNotification = SessionNotification
 
 // Validate checks that required properties are present.
 func (v *SessionNotification) Validate() error {
@@ -19747,14 +20298,18 @@ func (v *SessionPlanUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionPlanUpdate
-	var p plain
+	type SessionPlanUpdate fieldsOfSessionPlanUpdate
+	var p SessionPlanUpdate
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionPlanUpdate(p)
+	*v = fieldsOfSessionPlanUpdate(p)
 	return nil
 }
+
+// fieldsOfSessionPlanUpdate is SessionPlanUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named SessionPlanUpdate shadows it.
+type fieldsOfSessionPlanUpdate = SessionPlanUpdate
 
 // SessionResumeCapabilities is an ACP object.
 //
@@ -19818,14 +20373,18 @@ func (v *SessionResumeCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionResumeCapabilities
-	var p plain
+	type SessionResumeCapabilities fieldsOfSessionResumeCapabilities
+	var p SessionResumeCapabilities
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionResumeCapabilities(p)
+	*v = fieldsOfSessionResumeCapabilities(p)
 	return nil
 }
+
+// fieldsOfSessionResumeCapabilities is SessionResumeCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named SessionResumeCapabilities shadows it.
+type fieldsOfSessionResumeCapabilities = SessionResumeCapabilities
 
 // SessionSessionInfoUpdate is the "session_info_update" variant of SessionUpdate.
 //
@@ -19946,14 +20505,18 @@ func (v *SessionSessionInfoUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionSessionInfoUpdate
-	var p plain
+	type SessionSessionInfoUpdate fieldsOfSessionSessionInfoUpdate
+	var p SessionSessionInfoUpdate
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionSessionInfoUpdate(p)
+	*v = fieldsOfSessionSessionInfoUpdate(p)
 	return nil
 }
+
+// fieldsOfSessionSessionInfoUpdate is SessionSessionInfoUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named SessionSessionInfoUpdate shadows it.
+type fieldsOfSessionSessionInfoUpdate = SessionSessionInfoUpdate
 
 // SessionSubagentUpdate is the "subagent_update" variant of SessionUpdate.
 //
@@ -20185,17 +20748,17 @@ func (v *SessionSubagentUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionSubagentUpdate
-	var p plain
+	type SessionSubagentUpdate fieldsOfSessionSubagentUpdate
+	var p SessionSubagentUpdate
 	if err := decodeExact(b, &p); err == nil {
-		*v = SessionSubagentUpdate(p)
+		*v = fieldsOfSessionSubagentUpdate(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = SessionSubagentUpdate{}
 	if raw, ok := fields["_meta"]; ok {
 		if decodeExact(raw, &p.Meta) != nil {
 			var zero Nullable[map[string]any]
@@ -20246,9 +20809,13 @@ func (v *SessionSubagentUpdate) UnmarshalJSON(b []byte) error {
 			p.Title = zero
 		}
 	}
-	*v = SessionSubagentUpdate(p)
+	*v = fieldsOfSessionSubagentUpdate(p)
 	return nil
 }
+
+// fieldsOfSessionSubagentUpdate is SessionSubagentUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named SessionSubagentUpdate shadows it.
+type fieldsOfSessionSubagentUpdate = SessionSubagentUpdate
 
 // SessionToolCallUpdate is the "tool_call_update" variant of SessionUpdate.
 //
@@ -20525,17 +21092,17 @@ func (v *SessionToolCallUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionToolCallUpdate
-	var p plain
+	type SessionToolCallUpdate fieldsOfSessionToolCallUpdate
+	var p SessionToolCallUpdate
 	if err := decodeExact(b, &p); err == nil {
-		*v = SessionToolCallUpdate(p)
+		*v = fieldsOfSessionToolCallUpdate(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = SessionToolCallUpdate{}
 	if raw, ok := fields["_meta"]; ok {
 		if err := decodeExact(raw, &p.Meta); err != nil {
 			return err
@@ -20592,9 +21159,13 @@ func (v *SessionToolCallUpdate) UnmarshalJSON(b []byte) error {
 			return err
 		}
 	}
-	*v = SessionToolCallUpdate(p)
+	*v = fieldsOfSessionToolCallUpdate(p)
 	return nil
 }
+
+// fieldsOfSessionToolCallUpdate is SessionToolCallUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named SessionToolCallUpdate shadows it.
+type fieldsOfSessionToolCallUpdate = SessionToolCallUpdate
 
 // SessionUpdate is a union: exactly one of its fields is set.
 //
@@ -21227,14 +21798,18 @@ func (v *SessionUpdateAgentMessageChunk) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionUpdateAgentMessageChunk
-	var p plain
+	type SessionUpdateAgentMessageChunk fieldsOfSessionUpdateAgentMessageChunk
+	var p SessionUpdateAgentMessageChunk
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionUpdateAgentMessageChunk(p)
+	*v = fieldsOfSessionUpdateAgentMessageChunk(p)
 	return nil
 }
+
+// fieldsOfSessionUpdateAgentMessageChunk is SessionUpdateAgentMessageChunk under a name its UnmarshalJSON can still refer to
+// once a local type named SessionUpdateAgentMessageChunk shadows it.
+type fieldsOfSessionUpdateAgentMessageChunk = SessionUpdateAgentMessageChunk
 
 // SessionUpdateAgentThoughtChunk is the "agent_thought_chunk" variant of SessionUpdate.
 //
@@ -21355,14 +21930,18 @@ func (v *SessionUpdateAgentThoughtChunk) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionUpdateAgentThoughtChunk
-	var p plain
+	type SessionUpdateAgentThoughtChunk fieldsOfSessionUpdateAgentThoughtChunk
+	var p SessionUpdateAgentThoughtChunk
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionUpdateAgentThoughtChunk(p)
+	*v = fieldsOfSessionUpdateAgentThoughtChunk(p)
 	return nil
 }
+
+// fieldsOfSessionUpdateAgentThoughtChunk is SessionUpdateAgentThoughtChunk under a name its UnmarshalJSON can still refer to
+// once a local type named SessionUpdateAgentThoughtChunk shadows it.
+type fieldsOfSessionUpdateAgentThoughtChunk = SessionUpdateAgentThoughtChunk
 
 // SessionUpdatePlan is the "plan" variant of SessionUpdate.
 //
@@ -21477,14 +22056,18 @@ func (v *SessionUpdatePlan) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionUpdatePlan
-	var p plain
+	type SessionUpdatePlan fieldsOfSessionUpdatePlan
+	var p SessionUpdatePlan
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionUpdatePlan(p)
+	*v = fieldsOfSessionUpdatePlan(p)
 	return nil
 }
+
+// fieldsOfSessionUpdatePlan is SessionUpdatePlan under a name its UnmarshalJSON can still refer to
+// once a local type named SessionUpdatePlan shadows it.
+type fieldsOfSessionUpdatePlan = SessionUpdatePlan
 
 // SessionUpdatePlanRemoved is the "plan_removed" variant of SessionUpdate.
 //
@@ -21580,14 +22163,18 @@ func (v *SessionUpdatePlanRemoved) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionUpdatePlanRemoved
-	var p plain
+	type SessionUpdatePlanRemoved fieldsOfSessionUpdatePlanRemoved
+	var p SessionUpdatePlanRemoved
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionUpdatePlanRemoved(p)
+	*v = fieldsOfSessionUpdatePlanRemoved(p)
 	return nil
 }
+
+// fieldsOfSessionUpdatePlanRemoved is SessionUpdatePlanRemoved under a name its UnmarshalJSON can still refer to
+// once a local type named SessionUpdatePlanRemoved shadows it.
+type fieldsOfSessionUpdatePlanRemoved = SessionUpdatePlanRemoved
 
 // SessionUpdateSessionMessage is the "session_message" variant of SessionUpdate.
 //
@@ -21784,17 +22371,17 @@ func (v *SessionUpdateSessionMessage) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionUpdateSessionMessage
-	var p plain
+	type SessionUpdateSessionMessage fieldsOfSessionUpdateSessionMessage
+	var p SessionUpdateSessionMessage
 	if err := decodeExact(b, &p); err == nil {
-		*v = SessionUpdateSessionMessage(p)
+		*v = fieldsOfSessionUpdateSessionMessage(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = SessionUpdateSessionMessage{}
 	if raw, ok := fields["_meta"]; ok {
 		if decodeExact(raw, &p.Meta) != nil {
 			var zero Nullable[map[string]any]
@@ -21845,9 +22432,13 @@ func (v *SessionUpdateSessionMessage) UnmarshalJSON(b []byte) error {
 			return err
 		}
 	}
-	*v = SessionUpdateSessionMessage(p)
+	*v = fieldsOfSessionUpdateSessionMessage(p)
 	return nil
 }
+
+// fieldsOfSessionUpdateSessionMessage is SessionUpdateSessionMessage under a name its UnmarshalJSON can still refer to
+// once a local type named SessionUpdateSessionMessage shadows it.
+type fieldsOfSessionUpdateSessionMessage = SessionUpdateSessionMessage
 
 // SessionUpdateSessionMessageChunk is the "session_message_chunk" variant of SessionUpdate.
 //
@@ -21955,17 +22546,17 @@ func (v *SessionUpdateSessionMessageChunk) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionUpdateSessionMessageChunk
-	var p plain
+	type SessionUpdateSessionMessageChunk fieldsOfSessionUpdateSessionMessageChunk
+	var p SessionUpdateSessionMessageChunk
 	if err := decodeExact(b, &p); err == nil {
-		*v = SessionUpdateSessionMessageChunk(p)
+		*v = fieldsOfSessionUpdateSessionMessageChunk(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = SessionUpdateSessionMessageChunk{}
 	if raw, ok := fields["_meta"]; ok {
 		if decodeExact(raw, &p.Meta) != nil {
 			var zero map[string]any
@@ -21987,9 +22578,13 @@ func (v *SessionUpdateSessionMessageChunk) UnmarshalJSON(b []byte) error {
 			return err
 		}
 	}
-	*v = SessionUpdateSessionMessageChunk(p)
+	*v = fieldsOfSessionUpdateSessionMessageChunk(p)
 	return nil
 }
+
+// fieldsOfSessionUpdateSessionMessageChunk is SessionUpdateSessionMessageChunk under a name its UnmarshalJSON can still refer to
+// once a local type named SessionUpdateSessionMessageChunk shadows it.
+type fieldsOfSessionUpdateSessionMessageChunk = SessionUpdateSessionMessageChunk
 
 // SessionUpdateToolCall is the "tool_call" variant of SessionUpdate.
 //
@@ -22247,17 +22842,17 @@ func (v *SessionUpdateToolCall) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionUpdateToolCall
-	var p plain
+	type SessionUpdateToolCall fieldsOfSessionUpdateToolCall
+	var p SessionUpdateToolCall
 	if err := decodeExact(b, &p); err == nil {
-		*v = SessionUpdateToolCall(p)
+		*v = fieldsOfSessionUpdateToolCall(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = SessionUpdateToolCall{}
 	if raw, ok := fields["_meta"]; ok {
 		if err := decodeExact(raw, &p.Meta); err != nil {
 			return err
@@ -22314,9 +22909,13 @@ func (v *SessionUpdateToolCall) UnmarshalJSON(b []byte) error {
 			return err
 		}
 	}
-	*v = SessionUpdateToolCall(p)
+	*v = fieldsOfSessionUpdateToolCall(p)
 	return nil
 }
+
+// fieldsOfSessionUpdateToolCall is SessionUpdateToolCall under a name its UnmarshalJSON can still refer to
+// once a local type named SessionUpdateToolCall shadows it.
+type fieldsOfSessionUpdateToolCall = SessionUpdateToolCall
 
 // SessionUpdateUserMessageChunk is the "user_message_chunk" variant of SessionUpdate.
 //
@@ -22437,14 +23036,18 @@ func (v *SessionUpdateUserMessageChunk) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionUpdateUserMessageChunk
-	var p plain
+	type SessionUpdateUserMessageChunk fieldsOfSessionUpdateUserMessageChunk
+	var p SessionUpdateUserMessageChunk
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionUpdateUserMessageChunk(p)
+	*v = fieldsOfSessionUpdateUserMessageChunk(p)
 	return nil
 }
+
+// fieldsOfSessionUpdateUserMessageChunk is SessionUpdateUserMessageChunk under a name its UnmarshalJSON can still refer to
+// once a local type named SessionUpdateUserMessageChunk shadows it.
+type fieldsOfSessionUpdateUserMessageChunk = SessionUpdateUserMessageChunk
 
 // SessionUsageUpdate is the "usage_update" variant of SessionUpdate.
 //
@@ -22575,14 +23178,18 @@ func (v *SessionUsageUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SessionUsageUpdate
-	var p plain
+	type SessionUsageUpdate fieldsOfSessionUsageUpdate
+	var p SessionUsageUpdate
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SessionUsageUpdate(p)
+	*v = fieldsOfSessionUsageUpdate(p)
 	return nil
 }
+
+// fieldsOfSessionUsageUpdate is SessionUsageUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named SessionUsageUpdate shadows it.
+type fieldsOfSessionUsageUpdate = SessionUsageUpdate
 
 // SetSessionConfigOptionBoolean is the "boolean" variant of SetSessionConfigOptionRequest.
 //
@@ -22704,14 +23311,18 @@ func (v *SetSessionConfigOptionBoolean) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SetSessionConfigOptionBoolean
-	var p plain
+	type SetSessionConfigOptionBoolean fieldsOfSetSessionConfigOptionBoolean
+	var p SetSessionConfigOptionBoolean
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SetSessionConfigOptionBoolean(p)
+	*v = fieldsOfSetSessionConfigOptionBoolean(p)
 	return nil
 }
+
+// fieldsOfSetSessionConfigOptionBoolean is SetSessionConfigOptionBoolean under a name its UnmarshalJSON can still refer to
+// once a local type named SetSessionConfigOptionBoolean shadows it.
+type fieldsOfSetSessionConfigOptionBoolean = SetSessionConfigOptionBoolean
 
 // SetSessionConfigOptionRequest is a union: exactly one of its fields is set.
 //
@@ -22944,14 +23555,18 @@ func (v *SetSessionConfigOptionResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SetSessionConfigOptionResponse
-	var p plain
+	type SetSessionConfigOptionResponse fieldsOfSetSessionConfigOptionResponse
+	var p SetSessionConfigOptionResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SetSessionConfigOptionResponse(p)
+	*v = fieldsOfSetSessionConfigOptionResponse(p)
 	return nil
 }
+
+// fieldsOfSetSessionConfigOptionResponse is SetSessionConfigOptionResponse under a name its UnmarshalJSON can still refer to
+// once a local type named SetSessionConfigOptionResponse shadows it.
+type fieldsOfSetSessionConfigOptionResponse = SetSessionConfigOptionResponse
 
 // Validate checks that required properties are present.
 func (v *SetSessionConfigOptionResponse) Validate() error {
@@ -23070,14 +23685,18 @@ func (v *SetSessionConfigOptionValueId) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SetSessionConfigOptionValueId
-	var p plain
+	type SetSessionConfigOptionValueId fieldsOfSetSessionConfigOptionValueId
+	var p SetSessionConfigOptionValueId
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SetSessionConfigOptionValueId(p)
+	*v = fieldsOfSetSessionConfigOptionValueId(p)
 	return nil
 }
+
+// fieldsOfSetSessionConfigOptionValueId is SetSessionConfigOptionValueId under a name its UnmarshalJSON can still refer to
+// once a local type named SetSessionConfigOptionValueId shadows it.
+type fieldsOfSetSessionConfigOptionValueId = SetSessionConfigOptionValueId
 
 // SetSessionModeRequest is an ACP object.
 //
@@ -23169,14 +23788,18 @@ func (v *SetSessionModeRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SetSessionModeRequest
-	var p plain
+	type SetSessionModeRequest fieldsOfSetSessionModeRequest
+	var p SetSessionModeRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SetSessionModeRequest(p)
+	*v = fieldsOfSetSessionModeRequest(p)
 	return nil
 }
+
+// fieldsOfSetSessionModeRequest is SetSessionModeRequest under a name its UnmarshalJSON can still refer to
+// once a local type named SetSessionModeRequest shadows it.
+type fieldsOfSetSessionModeRequest = SetSessionModeRequest
 
 // Validate checks that required properties are present.
 func (v *SetSessionModeRequest) Validate() error {
@@ -23243,14 +23866,18 @@ func (v *SetSessionModeResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SetSessionModeResponse
-	var p plain
+	type SetSessionModeResponse fieldsOfSetSessionModeResponse
+	var p SetSessionModeResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = SetSessionModeResponse(p)
+	*v = fieldsOfSetSessionModeResponse(p)
 	return nil
 }
+
+// fieldsOfSetSessionModeResponse is SetSessionModeResponse under a name its UnmarshalJSON can still refer to
+// once a local type named SetSessionModeResponse shadows it.
+type fieldsOfSetSessionModeResponse = SetSessionModeResponse
 
 // Validate checks that required properties are present.
 func (v *SetSessionModeResponse) Validate() error {
@@ -23606,17 +24233,17 @@ func (v *StateUpdateIdle) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain StateUpdateIdle
-	var p plain
+	type StateUpdateIdle fieldsOfStateUpdateIdle
+	var p StateUpdateIdle
 	if err := decodeExact(b, &p); err == nil {
-		*v = StateUpdateIdle(p)
+		*v = fieldsOfStateUpdateIdle(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = StateUpdateIdle{}
 	if raw, ok := fields["_meta"]; ok {
 		if decodeExact(raw, &p.Meta) != nil {
 			var zero map[string]any
@@ -23646,9 +24273,13 @@ func (v *StateUpdateIdle) UnmarshalJSON(b []byte) error {
 			p.Usage = zero
 		}
 	}
-	*v = StateUpdateIdle(p)
+	*v = fieldsOfStateUpdateIdle(p)
 	return nil
 }
+
+// fieldsOfStateUpdateIdle is StateUpdateIdle under a name its UnmarshalJSON can still refer to
+// once a local type named StateUpdateIdle shadows it.
+type fieldsOfStateUpdateIdle = StateUpdateIdle
 
 // StateUpdateRequiresAction is the "requires_action" variant of StateUpdate.
 //
@@ -23723,17 +24354,17 @@ func (v *StateUpdateRequiresAction) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain StateUpdateRequiresAction
-	var p plain
+	type StateUpdateRequiresAction fieldsOfStateUpdateRequiresAction
+	var p StateUpdateRequiresAction
 	if err := decodeExact(b, &p); err == nil {
-		*v = StateUpdateRequiresAction(p)
+		*v = fieldsOfStateUpdateRequiresAction(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = StateUpdateRequiresAction{}
 	if raw, ok := fields["_meta"]; ok {
 		if decodeExact(raw, &p.Meta) != nil {
 			var zero map[string]any
@@ -23745,9 +24376,13 @@ func (v *StateUpdateRequiresAction) UnmarshalJSON(b []byte) error {
 			return err
 		}
 	}
-	*v = StateUpdateRequiresAction(p)
+	*v = fieldsOfStateUpdateRequiresAction(p)
 	return nil
 }
+
+// fieldsOfStateUpdateRequiresAction is StateUpdateRequiresAction under a name its UnmarshalJSON can still refer to
+// once a local type named StateUpdateRequiresAction shadows it.
+type fieldsOfStateUpdateRequiresAction = StateUpdateRequiresAction
 
 // StateUpdateRunning is the "running" variant of StateUpdate.
 //
@@ -23822,17 +24457,17 @@ func (v *StateUpdateRunning) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain StateUpdateRunning
-	var p plain
+	type StateUpdateRunning fieldsOfStateUpdateRunning
+	var p StateUpdateRunning
 	if err := decodeExact(b, &p); err == nil {
-		*v = StateUpdateRunning(p)
+		*v = fieldsOfStateUpdateRunning(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = StateUpdateRunning{}
 	if raw, ok := fields["_meta"]; ok {
 		if decodeExact(raw, &p.Meta) != nil {
 			var zero map[string]any
@@ -23844,9 +24479,13 @@ func (v *StateUpdateRunning) UnmarshalJSON(b []byte) error {
 			return err
 		}
 	}
-	*v = StateUpdateRunning(p)
+	*v = fieldsOfStateUpdateRunning(p)
 	return nil
 }
+
+// fieldsOfStateUpdateRunning is StateUpdateRunning under a name its UnmarshalJSON can still refer to
+// once a local type named StateUpdateRunning shadows it.
+type fieldsOfStateUpdateRunning = StateUpdateRunning
 
 // StateUpdateUnknown is the "unknown" variant of StateUpdate.
 //
@@ -23923,17 +24562,17 @@ func (v *StateUpdateUnknown) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain StateUpdateUnknown
-	var p plain
+	type StateUpdateUnknown fieldsOfStateUpdateUnknown
+	var p StateUpdateUnknown
 	if err := decodeExact(b, &p); err == nil {
-		*v = StateUpdateUnknown(p)
+		*v = fieldsOfStateUpdateUnknown(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = StateUpdateUnknown{}
 	if raw, ok := fields["_meta"]; ok {
 		if decodeExact(raw, &p.Meta) != nil {
 			var zero map[string]any
@@ -23945,9 +24584,13 @@ func (v *StateUpdateUnknown) UnmarshalJSON(b []byte) error {
 			return err
 		}
 	}
-	*v = StateUpdateUnknown(p)
+	*v = fieldsOfStateUpdateUnknown(p)
 	return nil
 }
+
+// fieldsOfStateUpdateUnknown is StateUpdateUnknown under a name its UnmarshalJSON can still refer to
+// once a local type named StateUpdateUnknown shadows it.
+type fieldsOfStateUpdateUnknown = StateUpdateUnknown
 
 // StopReason is an enumeration of string values.
 //
@@ -24045,26 +24688,30 @@ func (v *SubagentCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SubagentCapabilities
-	var p plain
+	type SubagentCapabilities fieldsOfSubagentCapabilities
+	var p SubagentCapabilities
 	if err := decodeExact(b, &p); err == nil {
-		*v = SubagentCapabilities(p)
+		*v = fieldsOfSubagentCapabilities(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = SubagentCapabilities{}
 	if raw, ok := fields["_meta"]; ok {
 		if decodeExact(raw, &p.Meta) != nil {
 			var zero map[string]any
 			p.Meta = zero
 		}
 	}
-	*v = SubagentCapabilities(p)
+	*v = fieldsOfSubagentCapabilities(p)
 	return nil
 }
+
+// fieldsOfSubagentCapabilities is SubagentCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named SubagentCapabilities shadows it.
+type fieldsOfSubagentCapabilities = SubagentCapabilities
 
 // SubagentSessionCapabilities is an ACP object.
 //
@@ -24153,17 +24800,17 @@ func (v *SubagentSessionCapabilities) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SubagentSessionCapabilities
-	var p plain
+	type SubagentSessionCapabilities fieldsOfSubagentSessionCapabilities
+	var p SubagentSessionCapabilities
 	if err := decodeExact(b, &p); err == nil {
-		*v = SubagentSessionCapabilities(p)
+		*v = fieldsOfSubagentSessionCapabilities(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = SubagentSessionCapabilities{}
 	if raw, ok := fields["_meta"]; ok {
 		if decodeExact(raw, &p.Meta) != nil {
 			var zero map[string]any
@@ -24176,9 +24823,13 @@ func (v *SubagentSessionCapabilities) UnmarshalJSON(b []byte) error {
 			p.Cancel = zero
 		}
 	}
-	*v = SubagentSessionCapabilities(p)
+	*v = fieldsOfSubagentSessionCapabilities(p)
 	return nil
 }
+
+// fieldsOfSubagentSessionCapabilities is SubagentSessionCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named SubagentSessionCapabilities shadows it.
+type fieldsOfSubagentSessionCapabilities = SubagentSessionCapabilities
 
 // SubagentUpdate is an ACP object.
 //
@@ -24414,17 +25065,17 @@ func (v *SubagentUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain SubagentUpdate
-	var p plain
+	type SubagentUpdate fieldsOfSubagentUpdate
+	var p SubagentUpdate
 	if err := decodeExact(b, &p); err == nil {
-		*v = SubagentUpdate(p)
+		*v = fieldsOfSubagentUpdate(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = SubagentUpdate{}
 	if raw, ok := fields["_meta"]; ok {
 		if decodeExact(raw, &p.Meta) != nil {
 			var zero Nullable[map[string]any]
@@ -24470,9 +25121,13 @@ func (v *SubagentUpdate) UnmarshalJSON(b []byte) error {
 			p.Title = zero
 		}
 	}
-	*v = SubagentUpdate(p)
+	*v = fieldsOfSubagentUpdate(p)
 	return nil
 }
+
+// fieldsOfSubagentUpdate is SubagentUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named SubagentUpdate shadows it.
+type fieldsOfSubagentUpdate = SubagentUpdate
 
 // Terminal is an ACP object.
 //
@@ -24553,14 +25208,18 @@ func (v *Terminal) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain Terminal
-	var p plain
+	type Terminal fieldsOfTerminal
+	var p Terminal
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = Terminal(p)
+	*v = fieldsOfTerminal(p)
 	return nil
 }
+
+// fieldsOfTerminal is Terminal under a name its UnmarshalJSON can still refer to
+// once a local type named Terminal shadows it.
+type fieldsOfTerminal = Terminal
 
 // TerminalExitStatus is an ACP object.
 //
@@ -24666,14 +25325,18 @@ func (v *TerminalExitStatus) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain TerminalExitStatus
-	var p plain
+	type TerminalExitStatus fieldsOfTerminalExitStatus
+	var p TerminalExitStatus
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = TerminalExitStatus(p)
+	*v = fieldsOfTerminalExitStatus(p)
 	return nil
 }
+
+// fieldsOfTerminalExitStatus is TerminalExitStatus under a name its UnmarshalJSON can still refer to
+// once a local type named TerminalExitStatus shadows it.
+type fieldsOfTerminalExitStatus = TerminalExitStatus
 
 // TerminalOutputRequest is an ACP object.
 //
@@ -24765,14 +25428,18 @@ func (v *TerminalOutputRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain TerminalOutputRequest
-	var p plain
+	type TerminalOutputRequest fieldsOfTerminalOutputRequest
+	var p TerminalOutputRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = TerminalOutputRequest(p)
+	*v = fieldsOfTerminalOutputRequest(p)
 	return nil
 }
+
+// fieldsOfTerminalOutputRequest is TerminalOutputRequest under a name its UnmarshalJSON can still refer to
+// once a local type named TerminalOutputRequest shadows it.
+type fieldsOfTerminalOutputRequest = TerminalOutputRequest
 
 // Validate checks that required properties are present.
 func (v *TerminalOutputRequest) Validate() error {
@@ -24892,14 +25559,18 @@ func (v *TerminalOutputResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain TerminalOutputResponse
-	var p plain
+	type TerminalOutputResponse fieldsOfTerminalOutputResponse
+	var p TerminalOutputResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = TerminalOutputResponse(p)
+	*v = fieldsOfTerminalOutputResponse(p)
 	return nil
 }
+
+// fieldsOfTerminalOutputResponse is TerminalOutputResponse under a name its UnmarshalJSON can still refer to
+// once a local type named TerminalOutputResponse shadows it.
+type fieldsOfTerminalOutputResponse = TerminalOutputResponse
 
 // Validate checks that required properties are present.
 func (v *TerminalOutputResponse) Validate() error {
@@ -25004,14 +25675,18 @@ func (v *TextContent) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain TextContent
-	var p plain
+	type TextContent fieldsOfTextContent
+	var p TextContent
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = TextContent(p)
+	*v = fieldsOfTextContent(p)
 	return nil
 }
+
+// fieldsOfTextContent is TextContent under a name its UnmarshalJSON can still refer to
+// once a local type named TextContent shadows it.
+type fieldsOfTextContent = TextContent
 
 // TextDocumentSyncKind is an enumeration of string values.
 //
@@ -25138,14 +25813,18 @@ func (v *TextResourceContents) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain TextResourceContents
-	var p plain
+	type TextResourceContents fieldsOfTextResourceContents
+	var p TextResourceContents
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = TextResourceContents(p)
+	*v = fieldsOfTextResourceContents(p)
 	return nil
 }
+
+// fieldsOfTextResourceContents is TextResourceContents under a name its UnmarshalJSON can still refer to
+// once a local type named TextResourceContents shadows it.
+type fieldsOfTextResourceContents = TextResourceContents
 
 // ToolCall is an ACP object.
 //
@@ -25393,17 +26072,17 @@ func (v *ToolCall) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ToolCall
-	var p plain
+	type ToolCall fieldsOfToolCall
+	var p ToolCall
 	if err := decodeExact(b, &p); err == nil {
-		*v = ToolCall(p)
+		*v = fieldsOfToolCall(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = ToolCall{}
 	if raw, ok := fields["_meta"]; ok {
 		if err := decodeExact(raw, &p.Meta); err != nil {
 			return err
@@ -25455,9 +26134,13 @@ func (v *ToolCall) UnmarshalJSON(b []byte) error {
 			return err
 		}
 	}
-	*v = ToolCall(p)
+	*v = fieldsOfToolCall(p)
 	return nil
 }
+
+// fieldsOfToolCall is ToolCall under a name its UnmarshalJSON can still refer to
+// once a local type named ToolCall shadows it.
+type fieldsOfToolCall = ToolCall
 
 // ToolCallContent is a union: exactly one of its fields is set.
 //
@@ -25788,14 +26471,18 @@ func (v *ToolCallContentContent) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ToolCallContentContent
-	var p plain
+	type ToolCallContentContent fieldsOfToolCallContentContent
+	var p ToolCallContentContent
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ToolCallContentContent(p)
+	*v = fieldsOfToolCallContentContent(p)
 	return nil
 }
+
+// fieldsOfToolCallContentContent is ToolCallContentContent under a name its UnmarshalJSON can still refer to
+// once a local type named ToolCallContentContent shadows it.
+type fieldsOfToolCallContentContent = ToolCallContentContent
 
 // ToolCallContentDiff is the "diff" variant of ToolCallContent.
 //
@@ -25924,14 +26611,18 @@ func (v *ToolCallContentDiff) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ToolCallContentDiff
-	var p plain
+	type ToolCallContentDiff fieldsOfToolCallContentDiff
+	var p ToolCallContentDiff
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ToolCallContentDiff(p)
+	*v = fieldsOfToolCallContentDiff(p)
 	return nil
 }
+
+// fieldsOfToolCallContentDiff is ToolCallContentDiff under a name its UnmarshalJSON can still refer to
+// once a local type named ToolCallContentDiff shadows it.
+type fieldsOfToolCallContentDiff = ToolCallContentDiff
 
 // ToolCallContentSession is the "session" variant of ToolCallContent.
 //
@@ -26025,14 +26716,18 @@ func (v *ToolCallContentSession) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ToolCallContentSession
-	var p plain
+	type ToolCallContentSession fieldsOfToolCallContentSession
+	var p ToolCallContentSession
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ToolCallContentSession(p)
+	*v = fieldsOfToolCallContentSession(p)
 	return nil
 }
+
+// fieldsOfToolCallContentSession is ToolCallContentSession under a name its UnmarshalJSON can still refer to
+// once a local type named ToolCallContentSession shadows it.
+type fieldsOfToolCallContentSession = ToolCallContentSession
 
 // ToolCallContentTerminal is the "terminal" variant of ToolCallContent.
 //
@@ -26128,14 +26823,18 @@ func (v *ToolCallContentTerminal) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ToolCallContentTerminal
-	var p plain
+	type ToolCallContentTerminal fieldsOfToolCallContentTerminal
+	var p ToolCallContentTerminal
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ToolCallContentTerminal(p)
+	*v = fieldsOfToolCallContentTerminal(p)
 	return nil
 }
+
+// fieldsOfToolCallContentTerminal is ToolCallContentTerminal under a name its UnmarshalJSON can still refer to
+// once a local type named ToolCallContentTerminal shadows it.
+type fieldsOfToolCallContentTerminal = ToolCallContentTerminal
 
 // ToolCallId is a string identifier.
 //
@@ -26244,14 +26943,18 @@ func (v *ToolCallLocation) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ToolCallLocation
-	var p plain
+	type ToolCallLocation fieldsOfToolCallLocation
+	var p ToolCallLocation
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = ToolCallLocation(p)
+	*v = fieldsOfToolCallLocation(p)
 	return nil
 }
+
+// fieldsOfToolCallLocation is ToolCallLocation under a name its UnmarshalJSON can still refer to
+// once a local type named ToolCallLocation shadows it.
+type fieldsOfToolCallLocation = ToolCallLocation
 
 // ToolCallStatus is an enumeration of string values.
 //
@@ -26540,17 +27243,17 @@ func (v *ToolCallUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain ToolCallUpdate
-	var p plain
+	type ToolCallUpdate fieldsOfToolCallUpdate
+	var p ToolCallUpdate
 	if err := decodeExact(b, &p); err == nil {
-		*v = ToolCallUpdate(p)
+		*v = fieldsOfToolCallUpdate(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = ToolCallUpdate{}
 	if raw, ok := fields["_meta"]; ok {
 		if err := decodeExact(raw, &p.Meta); err != nil {
 			return err
@@ -26602,9 +27305,13 @@ func (v *ToolCallUpdate) UnmarshalJSON(b []byte) error {
 			return err
 		}
 	}
-	*v = ToolCallUpdate(p)
+	*v = fieldsOfToolCallUpdate(p)
 	return nil
 }
+
+// fieldsOfToolCallUpdate is ToolCallUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named ToolCallUpdate shadows it.
+type fieldsOfToolCallUpdate = ToolCallUpdate
 
 // Validate checks that required properties are present.
 func (v *ToolCallUpdate) Validate() error {
@@ -26715,26 +27422,30 @@ func (v *UnknownStateUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnknownStateUpdate
-	var p plain
+	type UnknownStateUpdate fieldsOfUnknownStateUpdate
+	var p UnknownStateUpdate
 	if err := decodeExact(b, &p); err == nil {
-		*v = UnknownStateUpdate(p)
+		*v = fieldsOfUnknownStateUpdate(p)
 		return nil
 	}
 	fields, err := objectFields(b)
 	if err != nil {
 		return err
 	}
-	p = plain{}
+	p = UnknownStateUpdate{}
 	if raw, ok := fields["_meta"]; ok {
 		if decodeExact(raw, &p.Meta) != nil {
 			var zero map[string]any
 			p.Meta = zero
 		}
 	}
-	*v = UnknownStateUpdate(p)
+	*v = fieldsOfUnknownStateUpdate(p)
 	return nil
 }
+
+// fieldsOfUnknownStateUpdate is UnknownStateUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named UnknownStateUpdate shadows it.
+type fieldsOfUnknownStateUpdate = UnknownStateUpdate
 
 // UnstableAcceptNesNotification is an ACP object.
 //
@@ -26826,14 +27537,18 @@ func (v *UnstableAcceptNesNotification) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableAcceptNesNotification
-	var p plain
+	type UnstableAcceptNesNotification fieldsOfUnstableAcceptNesNotification
+	var p UnstableAcceptNesNotification
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableAcceptNesNotification(p)
+	*v = fieldsOfUnstableAcceptNesNotification(p)
 	return nil
 }
+
+// fieldsOfUnstableAcceptNesNotification is UnstableAcceptNesNotification under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableAcceptNesNotification shadows it.
+type fieldsOfUnstableAcceptNesNotification = UnstableAcceptNesNotification
 
 // Validate checks that required properties are present.
 func (v *UnstableAcceptNesNotification) Validate() error {
@@ -26923,14 +27638,18 @@ func (v *UnstableCancelRequestNotification) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableCancelRequestNotification
-	var p plain
+	type UnstableCancelRequestNotification fieldsOfUnstableCancelRequestNotification
+	var p UnstableCancelRequestNotification
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableCancelRequestNotification(p)
+	*v = fieldsOfUnstableCancelRequestNotification(p)
 	return nil
 }
+
+// fieldsOfUnstableCancelRequestNotification is UnstableCancelRequestNotification under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableCancelRequestNotification shadows it.
+type fieldsOfUnstableCancelRequestNotification = UnstableCancelRequestNotification
 
 // Validate checks that required properties are present.
 func (v *UnstableCancelRequestNotification) Validate() error {
@@ -27015,14 +27734,18 @@ func (v *UnstableCloseNesRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableCloseNesRequest
-	var p plain
+	type UnstableCloseNesRequest fieldsOfUnstableCloseNesRequest
+	var p UnstableCloseNesRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableCloseNesRequest(p)
+	*v = fieldsOfUnstableCloseNesRequest(p)
 	return nil
 }
+
+// fieldsOfUnstableCloseNesRequest is UnstableCloseNesRequest under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableCloseNesRequest shadows it.
+type fieldsOfUnstableCloseNesRequest = UnstableCloseNesRequest
 
 // Validate checks that required properties are present.
 func (v *UnstableCloseNesRequest) Validate() error {
@@ -27089,14 +27812,18 @@ func (v *UnstableCloseNesResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableCloseNesResponse
-	var p plain
+	type UnstableCloseNesResponse fieldsOfUnstableCloseNesResponse
+	var p UnstableCloseNesResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableCloseNesResponse(p)
+	*v = fieldsOfUnstableCloseNesResponse(p)
 	return nil
 }
+
+// fieldsOfUnstableCloseNesResponse is UnstableCloseNesResponse under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableCloseNesResponse shadows it.
+type fieldsOfUnstableCloseNesResponse = UnstableCloseNesResponse
 
 // Validate checks that required properties are present.
 func (v *UnstableCloseNesResponse) Validate() error {
@@ -27182,14 +27909,18 @@ func (v *UnstableCompleteElicitationNotification) UnmarshalJSON(b []byte) error 
 			return nil
 		}
 	}
-	type plain UnstableCompleteElicitationNotification
-	var p plain
+	type UnstableCompleteElicitationNotification fieldsOfUnstableCompleteElicitationNotification
+	var p UnstableCompleteElicitationNotification
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableCompleteElicitationNotification(p)
+	*v = fieldsOfUnstableCompleteElicitationNotification(p)
 	return nil
 }
+
+// fieldsOfUnstableCompleteElicitationNotification is UnstableCompleteElicitationNotification under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableCompleteElicitationNotification shadows it.
+type fieldsOfUnstableCompleteElicitationNotification = UnstableCompleteElicitationNotification
 
 // Validate checks that required properties are present.
 func (v *UnstableCompleteElicitationNotification) Validate() error {
@@ -27275,14 +28006,18 @@ func (v *UnstableConnectMcpRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableConnectMcpRequest
-	var p plain
+	type UnstableConnectMcpRequest fieldsOfUnstableConnectMcpRequest
+	var p UnstableConnectMcpRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableConnectMcpRequest(p)
+	*v = fieldsOfUnstableConnectMcpRequest(p)
 	return nil
 }
+
+// fieldsOfUnstableConnectMcpRequest is UnstableConnectMcpRequest under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableConnectMcpRequest shadows it.
+type fieldsOfUnstableConnectMcpRequest = UnstableConnectMcpRequest
 
 // Validate checks that required properties are present.
 func (v *UnstableConnectMcpRequest) Validate() error {
@@ -27368,14 +28103,18 @@ func (v *UnstableConnectMcpResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableConnectMcpResponse
-	var p plain
+	type UnstableConnectMcpResponse fieldsOfUnstableConnectMcpResponse
+	var p UnstableConnectMcpResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableConnectMcpResponse(p)
+	*v = fieldsOfUnstableConnectMcpResponse(p)
 	return nil
 }
+
+// fieldsOfUnstableConnectMcpResponse is UnstableConnectMcpResponse under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableConnectMcpResponse shadows it.
+type fieldsOfUnstableConnectMcpResponse = UnstableConnectMcpResponse
 
 // Validate checks that required properties are present.
 func (v *UnstableConnectMcpResponse) Validate() error {
@@ -27470,14 +28209,18 @@ func (v *UnstableCreateElicitationAccept) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableCreateElicitationAccept
-	var p plain
+	type UnstableCreateElicitationAccept fieldsOfUnstableCreateElicitationAccept
+	var p UnstableCreateElicitationAccept
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableCreateElicitationAccept(p)
+	*v = fieldsOfUnstableCreateElicitationAccept(p)
 	return nil
 }
+
+// fieldsOfUnstableCreateElicitationAccept is UnstableCreateElicitationAccept under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableCreateElicitationAccept shadows it.
+type fieldsOfUnstableCreateElicitationAccept = UnstableCreateElicitationAccept
 
 // UnstableCreateElicitationCancel is the "cancel" variant of UnstableCreateElicitationResponse.
 //
@@ -27554,14 +28297,18 @@ func (v *UnstableCreateElicitationCancel) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableCreateElicitationCancel
-	var p plain
+	type UnstableCreateElicitationCancel fieldsOfUnstableCreateElicitationCancel
+	var p UnstableCreateElicitationCancel
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableCreateElicitationCancel(p)
+	*v = fieldsOfUnstableCreateElicitationCancel(p)
 	return nil
 }
+
+// fieldsOfUnstableCreateElicitationCancel is UnstableCreateElicitationCancel under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableCreateElicitationCancel shadows it.
+type fieldsOfUnstableCreateElicitationCancel = UnstableCreateElicitationCancel
 
 // UnstableCreateElicitationDecline is the "decline" variant of UnstableCreateElicitationResponse.
 //
@@ -27638,14 +28385,18 @@ func (v *UnstableCreateElicitationDecline) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableCreateElicitationDecline
-	var p plain
+	type UnstableCreateElicitationDecline fieldsOfUnstableCreateElicitationDecline
+	var p UnstableCreateElicitationDecline
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableCreateElicitationDecline(p)
+	*v = fieldsOfUnstableCreateElicitationDecline(p)
 	return nil
 }
+
+// fieldsOfUnstableCreateElicitationDecline is UnstableCreateElicitationDecline under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableCreateElicitationDecline shadows it.
+type fieldsOfUnstableCreateElicitationDecline = UnstableCreateElicitationDecline
 
 // UnstableCreateElicitationForm is the "form" variant of UnstableCreateElicitationRequest.
 //
@@ -27751,14 +28502,18 @@ func (v *UnstableCreateElicitationForm) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableCreateElicitationForm
-	var p plain
+	type UnstableCreateElicitationForm fieldsOfUnstableCreateElicitationForm
+	var p UnstableCreateElicitationForm
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableCreateElicitationForm(p)
+	*v = fieldsOfUnstableCreateElicitationForm(p)
 	return nil
 }
+
+// fieldsOfUnstableCreateElicitationForm is UnstableCreateElicitationForm under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableCreateElicitationForm shadows it.
+type fieldsOfUnstableCreateElicitationForm = UnstableCreateElicitationForm
 
 // UnstableCreateElicitationRequest is a union: exactly one of its fields is set.
 //
@@ -28229,14 +28984,18 @@ func (v *UnstableCreateElicitationUrl) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableCreateElicitationUrl
-	var p plain
+	type UnstableCreateElicitationUrl fieldsOfUnstableCreateElicitationUrl
+	var p UnstableCreateElicitationUrl
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableCreateElicitationUrl(p)
+	*v = fieldsOfUnstableCreateElicitationUrl(p)
 	return nil
 }
+
+// fieldsOfUnstableCreateElicitationUrl is UnstableCreateElicitationUrl under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableCreateElicitationUrl shadows it.
+type fieldsOfUnstableCreateElicitationUrl = UnstableCreateElicitationUrl
 
 // UnstableDeleteSessionRequest is an ACP object.
 //
@@ -28319,14 +29078,18 @@ func (v *UnstableDeleteSessionRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableDeleteSessionRequest
-	var p plain
+	type UnstableDeleteSessionRequest fieldsOfUnstableDeleteSessionRequest
+	var p UnstableDeleteSessionRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableDeleteSessionRequest(p)
+	*v = fieldsOfUnstableDeleteSessionRequest(p)
 	return nil
 }
+
+// fieldsOfUnstableDeleteSessionRequest is UnstableDeleteSessionRequest under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableDeleteSessionRequest shadows it.
+type fieldsOfUnstableDeleteSessionRequest = UnstableDeleteSessionRequest
 
 // Validate checks that required properties are present.
 func (v *UnstableDeleteSessionRequest) Validate() error {
@@ -28397,14 +29160,18 @@ func (v *UnstableDeleteSessionResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableDeleteSessionResponse
-	var p plain
+	type UnstableDeleteSessionResponse fieldsOfUnstableDeleteSessionResponse
+	var p UnstableDeleteSessionResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableDeleteSessionResponse(p)
+	*v = fieldsOfUnstableDeleteSessionResponse(p)
 	return nil
 }
+
+// fieldsOfUnstableDeleteSessionResponse is UnstableDeleteSessionResponse under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableDeleteSessionResponse shadows it.
+type fieldsOfUnstableDeleteSessionResponse = UnstableDeleteSessionResponse
 
 // Validate checks that required properties are present.
 func (v *UnstableDeleteSessionResponse) Validate() error {
@@ -28550,14 +29317,18 @@ func (v *UnstableDidChangeDocumentNotification) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableDidChangeDocumentNotification
-	var p plain
+	type UnstableDidChangeDocumentNotification fieldsOfUnstableDidChangeDocumentNotification
+	var p UnstableDidChangeDocumentNotification
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableDidChangeDocumentNotification(p)
+	*v = fieldsOfUnstableDidChangeDocumentNotification(p)
 	return nil
 }
+
+// fieldsOfUnstableDidChangeDocumentNotification is UnstableDidChangeDocumentNotification under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableDidChangeDocumentNotification shadows it.
+type fieldsOfUnstableDidChangeDocumentNotification = UnstableDidChangeDocumentNotification
 
 // Validate checks that required properties are present.
 func (v *UnstableDidChangeDocumentNotification) Validate() error {
@@ -28660,14 +29431,18 @@ func (v *UnstableDidCloseDocumentNotification) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableDidCloseDocumentNotification
-	var p plain
+	type UnstableDidCloseDocumentNotification fieldsOfUnstableDidCloseDocumentNotification
+	var p UnstableDidCloseDocumentNotification
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableDidCloseDocumentNotification(p)
+	*v = fieldsOfUnstableDidCloseDocumentNotification(p)
 	return nil
 }
+
+// fieldsOfUnstableDidCloseDocumentNotification is UnstableDidCloseDocumentNotification under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableDidCloseDocumentNotification shadows it.
+type fieldsOfUnstableDidCloseDocumentNotification = UnstableDidCloseDocumentNotification
 
 // Validate checks that required properties are present.
 func (v *UnstableDidCloseDocumentNotification) Validate() error {
@@ -28810,14 +29585,18 @@ func (v *UnstableDidFocusDocumentNotification) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableDidFocusDocumentNotification
-	var p plain
+	type UnstableDidFocusDocumentNotification fieldsOfUnstableDidFocusDocumentNotification
+	var p UnstableDidFocusDocumentNotification
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableDidFocusDocumentNotification(p)
+	*v = fieldsOfUnstableDidFocusDocumentNotification(p)
 	return nil
 }
+
+// fieldsOfUnstableDidFocusDocumentNotification is UnstableDidFocusDocumentNotification under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableDidFocusDocumentNotification shadows it.
+type fieldsOfUnstableDidFocusDocumentNotification = UnstableDidFocusDocumentNotification
 
 // Validate checks that required properties are present.
 func (v *UnstableDidFocusDocumentNotification) Validate() error {
@@ -28962,14 +29741,18 @@ func (v *UnstableDidOpenDocumentNotification) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableDidOpenDocumentNotification
-	var p plain
+	type UnstableDidOpenDocumentNotification fieldsOfUnstableDidOpenDocumentNotification
+	var p UnstableDidOpenDocumentNotification
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableDidOpenDocumentNotification(p)
+	*v = fieldsOfUnstableDidOpenDocumentNotification(p)
 	return nil
 }
+
+// fieldsOfUnstableDidOpenDocumentNotification is UnstableDidOpenDocumentNotification under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableDidOpenDocumentNotification shadows it.
+type fieldsOfUnstableDidOpenDocumentNotification = UnstableDidOpenDocumentNotification
 
 // Validate checks that required properties are present.
 func (v *UnstableDidOpenDocumentNotification) Validate() error {
@@ -29075,14 +29858,18 @@ func (v *UnstableDidSaveDocumentNotification) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableDidSaveDocumentNotification
-	var p plain
+	type UnstableDidSaveDocumentNotification fieldsOfUnstableDidSaveDocumentNotification
+	var p UnstableDidSaveDocumentNotification
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableDidSaveDocumentNotification(p)
+	*v = fieldsOfUnstableDidSaveDocumentNotification(p)
 	return nil
 }
+
+// fieldsOfUnstableDidSaveDocumentNotification is UnstableDidSaveDocumentNotification under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableDidSaveDocumentNotification shadows it.
+type fieldsOfUnstableDidSaveDocumentNotification = UnstableDidSaveDocumentNotification
 
 // Validate checks that required properties are present.
 func (v *UnstableDidSaveDocumentNotification) Validate() error {
@@ -29171,14 +29958,18 @@ func (v *UnstableDisableProviderRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableDisableProviderRequest
-	var p plain
+	type UnstableDisableProviderRequest fieldsOfUnstableDisableProviderRequest
+	var p UnstableDisableProviderRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableDisableProviderRequest(p)
+	*v = fieldsOfUnstableDisableProviderRequest(p)
 	return nil
 }
+
+// fieldsOfUnstableDisableProviderRequest is UnstableDisableProviderRequest under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableDisableProviderRequest shadows it.
+type fieldsOfUnstableDisableProviderRequest = UnstableDisableProviderRequest
 
 // Validate checks that required properties are present.
 func (v *UnstableDisableProviderRequest) Validate() error {
@@ -29252,14 +30043,18 @@ func (v *UnstableDisableProviderResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableDisableProviderResponse
-	var p plain
+	type UnstableDisableProviderResponse fieldsOfUnstableDisableProviderResponse
+	var p UnstableDisableProviderResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableDisableProviderResponse(p)
+	*v = fieldsOfUnstableDisableProviderResponse(p)
 	return nil
 }
+
+// fieldsOfUnstableDisableProviderResponse is UnstableDisableProviderResponse under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableDisableProviderResponse shadows it.
+type fieldsOfUnstableDisableProviderResponse = UnstableDisableProviderResponse
 
 // Validate checks that required properties are present.
 func (v *UnstableDisableProviderResponse) Validate() error {
@@ -29345,14 +30140,18 @@ func (v *UnstableDisconnectMcpRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableDisconnectMcpRequest
-	var p plain
+	type UnstableDisconnectMcpRequest fieldsOfUnstableDisconnectMcpRequest
+	var p UnstableDisconnectMcpRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableDisconnectMcpRequest(p)
+	*v = fieldsOfUnstableDisconnectMcpRequest(p)
 	return nil
 }
+
+// fieldsOfUnstableDisconnectMcpRequest is UnstableDisconnectMcpRequest under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableDisconnectMcpRequest shadows it.
+type fieldsOfUnstableDisconnectMcpRequest = UnstableDisconnectMcpRequest
 
 // Validate checks that required properties are present.
 func (v *UnstableDisconnectMcpRequest) Validate() error {
@@ -29423,14 +30222,18 @@ func (v *UnstableDisconnectMcpResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableDisconnectMcpResponse
-	var p plain
+	type UnstableDisconnectMcpResponse fieldsOfUnstableDisconnectMcpResponse
+	var p UnstableDisconnectMcpResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableDisconnectMcpResponse(p)
+	*v = fieldsOfUnstableDisconnectMcpResponse(p)
 	return nil
 }
+
+// fieldsOfUnstableDisconnectMcpResponse is UnstableDisconnectMcpResponse under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableDisconnectMcpResponse shadows it.
+type fieldsOfUnstableDisconnectMcpResponse = UnstableDisconnectMcpResponse
 
 // Validate checks that required properties are present.
 func (v *UnstableDisconnectMcpResponse) Validate() error {
@@ -29497,14 +30300,18 @@ func (v *UnstableElicitationAcceptAction) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableElicitationAcceptAction
-	var p plain
+	type UnstableElicitationAcceptAction fieldsOfUnstableElicitationAcceptAction
+	var p UnstableElicitationAcceptAction
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableElicitationAcceptAction(p)
+	*v = fieldsOfUnstableElicitationAcceptAction(p)
 	return nil
 }
+
+// fieldsOfUnstableElicitationAcceptAction is UnstableElicitationAcceptAction under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableElicitationAcceptAction shadows it.
+type fieldsOfUnstableElicitationAcceptAction = UnstableElicitationAcceptAction
 
 // UnstableElicitationFormMode is a union: exactly one of its fields is set.
 //
@@ -29835,8 +30642,8 @@ func (v *UnstableElicitationSchema) decodeFast(d *fastDecoder) error {
 
 // MarshalJSON encodes UnstableElicitationSchema, writing schema defaults for nil lists and maps.
 func (v UnstableElicitationSchema) MarshalJSON() ([]byte, error) {
-	type plain UnstableElicitationSchema
-	p := plain(v)
+	type Alias UnstableElicitationSchema
+	p := Alias(v)
 	if p.Properties == nil {
 		_ = json.Unmarshal([]byte("{}"), &p.Properties)
 	}
@@ -29856,13 +30663,16 @@ func (v *UnstableElicitationSchema) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableElicitationSchema
-	var p plain
-	if err := decodeExact(b, &p); err != nil {
-		return err
-	}
+	// The key scan comes first and the local type is named Alias, as in
+	// upstream v0.13.5, so decode errors read the same (they reach the peer
+	// as text).
 	present, err := presentKeys(b)
 	if err != nil {
+		return err
+	}
+	type Alias UnstableElicitationSchema
+	var p Alias
+	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
 	if !present["properties"] {
@@ -30244,14 +31054,18 @@ func (v *UnstableForkSessionRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableForkSessionRequest
-	var p plain
+	type UnstableForkSessionRequest fieldsOfUnstableForkSessionRequest
+	var p UnstableForkSessionRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableForkSessionRequest(p)
+	*v = fieldsOfUnstableForkSessionRequest(p)
 	return nil
 }
+
+// fieldsOfUnstableForkSessionRequest is UnstableForkSessionRequest under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableForkSessionRequest shadows it.
+type fieldsOfUnstableForkSessionRequest = UnstableForkSessionRequest
 
 // Validate checks that required properties are present.
 func (v *UnstableForkSessionRequest) Validate() error {
@@ -30417,14 +31231,18 @@ func (v *UnstableForkSessionResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableForkSessionResponse
-	var p plain
+	type UnstableForkSessionResponse fieldsOfUnstableForkSessionResponse
+	var p UnstableForkSessionResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableForkSessionResponse(p)
+	*v = fieldsOfUnstableForkSessionResponse(p)
 	return nil
 }
+
+// fieldsOfUnstableForkSessionResponse is UnstableForkSessionResponse under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableForkSessionResponse shadows it.
+type fieldsOfUnstableForkSessionResponse = UnstableForkSessionResponse
 
 // Validate checks that required properties are present.
 func (v *UnstableForkSessionResponse) Validate() error {
@@ -30495,14 +31313,18 @@ func (v *UnstableListProvidersRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableListProvidersRequest
-	var p plain
+	type UnstableListProvidersRequest fieldsOfUnstableListProvidersRequest
+	var p UnstableListProvidersRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableListProvidersRequest(p)
+	*v = fieldsOfUnstableListProvidersRequest(p)
 	return nil
 }
+
+// fieldsOfUnstableListProvidersRequest is UnstableListProvidersRequest under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableListProvidersRequest shadows it.
+type fieldsOfUnstableListProvidersRequest = UnstableListProvidersRequest
 
 // Validate checks that required properties are present.
 func (v *UnstableListProvidersRequest) Validate() error {
@@ -30607,14 +31429,18 @@ func (v *UnstableListProvidersResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableListProvidersResponse
-	var p plain
+	type UnstableListProvidersResponse fieldsOfUnstableListProvidersResponse
+	var p UnstableListProvidersResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableListProvidersResponse(p)
+	*v = fieldsOfUnstableListProvidersResponse(p)
 	return nil
 }
+
+// fieldsOfUnstableListProvidersResponse is UnstableListProvidersResponse under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableListProvidersResponse shadows it.
+type fieldsOfUnstableListProvidersResponse = UnstableListProvidersResponse
 
 // Validate checks that required properties are present.
 func (v *UnstableListProvidersResponse) Validate() error {
@@ -30990,14 +31816,18 @@ func (v *UnstableMcpServerAcp) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableMcpServerAcp
-	var p plain
+	type UnstableMcpServerAcp fieldsOfUnstableMcpServerAcp
+	var p UnstableMcpServerAcp
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableMcpServerAcp(p)
+	*v = fieldsOfUnstableMcpServerAcp(p)
 	return nil
 }
+
+// fieldsOfUnstableMcpServerAcp is UnstableMcpServerAcp under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableMcpServerAcp shadows it.
+type fieldsOfUnstableMcpServerAcp = UnstableMcpServerAcp
 
 // UnstableMcpServerAcpId is a string identifier.
 //
@@ -31127,14 +31957,18 @@ func (v *UnstableMcpServerAcpInline) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableMcpServerAcpInline
-	var p plain
+	type UnstableMcpServerAcpInline fieldsOfUnstableMcpServerAcpInline
+	var p UnstableMcpServerAcpInline
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableMcpServerAcpInline(p)
+	*v = fieldsOfUnstableMcpServerAcpInline(p)
 	return nil
 }
+
+// fieldsOfUnstableMcpServerAcpInline is UnstableMcpServerAcpInline under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableMcpServerAcpInline shadows it.
+type fieldsOfUnstableMcpServerAcpInline = UnstableMcpServerAcpInline
 
 // UnstableMcpServerHttp is the "http" variant of UnstableMcpServer.
 //
@@ -31277,14 +32111,18 @@ func (v *UnstableMcpServerHttp) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableMcpServerHttp
-	var p plain
+	type UnstableMcpServerHttp fieldsOfUnstableMcpServerHttp
+	var p UnstableMcpServerHttp
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableMcpServerHttp(p)
+	*v = fieldsOfUnstableMcpServerHttp(p)
 	return nil
 }
+
+// fieldsOfUnstableMcpServerHttp is UnstableMcpServerHttp under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableMcpServerHttp shadows it.
+type fieldsOfUnstableMcpServerHttp = UnstableMcpServerHttp
 
 // UnstableMcpServerSse is the "sse" variant of UnstableMcpServer.
 //
@@ -31427,14 +32265,18 @@ func (v *UnstableMcpServerSse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableMcpServerSse
-	var p plain
+	type UnstableMcpServerSse fieldsOfUnstableMcpServerSse
+	var p UnstableMcpServerSse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableMcpServerSse(p)
+	*v = fieldsOfUnstableMcpServerSse(p)
 	return nil
 }
+
+// fieldsOfUnstableMcpServerSse is UnstableMcpServerSse under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableMcpServerSse shadows it.
+type fieldsOfUnstableMcpServerSse = UnstableMcpServerSse
 
 // UnstableMessageMcpNotification is an ACP object.
 //
@@ -31548,14 +32390,18 @@ func (v *UnstableMessageMcpNotification) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableMessageMcpNotification
-	var p plain
+	type UnstableMessageMcpNotification fieldsOfUnstableMessageMcpNotification
+	var p UnstableMessageMcpNotification
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableMessageMcpNotification(p)
+	*v = fieldsOfUnstableMessageMcpNotification(p)
 	return nil
 }
+
+// fieldsOfUnstableMessageMcpNotification is UnstableMessageMcpNotification under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableMessageMcpNotification shadows it.
+type fieldsOfUnstableMessageMcpNotification = UnstableMessageMcpNotification
 
 // Validate checks that required properties are present.
 func (v *UnstableMessageMcpNotification) Validate() error {
@@ -31674,14 +32520,18 @@ func (v *UnstableMessageMcpRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableMessageMcpRequest
-	var p plain
+	type UnstableMessageMcpRequest fieldsOfUnstableMessageMcpRequest
+	var p UnstableMessageMcpRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableMessageMcpRequest(p)
+	*v = fieldsOfUnstableMessageMcpRequest(p)
 	return nil
 }
+
+// fieldsOfUnstableMessageMcpRequest is UnstableMessageMcpRequest under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableMessageMcpRequest shadows it.
+type fieldsOfUnstableMessageMcpRequest = UnstableMessageMcpRequest
 
 // Validate checks that required properties are present.
 func (v *UnstableMessageMcpRequest) Validate() error {
@@ -32966,14 +33816,18 @@ func (v *UnstableNesSuggestContext) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableNesSuggestContext
-	var p plain
+	type UnstableNesSuggestContext fieldsOfUnstableNesSuggestContext
+	var p UnstableNesSuggestContext
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableNesSuggestContext(p)
+	*v = fieldsOfUnstableNesSuggestContext(p)
 	return nil
 }
+
+// fieldsOfUnstableNesSuggestContext is UnstableNesSuggestContext under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableNesSuggestContext shadows it.
+type fieldsOfUnstableNesSuggestContext = UnstableNesSuggestContext
 
 // UnstableNesSuggestion is a union: exactly one of its fields is set.
 //
@@ -34108,14 +34962,18 @@ func (v *UnstableProviderInfo) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableProviderInfo
-	var p plain
+	type UnstableProviderInfo fieldsOfUnstableProviderInfo
+	var p UnstableProviderInfo
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableProviderInfo(p)
+	*v = fieldsOfUnstableProviderInfo(p)
 	return nil
 }
+
+// fieldsOfUnstableProviderInfo is UnstableProviderInfo under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableProviderInfo shadows it.
+type fieldsOfUnstableProviderInfo = UnstableProviderInfo
 
 // UnstableRange is an ACP object.
 //
@@ -34289,14 +35147,18 @@ func (v *UnstableRejectNesNotification) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableRejectNesNotification
-	var p plain
+	type UnstableRejectNesNotification fieldsOfUnstableRejectNesNotification
+	var p UnstableRejectNesNotification
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableRejectNesNotification(p)
+	*v = fieldsOfUnstableRejectNesNotification(p)
 	return nil
 }
+
+// fieldsOfUnstableRejectNesNotification is UnstableRejectNesNotification under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableRejectNesNotification shadows it.
+type fieldsOfUnstableRejectNesNotification = UnstableRejectNesNotification
 
 // Validate checks that required properties are present.
 func (v *UnstableRejectNesNotification) Validate() error {
@@ -34678,14 +35540,18 @@ func (v *UnstableSessionConfigOptionBoolean) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableSessionConfigOptionBoolean
-	var p plain
+	type UnstableSessionConfigOptionBoolean fieldsOfUnstableSessionConfigOptionBoolean
+	var p UnstableSessionConfigOptionBoolean
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableSessionConfigOptionBoolean(p)
+	*v = fieldsOfUnstableSessionConfigOptionBoolean(p)
 	return nil
 }
+
+// fieldsOfUnstableSessionConfigOptionBoolean is UnstableSessionConfigOptionBoolean under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableSessionConfigOptionBoolean shadows it.
+type fieldsOfUnstableSessionConfigOptionBoolean = UnstableSessionConfigOptionBoolean
 
 // UnstableSessionConfigOptionSelect is the "select" variant of UnstableSessionConfigOption.
 //
@@ -34865,14 +35731,18 @@ func (v *UnstableSessionConfigOptionSelect) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableSessionConfigOptionSelect
-	var p plain
+	type UnstableSessionConfigOptionSelect fieldsOfUnstableSessionConfigOptionSelect
+	var p UnstableSessionConfigOptionSelect
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableSessionConfigOptionSelect(p)
+	*v = fieldsOfUnstableSessionConfigOptionSelect(p)
 	return nil
 }
+
+// fieldsOfUnstableSessionConfigOptionSelect is UnstableSessionConfigOptionSelect under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableSessionConfigOptionSelect shadows it.
+type fieldsOfUnstableSessionConfigOptionSelect = UnstableSessionConfigOptionSelect
 
 // UnstableSetProviderRequest is an ACP object.
 //
@@ -34999,14 +35869,18 @@ func (v *UnstableSetProviderRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableSetProviderRequest
-	var p plain
+	type UnstableSetProviderRequest fieldsOfUnstableSetProviderRequest
+	var p UnstableSetProviderRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableSetProviderRequest(p)
+	*v = fieldsOfUnstableSetProviderRequest(p)
 	return nil
 }
+
+// fieldsOfUnstableSetProviderRequest is UnstableSetProviderRequest under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableSetProviderRequest shadows it.
+type fieldsOfUnstableSetProviderRequest = UnstableSetProviderRequest
 
 // Validate checks that required properties are present.
 func (v *UnstableSetProviderRequest) Validate() error {
@@ -35083,14 +35957,18 @@ func (v *UnstableSetProviderResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableSetProviderResponse
-	var p plain
+	type UnstableSetProviderResponse fieldsOfUnstableSetProviderResponse
+	var p UnstableSetProviderResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableSetProviderResponse(p)
+	*v = fieldsOfUnstableSetProviderResponse(p)
 	return nil
 }
+
+// fieldsOfUnstableSetProviderResponse is UnstableSetProviderResponse under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableSetProviderResponse shadows it.
+type fieldsOfUnstableSetProviderResponse = UnstableSetProviderResponse
 
 // Validate checks that required properties are present.
 func (v *UnstableSetProviderResponse) Validate() error {
@@ -35184,14 +36062,18 @@ func (v *UnstableSetSessionModelRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableSetSessionModelRequest
-	var p plain
+	type UnstableSetSessionModelRequest fieldsOfUnstableSetSessionModelRequest
+	var p UnstableSetSessionModelRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableSetSessionModelRequest(p)
+	*v = fieldsOfUnstableSetSessionModelRequest(p)
 	return nil
 }
+
+// fieldsOfUnstableSetSessionModelRequest is UnstableSetSessionModelRequest under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableSetSessionModelRequest shadows it.
+type fieldsOfUnstableSetSessionModelRequest = UnstableSetSessionModelRequest
 
 // Validate checks that required properties are present.
 func (v *UnstableSetSessionModelRequest) Validate() error {
@@ -35257,14 +36139,18 @@ func (v *UnstableSetSessionModelResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableSetSessionModelResponse
-	var p plain
+	type UnstableSetSessionModelResponse fieldsOfUnstableSetSessionModelResponse
+	var p UnstableSetSessionModelResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableSetSessionModelResponse(p)
+	*v = fieldsOfUnstableSetSessionModelResponse(p)
 	return nil
 }
+
+// fieldsOfUnstableSetSessionModelResponse is UnstableSetSessionModelResponse under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableSetSessionModelResponse shadows it.
+type fieldsOfUnstableSetSessionModelResponse = UnstableSetSessionModelResponse
 
 // Validate checks that required properties are present.
 func (v *UnstableSetSessionModelResponse) Validate() error {
@@ -35407,14 +36293,18 @@ func (v *UnstableStartNesRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableStartNesRequest
-	var p plain
+	type UnstableStartNesRequest fieldsOfUnstableStartNesRequest
+	var p UnstableStartNesRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableStartNesRequest(p)
+	*v = fieldsOfUnstableStartNesRequest(p)
 	return nil
 }
+
+// fieldsOfUnstableStartNesRequest is UnstableStartNesRequest under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableStartNesRequest shadows it.
+type fieldsOfUnstableStartNesRequest = UnstableStartNesRequest
 
 // Validate checks that required properties are present.
 func (v *UnstableStartNesRequest) Validate() error {
@@ -35496,14 +36386,18 @@ func (v *UnstableStartNesResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableStartNesResponse
-	var p plain
+	type UnstableStartNesResponse fieldsOfUnstableStartNesResponse
+	var p UnstableStartNesResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableStartNesResponse(p)
+	*v = fieldsOfUnstableStartNesResponse(p)
 	return nil
 }
+
+// fieldsOfUnstableStartNesResponse is UnstableStartNesResponse under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableStartNesResponse shadows it.
+type fieldsOfUnstableStartNesResponse = UnstableStartNesResponse
 
 // Validate checks that required properties are present.
 func (v *UnstableStartNesResponse) Validate() error {
@@ -35684,14 +36578,18 @@ func (v *UnstableSuggestNesRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableSuggestNesRequest
-	var p plain
+	type UnstableSuggestNesRequest fieldsOfUnstableSuggestNesRequest
+	var p UnstableSuggestNesRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableSuggestNesRequest(p)
+	*v = fieldsOfUnstableSuggestNesRequest(p)
 	return nil
 }
+
+// fieldsOfUnstableSuggestNesRequest is UnstableSuggestNesRequest under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableSuggestNesRequest shadows it.
+type fieldsOfUnstableSuggestNesRequest = UnstableSuggestNesRequest
 
 // Validate checks that required properties are present.
 func (v *UnstableSuggestNesRequest) Validate() error {
@@ -35795,14 +36693,18 @@ func (v *UnstableSuggestNesResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstableSuggestNesResponse
-	var p plain
+	type UnstableSuggestNesResponse fieldsOfUnstableSuggestNesResponse
+	var p UnstableSuggestNesResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstableSuggestNesResponse(p)
+	*v = fieldsOfUnstableSuggestNesResponse(p)
 	return nil
 }
+
+// fieldsOfUnstableSuggestNesResponse is UnstableSuggestNesResponse under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableSuggestNesResponse shadows it.
+type fieldsOfUnstableSuggestNesResponse = UnstableSuggestNesResponse
 
 // Validate checks that required properties are present.
 func (v *UnstableSuggestNesResponse) Validate() error {
@@ -36019,14 +36921,18 @@ func (v *UnstructuredCommandInput) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UnstructuredCommandInput
-	var p plain
+	type UnstructuredCommandInput fieldsOfUnstructuredCommandInput
+	var p UnstructuredCommandInput
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UnstructuredCommandInput(p)
+	*v = fieldsOfUnstructuredCommandInput(p)
 	return nil
 }
+
+// fieldsOfUnstructuredCommandInput is UnstructuredCommandInput under a name its UnmarshalJSON can still refer to
+// once a local type named UnstructuredCommandInput shadows it.
+type fieldsOfUnstructuredCommandInput = UnstructuredCommandInput
 
 // Usage is an ACP object.
 //
@@ -36289,14 +37195,18 @@ func (v *UsageUpdate) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain UsageUpdate
-	var p plain
+	type UsageUpdate fieldsOfUsageUpdate
+	var p UsageUpdate
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = UsageUpdate(p)
+	*v = fieldsOfUsageUpdate(p)
 	return nil
 }
+
+// fieldsOfUsageUpdate is UsageUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named UsageUpdate shadows it.
+type fieldsOfUsageUpdate = UsageUpdate
 
 // WaitForTerminalExitRequest is an ACP object.
 //
@@ -36388,14 +37298,18 @@ func (v *WaitForTerminalExitRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain WaitForTerminalExitRequest
-	var p plain
+	type WaitForTerminalExitRequest fieldsOfWaitForTerminalExitRequest
+	var p WaitForTerminalExitRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = WaitForTerminalExitRequest(p)
+	*v = fieldsOfWaitForTerminalExitRequest(p)
 	return nil
 }
+
+// fieldsOfWaitForTerminalExitRequest is WaitForTerminalExitRequest under a name its UnmarshalJSON can still refer to
+// once a local type named WaitForTerminalExitRequest shadows it.
+type fieldsOfWaitForTerminalExitRequest = WaitForTerminalExitRequest
 
 // Validate checks that required properties are present.
 func (v *WaitForTerminalExitRequest) Validate() error {
@@ -36509,14 +37423,18 @@ func (v *WaitForTerminalExitResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain WaitForTerminalExitResponse
-	var p plain
+	type WaitForTerminalExitResponse fieldsOfWaitForTerminalExitResponse
+	var p WaitForTerminalExitResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = WaitForTerminalExitResponse(p)
+	*v = fieldsOfWaitForTerminalExitResponse(p)
 	return nil
 }
+
+// fieldsOfWaitForTerminalExitResponse is WaitForTerminalExitResponse under a name its UnmarshalJSON can still refer to
+// once a local type named WaitForTerminalExitResponse shadows it.
+type fieldsOfWaitForTerminalExitResponse = WaitForTerminalExitResponse
 
 // Validate checks that required properties are present.
 func (v *WaitForTerminalExitResponse) Validate() error {
@@ -36630,14 +37548,18 @@ func (v *WriteTextFileRequest) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain WriteTextFileRequest
-	var p plain
+	type WriteTextFileRequest fieldsOfWriteTextFileRequest
+	var p WriteTextFileRequest
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = WriteTextFileRequest(p)
+	*v = fieldsOfWriteTextFileRequest(p)
 	return nil
 }
+
+// fieldsOfWriteTextFileRequest is WriteTextFileRequest under a name its UnmarshalJSON can still refer to
+// once a local type named WriteTextFileRequest shadows it.
+type fieldsOfWriteTextFileRequest = WriteTextFileRequest
 
 // Validate checks that required properties are present.
 func (v *WriteTextFileRequest) Validate() error {
@@ -36710,14 +37632,18 @@ func (v *WriteTextFileResponse) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	type plain WriteTextFileResponse
-	var p plain
+	type WriteTextFileResponse fieldsOfWriteTextFileResponse
+	var p WriteTextFileResponse
 	if err := decodeExact(b, &p); err != nil {
 		return err
 	}
-	*v = WriteTextFileResponse(p)
+	*v = fieldsOfWriteTextFileResponse(p)
 	return nil
 }
+
+// fieldsOfWriteTextFileResponse is WriteTextFileResponse under a name its UnmarshalJSON can still refer to
+// once a local type named WriteTextFileResponse shadows it.
+type fieldsOfWriteTextFileResponse = WriteTextFileResponse
 
 // Validate checks that required properties are present.
 func (v *WriteTextFileResponse) Validate() error {

@@ -121,14 +121,34 @@ func emitStruct(b *w, m *model, t *goType) {
 		b.p("// fields stay exact (see decodeExact).")
 		b.p("func (v *%s) UnmarshalJSON(b []byte) error {", t.Name)
 		emitFastEntry(b, t)
-		b.p("type plain %s", t.Name)
-		b.p("var p plain")
+		emitNamedShadow(b, t.Name)
+		b.p("var p %s", t.Name)
 		b.p("if err := decodeExact(b, &p); err != nil {\nreturn err\n}")
-		b.p("*v = %s(p)\nreturn nil\n}\n", t.Name)
+		b.p("*v = %s(p)\nreturn nil\n}\n", shadowAlias(t.Name))
+		emitShadowAlias(b, t.Name)
 	}
 	if t.Validate {
 		emitStructValidate(b, t)
 	}
+}
+
+// shadowAlias names the package-level alias of a struct type that lets its
+// UnmarshalJSON declare a method-free local type of the same name.
+func shadowAlias(name string) string { return "fieldsOf" + name }
+
+// emitNamedShadow declares, inside an UnmarshalJSON, a local type named like
+// the struct (its fields, none of its methods). encoding/json puts that name
+// in its errors ("Go struct field ReadTextFileRequest.sessionId …"), and those
+// texts reach the peer, so they must read as upstream's do.
+func emitNamedShadow(b *w, name string) {
+	b.p("type %s %s", name, shadowAlias(name))
+}
+
+// emitShadowAlias writes the alias emitNamedShadow needs.
+func emitShadowAlias(b *w, name string) {
+	b.p("// %s is %s under a name its UnmarshalJSON can still refer to", shadowAlias(name), name)
+	b.p("// once a local type named %s shadows it.", name)
+	b.p("type %s = %s\n", shadowAlias(name), name)
 }
 
 func emitStructValidate(b *w, t *goType) {
@@ -150,8 +170,8 @@ func emitStructValidate(b *w, t *goType) {
 func emitDefaultsCodec(b *w, t *goType, defaults []*field) {
 	b.p("// MarshalJSON encodes %s, writing schema defaults for nil lists and maps.", t.Name)
 	b.p("func (v %s) MarshalJSON() ([]byte, error) {", t.Name)
-	b.p("type plain %s", t.Name)
-	b.p("p := plain(v)")
+	b.p("type Alias %s", t.Name)
+	b.p("p := Alias(v)")
 	for _, f := range defaults {
 		if isSliceOrMap(f.GoType) {
 			b.p("if p.%s == nil {\n_ = json.Unmarshal([]byte(%s), &p.%s)\n}", f.GoName, strconv.Quote(string(f.Default)), f.GoName)
@@ -167,10 +187,13 @@ func emitDefaultsCodec(b *w, t *goType, defaults []*field) {
 	b.p("// UnmarshalJSON decodes %s; a missing or null key takes its schema default.", t.Name)
 	b.p("func (v *%s) UnmarshalJSON(b []byte) error {", t.Name)
 	emitFastEntry(b, t)
-	b.p("type plain %s", t.Name)
-	b.p("var p plain")
-	b.p("if err := decodeExact(b, &p); err != nil {\nreturn err\n}")
+	b.p("// The key scan comes first and the local type is named Alias, as in")
+	b.p("// upstream v0.13.5, so decode errors read the same (they reach the peer")
+	b.p("// as text).")
 	b.p("present, err := presentKeys(b)\nif err != nil {\nreturn err\n}")
+	b.p("type Alias %s", t.Name)
+	b.p("var p Alias")
+	b.p("if err := decodeExact(b, &p); err != nil {\nreturn err\n}")
 	for _, f := range defaults {
 		b.p("if !present[%q] {\n_ = json.Unmarshal([]byte(%s), &p.%s)\n}", f.JSONName, strconv.Quote(string(f.Default)), f.GoName)
 	}
@@ -184,11 +207,11 @@ func emitLenientCodec(b *w, t *goType) {
 	b.p("// default-on-error is treated as absent instead of failing the whole object.")
 	b.p("func (v *%s) UnmarshalJSON(b []byte) error {", t.Name)
 	emitFastEntry(b, t)
-	b.p("type plain %s", t.Name)
-	b.p("var p plain")
-	b.p("if err := decodeExact(b, &p); err == nil {\n*v = %s(p)\nreturn nil\n}", t.Name)
+	emitNamedShadow(b, t.Name)
+	b.p("var p %s", t.Name)
+	b.p("if err := decodeExact(b, &p); err == nil {\n*v = %s(p)\nreturn nil\n}", shadowAlias(t.Name))
 	b.p("fields, err := objectFields(b)\nif err != nil {\nreturn err\n}")
-	b.p("p = plain{}")
+	b.p("p = %s{}", t.Name)
 	for _, f := range t.Fields {
 		b.p("if raw, ok := fields[%q]; ok {", f.JSONName)
 		if f.SkipInvalidItems {
@@ -208,7 +231,8 @@ func emitLenientCodec(b *w, t *goType) {
 		}
 		b.p("}")
 	}
-	b.p("*v = %s(p)\nreturn nil\n}\n", t.Name)
+	b.p("*v = %s(p)\nreturn nil\n}\n", shadowAlias(t.Name))
+	emitShadowAlias(b, t.Name)
 }
 
 // emitUnion writes a union type, its codecs, Validate and, for open unions,
