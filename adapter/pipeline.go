@@ -11,6 +11,10 @@ const (
 	// valueAuggie marks a card recognised by rule R4; only such cards read
 	// rawOutput.output as their result.
 	valueAuggie = "adapter.auggie"
+	// valueEarlyDurationMs keeps a positive rawOutput.durationMs seen
+	// while the card was not a subagent yet (a completion that arrived
+	// before the frame recognising it), applied once it is.
+	valueEarlyDurationMs = "adapter.earlyDurationMs"
 )
 
 func (t *Tracker) handleNotification(tx *Tx, n *acp.SessionNotification) {
@@ -124,7 +128,12 @@ func (t *Tracker) applyFrame(tx *Tx, f *ToolFrame) {
 
 	if c.task == nil {
 		if t.dialect.Recognize(tx, c, f) || recognizeCommon(c, f) {
-			c.MarkSubagent()
+			task := c.MarkSubagent()
+			if n, ok := c.Value(valueEarlyDurationMs).(int64); ok {
+				task.DurationMs = n
+			}
+		} else {
+			rememberEarlyDuration(c, f)
 		}
 	}
 	if c.task != nil {
@@ -161,6 +170,21 @@ func (t *Tracker) applyFrame(tx *Tx, f *ToolFrame) {
 		s.markDone(t, c)
 	}
 	t.enqueue(t.snapshot(kind, c, emitted))
+}
+
+// rememberEarlyDuration keeps the positive rawOutput.durationMs of a frame
+// on a card that is not a subagent yet, so that the final payload does not
+// depend on whether the completion came before the frame that recognises
+// the card. Its fields are counted when the card applies them, not here.
+func rememberEarlyDuration(c *Card, f *ToolFrame) {
+	out := f.RawOutputMap()
+	if out == nil {
+		return
+	}
+	var r Reader
+	if n, ok := r.Int(out, "durationMs"); ok && n > 0 {
+		c.SetValue(valueEarlyDurationMs, n)
+	}
 }
 
 // claudeParent reads _meta.claudeCode.parentToolUseId (a non-empty string).

@@ -390,3 +390,23 @@ func TestDoAsyncDoesNotWaitForTheCallback(t *testing.T) {
 		t.Errorf("event %+v seq %v", e, seq)
 	}
 }
+
+// TestCompletionBeforeRecognitionKeepsDuration pins that a completion
+// arriving before the frame that recognises its card (out of order) still
+// gives the subagent its duration, for every agent: the final payload does
+// not depend on the order (issue 4 item 4).
+func TestCompletionBeforeRecognitionKeepsDuration(t *testing.T) {
+	completion := `{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"x","status":"completed","rawOutput":{"durationMs":4200}}}`
+	call := `{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"x","title":"task","rawInput":{"description":"D"}}}`
+	for _, order := range [][]string{{call, completion}, {completion, call}} {
+		tr, c := newTracker(t, adapter.Config{DialectName: adapter.DialectOpenCode})
+		for _, js := range order {
+			tr.SessionUpdate(notif(t, js))
+		}
+		events := c.all()
+		e := events[len(events)-1]
+		if e.Payload == nil || e.Payload.SubagentTask.DurationMs != 4200 || e.Status != adapter.ToolStatusComplete {
+			t.Fatalf("order %v: last event %+v", order[0][40:70], e)
+		}
+	}
+}

@@ -7,14 +7,12 @@ import (
 	"github.com/kdlbs/acp-go-sdk/adapter"
 )
 
-// Per-card values this dialect keeps on the Tracker's cards (never on the
-// payload). They remember completion facts seen while the card was not yet
+// valueBackground is the per-card value (never on the payload) that
+// remembers a completion's isBackground:true seen while the card was not yet
 // recognised as a subagent, so that the final payload does not depend on
-// whether the completion came before the tool_call.
-const (
-	valueBackground = "cursor.isBackground"
-	valueDurationMs = "cursor.durationMs"
-)
+// whether the completion came before the tool_call. (The common pipeline
+// does the same for durationMs.)
+const valueBackground = "cursor.isBackground"
 
 // Options configures a Cursor dialect.
 type Options struct {
@@ -63,8 +61,8 @@ func (d *Dialect) Name() string { return adapter.DialectCursor }
 
 // Recognize never makes a card a subagent by itself (Cursor subagents are
 // recognised by the common rule R3, rawInput._toolName "task"). It records
-// the completion facts of a card that is not a subagent yet, so they still
-// apply if a later frame recognises it.
+// a completion's isBackground:true on a card that is not a subagent yet, so
+// it still applies if a later frame recognises it.
 func (d *Dialect) Recognize(tx *adapter.Tx, c *adapter.Card, f *adapter.ToolFrame) bool {
 	out := f.RawOutputMap()
 	if out == nil {
@@ -73,9 +71,6 @@ func (d *Dialect) Recognize(tx *adapter.Tx, c *adapter.Card, f *adapter.ToolFram
 	var r adapter.Reader // bad fields are counted when the card applies them
 	if r.True(out, "isBackground") {
 		c.SetValue(valueBackground, true)
-	}
-	if n, ok := r.Int(out, "durationMs"); ok && n > 0 {
-		c.SetValue(valueDurationMs, n)
 	}
 	return false
 }
@@ -90,9 +85,6 @@ func (d *Dialect) Apply(tx *adapter.Tx, c *adapter.Card, f *adapter.ToolFrame) {
 	}
 	if c.Value(valueBackground) == true {
 		adapter.SetSticky(&task.IsAsync, true)
-	}
-	if n, ok := c.Value(valueDurationMs).(int64); ok && task.DurationMs == 0 {
-		task.DurationMs = n
 	}
 	if out := f.RawOutputMap(); out != nil {
 		adapter.SetSticky(&task.IsAsync, f.Read.True(out, "isBackground"))
