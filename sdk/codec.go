@@ -474,3 +474,27 @@ func validItems[T any](raw []byte) (items []T, ok bool) {
 	}
 	return items, true
 }
+
+// unionError is why a union did not decode. Its text is upstream v0.13.5's
+// ("invalid variant payload" when the tag or the keys chose a variant that
+// failed to decode, "no matching variant for union" when none fit), because
+// decode errors reach the peer as text; Unwrap gives the specific cause.
+type unionError struct {
+	text  string
+	cause error
+}
+
+func (e *unionError) Error() string { return e.text }
+
+// Unwrap returns the specific decode failure behind the upstream text.
+func (e *unionError) Unwrap() error { return e.cause }
+
+// invalidVariant reports that the variant chosen by tag or keys failed to decode.
+func invalidVariant(cause error) error {
+	return &unionError{text: "invalid variant payload", cause: cause}
+}
+
+// noVariant reports that no variant fits the payload.
+func noVariant(cause error) error {
+	return &unionError{text: "no matching variant for union", cause: cause}
+}

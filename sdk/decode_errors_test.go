@@ -2,6 +2,8 @@ package acp
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 )
 
@@ -33,6 +35,16 @@ func TestDecodeErrorTextsMatchUpstream(t *testing.T) {
 			"json: cannot unmarshal number into Go struct field Alias.clientCapabilities.fs.readTextFile of type bool"},
 		{"defaults not an object", new(InitializeRequest), `true`,
 			"json: cannot unmarshal bool into Go value of type map[string]json.RawMessage"},
+		{"union tagged variant fails", new(ContentBlock), `{"type":"text","text":1}`,
+			"invalid variant payload"},
+		{"union no variant fits", new(ContentBlock), `1`,
+			"no matching variant for union"},
+		{"union keyed variant fails", new(RequestPermissionOutcome), `{"outcome":"selected","optionId":1}`,
+			"invalid variant payload"},
+		{"union inside a request", new(PromptRequest), `{"sessionId":"s","prompt":[{"type":"text","text":1}]}`,
+			"invalid variant payload"},
+		{"union value inside a request", new(PromptRequest), `{"sessionId":"s","prompt":[7]}`,
+			"no matching variant for union"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -41,5 +53,18 @@ func TestDecodeErrorTextsMatchUpstream(t *testing.T) {
 				t.Fatalf("Unmarshal(%s) into %T = %v\nwant %s", c.in, c.into, err, c.want)
 			}
 		})
+	}
+}
+
+// A union's upstream text is terse; the specific cause stays reachable.
+func TestUnionDecodeErrorUnwrapsToCause(t *testing.T) {
+	var block ContentBlock
+	err := json.Unmarshal([]byte(`{"type":"text","text":1}`), &block)
+	if err == nil || err.Error() != "invalid variant payload" {
+		t.Fatalf("err = %v", err)
+	}
+	var typeErr *json.UnmarshalTypeError
+	if !errors.As(err, &typeErr) || !strings.Contains(typeErr.Error(), "ContentBlockText.text") {
+		t.Fatalf("cause not reachable: %v (unwrapped %v)", err, errors.Unwrap(err))
 	}
 }

@@ -705,7 +705,7 @@ func (u *AgentResponse) unmarshalSlow(b []byte) error {
 		if hasKey(present, "id") && hasKey(present, "result") {
 			var x AgentResult
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Result = &x
 			return nil
@@ -713,7 +713,7 @@ func (u *AgentResponse) unmarshalSlow(b []byte) error {
 		if hasKey(present, "error") && hasKey(present, "id") {
 			var x AgentError
 			if err := decodeExact(b, &x); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Error = &x
 			return nil
@@ -733,7 +733,7 @@ func (u *AgentResponse) unmarshalSlow(b []byte) error {
 			}
 		}
 	}
-	return fmt.Errorf("AgentResponse: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("AgentResponse: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -1512,14 +1512,14 @@ func (u *AuthMethod) unmarshalSlow(b []byte) error {
 			case "env_var":
 				var x AuthMethodEnvVarInline
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.EnvVar = &x
 				return nil
 			case "terminal":
 				var x AuthMethodTerminalInline
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Terminal = &x
 				return nil
@@ -1532,7 +1532,7 @@ func (u *AuthMethod) unmarshalSlow(b []byte) error {
 		if hasKey(present, "id") && hasKey(present, "name") && hasKey(present, "type") && hasKey(present, "vars") {
 			var x AuthMethodEnvVarInline
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.EnvVar = &x
 			return nil
@@ -1540,7 +1540,7 @@ func (u *AuthMethod) unmarshalSlow(b []byte) error {
 		if hasKey(present, "id") && hasKey(present, "name") && hasKey(present, "type") {
 			var x AuthMethodTerminalInline
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Terminal = &x
 			return nil
@@ -1548,7 +1548,7 @@ func (u *AuthMethod) unmarshalSlow(b []byte) error {
 		if hasKey(present, "id") && hasKey(present, "name") {
 			var x AuthMethodAgent
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Agent = &x
 			return nil
@@ -1575,7 +1575,7 @@ func (u *AuthMethod) unmarshalSlow(b []byte) error {
 			}
 		}
 	}
-	return fmt.Errorf("AuthMethod: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("AuthMethod: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -2835,7 +2835,7 @@ func (u *AvailableCommandInput) unmarshalSlow(b []byte) error {
 		if hasKey(present, "hint") {
 			var x UnstructuredCommandInput
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Unstructured = &x
 			return nil
@@ -2848,7 +2848,7 @@ func (u *AvailableCommandInput) unmarshalSlow(b []byte) error {
 			}
 		}
 	}
-	return fmt.Errorf("AvailableCommandInput: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("AvailableCommandInput: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -3950,7 +3950,7 @@ func (u *ClientResponse) unmarshalSlow(b []byte) error {
 		if hasKey(present, "id") && hasKey(present, "result") {
 			var x ClientResult
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Result = &x
 			return nil
@@ -3958,7 +3958,7 @@ func (u *ClientResponse) unmarshalSlow(b []byte) error {
 		if hasKey(present, "error") && hasKey(present, "id") {
 			var x ClientError
 			if err := decodeExact(b, &x); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Error = &x
 			return nil
@@ -3978,7 +3978,7 @@ func (u *ClientResponse) unmarshalSlow(b []byte) error {
 			}
 		}
 	}
-	return fmt.Errorf("ClientResponse: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("ClientResponse: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -4604,35 +4604,35 @@ func (u *ContentBlock) unmarshalSlow(b []byte) error {
 			case "text":
 				var x ContentBlockText
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Text = &x
 				return nil
 			case "image":
 				var x ContentBlockImage
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Image = &x
 				return nil
 			case "audio":
 				var x ContentBlockAudio
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Audio = &x
 				return nil
 			case "resource_link":
 				var x ContentBlockResourceLink
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.ResourceLink = &x
 				return nil
 			case "resource":
 				var x ContentBlockResource
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Resource = &x
 				return nil
@@ -4645,7 +4645,7 @@ func (u *ContentBlock) unmarshalSlow(b []byte) error {
 		if hasKey(present, "text") && hasKey(present, "type") {
 			var x ContentBlockText
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Text = &x
 			return nil
@@ -4653,7 +4653,7 @@ func (u *ContentBlock) unmarshalSlow(b []byte) error {
 		if hasKey(present, "data") && hasKey(present, "mimeType") && hasKey(present, "type") {
 			var x ContentBlockImage
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Image = &x
 			return nil
@@ -4661,7 +4661,7 @@ func (u *ContentBlock) unmarshalSlow(b []byte) error {
 		if hasKey(present, "data") && hasKey(present, "mimeType") && hasKey(present, "type") {
 			var x ContentBlockAudio
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Audio = &x
 			return nil
@@ -4669,7 +4669,7 @@ func (u *ContentBlock) unmarshalSlow(b []byte) error {
 		if hasKey(present, "name") && hasKey(present, "type") && hasKey(present, "uri") {
 			var x ContentBlockResourceLink
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.ResourceLink = &x
 			return nil
@@ -4677,7 +4677,7 @@ func (u *ContentBlock) unmarshalSlow(b []byte) error {
 		if hasKey(present, "resource") && hasKey(present, "type") {
 			var x ContentBlockResource
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Resource = &x
 			return nil
@@ -4718,7 +4718,7 @@ func (u *ContentBlock) unmarshalSlow(b []byte) error {
 			}
 		}
 	}
-	return fmt.Errorf("ContentBlock: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("ContentBlock: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -6692,7 +6692,7 @@ func (u *EmbeddedResourceResource) unmarshalSlow(b []byte) error {
 		if hasKey(present, "text") && hasKey(present, "uri") {
 			var x TextResourceContents
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.TextResourceContents = &x
 			return nil
@@ -6700,7 +6700,7 @@ func (u *EmbeddedResourceResource) unmarshalSlow(b []byte) error {
 		if hasKey(present, "blob") && hasKey(present, "uri") {
 			var x BlobResourceContents
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.BlobResourceContents = &x
 			return nil
@@ -6720,7 +6720,7 @@ func (u *EmbeddedResourceResource) unmarshalSlow(b []byte) error {
 			}
 		}
 	}
-	return fmt.Errorf("EmbeddedResourceResource: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("EmbeddedResourceResource: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -7034,7 +7034,7 @@ func (u *ErrorCode) unmarshalSlow(b []byte) error {
 	case '0':
 		var n int
 		if err := json.Unmarshal(b, &n); err != nil {
-			return err
+			return noVariant(err)
 		}
 		if n == -32700 {
 			x := ErrorCodeParseError(n)
@@ -7075,7 +7075,7 @@ func (u *ErrorCode) unmarshalSlow(b []byte) error {
 		u.Other = &x
 		return nil
 	}
-	return fmt.Errorf("ErrorCode: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("ErrorCode: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -9766,21 +9766,21 @@ func (u *McpServer) unmarshalSlow(b []byte) error {
 			case "http":
 				var x McpServerHttpInline
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Http = &x
 				return nil
 			case "sse":
 				var x McpServerSseInline
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Sse = &x
 				return nil
 			case "acp":
 				var x McpServerAcpInline
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Acp = &x
 				return nil
@@ -9793,7 +9793,7 @@ func (u *McpServer) unmarshalSlow(b []byte) error {
 		if hasKey(present, "headers") && hasKey(present, "name") && hasKey(present, "type") && hasKey(present, "url") {
 			var x McpServerHttpInline
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Http = &x
 			return nil
@@ -9801,7 +9801,7 @@ func (u *McpServer) unmarshalSlow(b []byte) error {
 		if hasKey(present, "headers") && hasKey(present, "name") && hasKey(present, "type") && hasKey(present, "url") {
 			var x McpServerSseInline
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Sse = &x
 			return nil
@@ -9809,7 +9809,7 @@ func (u *McpServer) unmarshalSlow(b []byte) error {
 		if hasKey(present, "id") && hasKey(present, "name") && hasKey(present, "type") {
 			var x McpServerAcpInline
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Acp = &x
 			return nil
@@ -9817,7 +9817,7 @@ func (u *McpServer) unmarshalSlow(b []byte) error {
 		if hasKey(present, "name") && hasKey(present, "command") && hasKey(present, "args") && hasKey(present, "env") {
 			var x McpServerStdio
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Stdio = &x
 			return nil
@@ -9851,7 +9851,7 @@ func (u *McpServer) unmarshalSlow(b []byte) error {
 			}
 		}
 	}
-	return fmt.Errorf("McpServer: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("McpServer: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -14039,21 +14039,21 @@ func (u *PlanUpdateContent) unmarshalSlow(b []byte) error {
 			case "items":
 				var x PlanUpdateContentItems
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Items = &x
 				return nil
 			case "file":
 				var x PlanUpdateContentFile
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.File = &x
 				return nil
 			case "markdown":
 				var x PlanUpdateContentMarkdown
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Markdown = &x
 				return nil
@@ -14066,7 +14066,7 @@ func (u *PlanUpdateContent) unmarshalSlow(b []byte) error {
 		if hasKey(present, "entries") && hasKey(present, "id") && hasKey(present, "type") {
 			var x PlanUpdateContentItems
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Items = &x
 			return nil
@@ -14074,7 +14074,7 @@ func (u *PlanUpdateContent) unmarshalSlow(b []byte) error {
 		if hasKey(present, "id") && hasKey(present, "type") && hasKey(present, "uri") {
 			var x PlanUpdateContentFile
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.File = &x
 			return nil
@@ -14082,7 +14082,7 @@ func (u *PlanUpdateContent) unmarshalSlow(b []byte) error {
 		if hasKey(present, "content") && hasKey(present, "id") && hasKey(present, "type") {
 			var x PlanUpdateContentMarkdown
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Markdown = &x
 			return nil
@@ -14109,7 +14109,7 @@ func (u *PlanUpdateContent) unmarshalSlow(b []byte) error {
 			}
 		}
 	}
-	return fmt.Errorf("PlanUpdateContent: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("PlanUpdateContent: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -15619,7 +15619,7 @@ func (u *RequestId) unmarshalSlow(b []byte) error {
 	case '0':
 		var n int
 		if err := json.Unmarshal(b, &n); err != nil {
-			return err
+			return noVariant(err)
 		}
 		x := RequestIdNumber(n)
 		u.Number = &x
@@ -15627,12 +15627,12 @@ func (u *RequestId) unmarshalSlow(b []byte) error {
 	case '"':
 		var x RequestIdStr
 		if err := json.Unmarshal(b, &x); err != nil {
-			return err
+			return noVariant(err)
 		}
 		u.Str = &x
 		return nil
 	}
-	return fmt.Errorf("RequestId: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("RequestId: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -15772,14 +15772,14 @@ func (u *RequestPermissionOutcome) unmarshalSlow(b []byte) error {
 			case "cancelled":
 				var x RequestPermissionOutcomeCancelled
 				if err := decodeExact(b, &x); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Cancelled = &x
 				return nil
 			case "selected":
 				var x RequestPermissionOutcomeSelected
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Selected = &x
 				return nil
@@ -15792,7 +15792,7 @@ func (u *RequestPermissionOutcome) unmarshalSlow(b []byte) error {
 		if hasKey(present, "outcome") {
 			var x RequestPermissionOutcomeCancelled
 			if err := decodeExact(b, &x); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Cancelled = &x
 			return nil
@@ -15800,7 +15800,7 @@ func (u *RequestPermissionOutcome) unmarshalSlow(b []byte) error {
 		if hasKey(present, "optionId") && hasKey(present, "outcome") {
 			var x RequestPermissionOutcomeSelected
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Selected = &x
 			return nil
@@ -15820,7 +15820,7 @@ func (u *RequestPermissionOutcome) unmarshalSlow(b []byte) error {
 			}
 		}
 	}
-	return fmt.Errorf("RequestPermissionOutcome: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("RequestPermissionOutcome: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -17788,14 +17788,14 @@ func (u *SessionConfigOption) unmarshalSlow(b []byte) error {
 			case "select":
 				var x SessionConfigOptionSelect
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Select = &x
 				return nil
 			case "boolean":
 				var x SessionConfigOptionBoolean
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Boolean = &x
 				return nil
@@ -17808,7 +17808,7 @@ func (u *SessionConfigOption) unmarshalSlow(b []byte) error {
 		if hasKey(present, "currentValue") && hasKey(present, "id") && hasKey(present, "name") && hasKey(present, "options") && hasKey(present, "type") {
 			var x SessionConfigOptionSelect
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Select = &x
 			return nil
@@ -17816,7 +17816,7 @@ func (u *SessionConfigOption) unmarshalSlow(b []byte) error {
 		if hasKey(present, "currentValue") && hasKey(present, "id") && hasKey(present, "name") && hasKey(present, "type") {
 			var x SessionConfigOptionBoolean
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Boolean = &x
 			return nil
@@ -17836,7 +17836,7 @@ func (u *SessionConfigOption) unmarshalSlow(b []byte) error {
 			}
 		}
 	}
-	return fmt.Errorf("SessionConfigOption: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("SessionConfigOption: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -18751,7 +18751,7 @@ func (u *SessionConfigSelectOptions) unmarshalSlow(b []byte) error {
 		if allHaveKeys(items, "value", "name") {
 			var x SessionConfigSelectOptionsUngrouped
 			if err := json.Unmarshal(b, &x); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Ungrouped = &x
 			return nil
@@ -18759,7 +18759,7 @@ func (u *SessionConfigSelectOptions) unmarshalSlow(b []byte) error {
 		if allHaveKeys(items, "group", "name", "options") {
 			var x SessionConfigSelectOptionsGrouped
 			if err := json.Unmarshal(b, &x); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Grouped = &x
 			return nil
@@ -18778,9 +18778,9 @@ func (u *SessionConfigSelectOptions) unmarshalSlow(b []byte) error {
 				return nil
 			}
 		}
-		return errors.New("SessionConfigSelectOptions: no variant matches the array")
+		return noVariant(errors.New("SessionConfigSelectOptions: no variant matches the array"))
 	}
-	return fmt.Errorf("SessionConfigSelectOptions: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("SessionConfigSelectOptions: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -21490,112 +21490,112 @@ func (u *SessionUpdate) unmarshalSlow(b []byte) error {
 			case "user_message_chunk":
 				var x SessionUpdateUserMessageChunk
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.UserMessageChunk = &x
 				return nil
 			case "agent_message_chunk":
 				var x SessionUpdateAgentMessageChunk
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.AgentMessageChunk = &x
 				return nil
 			case "agent_thought_chunk":
 				var x SessionUpdateAgentThoughtChunk
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.AgentThoughtChunk = &x
 				return nil
 			case "tool_call":
 				var x SessionUpdateToolCall
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.ToolCall = &x
 				return nil
 			case "tool_call_update":
 				var x SessionToolCallUpdate
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.ToolCallUpdate = &x
 				return nil
 			case "plan":
 				var x SessionUpdatePlan
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Plan = &x
 				return nil
 			case "plan_update":
 				var x SessionPlanUpdate
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.PlanUpdate = &x
 				return nil
 			case "plan_removed":
 				var x SessionUpdatePlanRemoved
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.PlanRemoved = &x
 				return nil
 			case "available_commands_update":
 				var x SessionAvailableCommandsUpdate
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.AvailableCommandsUpdate = &x
 				return nil
 			case "current_mode_update":
 				var x SessionCurrentModeUpdate
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.CurrentModeUpdate = &x
 				return nil
 			case "config_option_update":
 				var x SessionConfigOptionUpdate
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.ConfigOptionUpdate = &x
 				return nil
 			case "session_info_update":
 				var x SessionSessionInfoUpdate
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.SessionInfoUpdate = &x
 				return nil
 			case "usage_update":
 				var x SessionUsageUpdate
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.UsageUpdate = &x
 				return nil
 			case "subagent_update":
 				var x SessionSubagentUpdate
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.SubagentUpdate = &x
 				return nil
 			case "session_message":
 				var x SessionUpdateSessionMessage
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.SessionMessage = &x
 				return nil
 			case "session_message_chunk":
 				var x SessionUpdateSessionMessageChunk
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.SessionMessageChunk = &x
 				return nil
@@ -21603,9 +21603,9 @@ func (u *SessionUpdate) unmarshalSlow(b []byte) error {
 			u.unknown = &unknownVariant{tag: tag, raw: append([]byte(nil), b...)}
 			return nil
 		}
-		return fmt.Errorf("SessionUpdate: sessionUpdate must be a string")
+		return invalidVariant(fmt.Errorf("SessionUpdate: sessionUpdate must be a string"))
 	}
-	return fmt.Errorf("SessionUpdate: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("SessionUpdate: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -23402,7 +23402,7 @@ func (u *SetSessionConfigOptionRequest) unmarshalSlow(b []byte) error {
 			case "boolean":
 				var x SetSessionConfigOptionBoolean
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Boolean = &x
 				return nil
@@ -23415,7 +23415,7 @@ func (u *SetSessionConfigOptionRequest) unmarshalSlow(b []byte) error {
 		if hasKey(present, "configId") && hasKey(present, "sessionId") && hasKey(present, "type") && hasKey(present, "value") {
 			var x SetSessionConfigOptionBoolean
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Boolean = &x
 			return nil
@@ -23423,7 +23423,7 @@ func (u *SetSessionConfigOptionRequest) unmarshalSlow(b []byte) error {
 		if hasKey(present, "configId") && hasKey(present, "sessionId") && hasKey(present, "value") {
 			var x SetSessionConfigOptionValueId
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.ValueId = &x
 			return nil
@@ -23443,7 +23443,7 @@ func (u *SetSessionConfigOptionRequest) unmarshalSlow(b []byte) error {
 			}
 		}
 	}
-	return fmt.Errorf("SetSessionConfigOptionRequest: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("SetSessionConfigOptionRequest: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -24024,28 +24024,28 @@ func (u *StateUpdate) unmarshalSlow(b []byte) error {
 			case "running":
 				var x StateUpdateRunning
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Running = &x
 				return nil
 			case "idle":
 				var x StateUpdateIdle
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Idle = &x
 				return nil
 			case "requires_action":
 				var x StateUpdateRequiresAction
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.RequiresAction = &x
 				return nil
 			case "unknown":
 				var x StateUpdateUnknown
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Unknown = &x
 				return nil
@@ -24053,9 +24053,9 @@ func (u *StateUpdate) unmarshalSlow(b []byte) error {
 			u.Other = &StateUpdateOther{State: tag, Raw: append(json.RawMessage(nil), b...)}
 			return nil
 		}
-		return fmt.Errorf("StateUpdate: state must be a string")
+		return invalidVariant(fmt.Errorf("StateUpdate: state must be a string"))
 	}
-	return fmt.Errorf("StateUpdate: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("StateUpdate: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -26266,28 +26266,28 @@ func (u *ToolCallContent) unmarshalSlow(b []byte) error {
 			case "content":
 				var x ToolCallContentContent
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Content = &x
 				return nil
 			case "diff":
 				var x ToolCallContentDiff
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Diff = &x
 				return nil
 			case "terminal":
 				var x ToolCallContentTerminal
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Terminal = &x
 				return nil
 			case "session":
 				var x ToolCallContentSession
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Session = &x
 				return nil
@@ -26300,7 +26300,7 @@ func (u *ToolCallContent) unmarshalSlow(b []byte) error {
 		if hasKey(present, "content") && hasKey(present, "type") {
 			var x ToolCallContentContent
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Content = &x
 			return nil
@@ -26308,7 +26308,7 @@ func (u *ToolCallContent) unmarshalSlow(b []byte) error {
 		if hasKey(present, "newText") && hasKey(present, "path") && hasKey(present, "type") {
 			var x ToolCallContentDiff
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Diff = &x
 			return nil
@@ -26316,7 +26316,7 @@ func (u *ToolCallContent) unmarshalSlow(b []byte) error {
 		if hasKey(present, "terminalId") && hasKey(present, "type") {
 			var x ToolCallContentTerminal
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Terminal = &x
 			return nil
@@ -26324,7 +26324,7 @@ func (u *ToolCallContent) unmarshalSlow(b []byte) error {
 		if hasKey(present, "sessionId") && hasKey(present, "type") {
 			var x ToolCallContentSession
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Session = &x
 			return nil
@@ -26358,7 +26358,7 @@ func (u *ToolCallContent) unmarshalSlow(b []byte) error {
 			}
 		}
 	}
-	return fmt.Errorf("ToolCallContent: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("ToolCallContent: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -28606,14 +28606,14 @@ func (u *UnstableCreateElicitationRequest) unmarshalSlow(b []byte) error {
 			case "form":
 				var x UnstableCreateElicitationForm
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Form = &x
 				return nil
 			case "url":
 				var x UnstableCreateElicitationUrl
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Url = &x
 				return nil
@@ -28626,7 +28626,7 @@ func (u *UnstableCreateElicitationRequest) unmarshalSlow(b []byte) error {
 		if hasKey(present, "message") && hasKey(present, "mode") && hasKey(present, "requestedSchema") {
 			var x UnstableCreateElicitationForm
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Form = &x
 			return nil
@@ -28634,7 +28634,7 @@ func (u *UnstableCreateElicitationRequest) unmarshalSlow(b []byte) error {
 		if hasKey(present, "elicitationId") && hasKey(present, "message") && hasKey(present, "mode") && hasKey(present, "url") {
 			var x UnstableCreateElicitationUrl
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Url = &x
 			return nil
@@ -28654,7 +28654,7 @@ func (u *UnstableCreateElicitationRequest) unmarshalSlow(b []byte) error {
 			}
 		}
 	}
-	return fmt.Errorf("UnstableCreateElicitationRequest: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("UnstableCreateElicitationRequest: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -28773,21 +28773,21 @@ func (u *UnstableCreateElicitationResponse) unmarshalSlow(b []byte) error {
 			case "accept":
 				var x UnstableCreateElicitationAccept
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Accept = &x
 				return nil
 			case "decline":
 				var x UnstableCreateElicitationDecline
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Decline = &x
 				return nil
 			case "cancel":
 				var x UnstableCreateElicitationCancel
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Cancel = &x
 				return nil
@@ -28800,7 +28800,7 @@ func (u *UnstableCreateElicitationResponse) unmarshalSlow(b []byte) error {
 		if hasKey(present, "action") {
 			var x UnstableCreateElicitationAccept
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Accept = &x
 			return nil
@@ -28808,7 +28808,7 @@ func (u *UnstableCreateElicitationResponse) unmarshalSlow(b []byte) error {
 		if hasKey(present, "action") {
 			var x UnstableCreateElicitationDecline
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Decline = &x
 			return nil
@@ -28816,7 +28816,7 @@ func (u *UnstableCreateElicitationResponse) unmarshalSlow(b []byte) error {
 		if hasKey(present, "action") {
 			var x UnstableCreateElicitationCancel
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Cancel = &x
 			return nil
@@ -28843,7 +28843,7 @@ func (u *UnstableCreateElicitationResponse) unmarshalSlow(b []byte) error {
 			}
 		}
 	}
-	return fmt.Errorf("UnstableCreateElicitationResponse: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("UnstableCreateElicitationResponse: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -30375,7 +30375,7 @@ func (u *UnstableElicitationFormMode) unmarshalSlow(b []byte) error {
 		if hasKey(present, "sessionId") {
 			var x UnstableElicitationSessionScope
 			if err := decodeExact(b, &x); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Session = &x
 			return nil
@@ -30383,7 +30383,7 @@ func (u *UnstableElicitationFormMode) unmarshalSlow(b []byte) error {
 		if hasKey(present, "requestId") {
 			var x UnstableElicitationRequestScope
 			if err := decodeExact(b, &x); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Request = &x
 			return nil
@@ -30403,7 +30403,7 @@ func (u *UnstableElicitationFormMode) unmarshalSlow(b []byte) error {
 			}
 		}
 	}
-	return fmt.Errorf("UnstableElicitationFormMode: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("UnstableElicitationFormMode: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -30835,7 +30835,7 @@ func (u *UnstableElicitationUrlMode) unmarshalSlow(b []byte) error {
 		if hasKey(present, "sessionId") {
 			var x UnstableElicitationSessionScope
 			if err := decodeExact(b, &x); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Session = &x
 			return nil
@@ -30843,7 +30843,7 @@ func (u *UnstableElicitationUrlMode) unmarshalSlow(b []byte) error {
 		if hasKey(present, "requestId") {
 			var x UnstableElicitationRequestScope
 			if err := decodeExact(b, &x); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Request = &x
 			return nil
@@ -30863,7 +30863,7 @@ func (u *UnstableElicitationUrlMode) unmarshalSlow(b []byte) error {
 			}
 		}
 	}
-	return fmt.Errorf("UnstableElicitationUrlMode: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("UnstableElicitationUrlMode: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -31607,21 +31607,21 @@ func (u *UnstableMcpServer) unmarshalSlow(b []byte) error {
 			case "http":
 				var x UnstableMcpServerHttp
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Http = &x
 				return nil
 			case "sse":
 				var x UnstableMcpServerSse
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Sse = &x
 				return nil
 			case "acp":
 				var x UnstableMcpServerAcpInline
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Acp = &x
 				return nil
@@ -31634,7 +31634,7 @@ func (u *UnstableMcpServer) unmarshalSlow(b []byte) error {
 		if hasKey(present, "headers") && hasKey(present, "name") && hasKey(present, "type") && hasKey(present, "url") {
 			var x UnstableMcpServerHttp
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Http = &x
 			return nil
@@ -31642,7 +31642,7 @@ func (u *UnstableMcpServer) unmarshalSlow(b []byte) error {
 		if hasKey(present, "headers") && hasKey(present, "name") && hasKey(present, "type") && hasKey(present, "url") {
 			var x UnstableMcpServerSse
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Sse = &x
 			return nil
@@ -31650,7 +31650,7 @@ func (u *UnstableMcpServer) unmarshalSlow(b []byte) error {
 		if hasKey(present, "id") && hasKey(present, "name") && hasKey(present, "type") {
 			var x UnstableMcpServerAcpInline
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Acp = &x
 			return nil
@@ -31658,7 +31658,7 @@ func (u *UnstableMcpServer) unmarshalSlow(b []byte) error {
 		if hasKey(present, "name") && hasKey(present, "command") && hasKey(present, "args") && hasKey(present, "env") {
 			var x McpServerStdio
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Stdio = &x
 			return nil
@@ -31692,7 +31692,7 @@ func (u *UnstableMcpServer) unmarshalSlow(b []byte) error {
 			}
 		}
 	}
-	return fmt.Errorf("UnstableMcpServer: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("UnstableMcpServer: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -33940,28 +33940,28 @@ func (u *UnstableNesSuggestion) unmarshalSlow(b []byte) error {
 			case "edit":
 				var x UnstableNesSuggestionEdit
 				if err := decodeExact(b, &x); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Edit = &x
 				return nil
 			case "jump":
 				var x UnstableNesSuggestionJump
 				if err := decodeExact(b, &x); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Jump = &x
 				return nil
 			case "rename":
 				var x UnstableNesSuggestionRename
 				if err := decodeExact(b, &x); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Rename = &x
 				return nil
 			case "searchAndReplace":
 				var x UnstableNesSuggestionSearchAndReplace
 				if err := decodeExact(b, &x); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.SearchAndReplace = &x
 				return nil
@@ -33974,7 +33974,7 @@ func (u *UnstableNesSuggestion) unmarshalSlow(b []byte) error {
 		if hasKey(present, "edits") && hasKey(present, "id") && hasKey(present, "kind") && hasKey(present, "uri") {
 			var x UnstableNesSuggestionEdit
 			if err := decodeExact(b, &x); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Edit = &x
 			return nil
@@ -33982,7 +33982,7 @@ func (u *UnstableNesSuggestion) unmarshalSlow(b []byte) error {
 		if hasKey(present, "id") && hasKey(present, "kind") && hasKey(present, "position") && hasKey(present, "uri") {
 			var x UnstableNesSuggestionJump
 			if err := decodeExact(b, &x); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Jump = &x
 			return nil
@@ -33990,7 +33990,7 @@ func (u *UnstableNesSuggestion) unmarshalSlow(b []byte) error {
 		if hasKey(present, "id") && hasKey(present, "kind") && hasKey(present, "newName") && hasKey(present, "position") && hasKey(present, "uri") {
 			var x UnstableNesSuggestionRename
 			if err := decodeExact(b, &x); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Rename = &x
 			return nil
@@ -33998,7 +33998,7 @@ func (u *UnstableNesSuggestion) unmarshalSlow(b []byte) error {
 		if hasKey(present, "id") && hasKey(present, "kind") && hasKey(present, "replace") && hasKey(present, "search") && hasKey(present, "uri") {
 			var x UnstableNesSuggestionSearchAndReplace
 			if err := decodeExact(b, &x); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.SearchAndReplace = &x
 			return nil
@@ -34032,7 +34032,7 @@ func (u *UnstableNesSuggestion) unmarshalSlow(b []byte) error {
 			}
 		}
 	}
-	return fmt.Errorf("UnstableNesSuggestion: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("UnstableNesSuggestion: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.
@@ -35306,14 +35306,14 @@ func (u *UnstableSessionConfigOption) unmarshalSlow(b []byte) error {
 			case "select":
 				var x UnstableSessionConfigOptionSelect
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Select = &x
 				return nil
 			case "boolean":
 				var x UnstableSessionConfigOptionBoolean
 				if err := x.UnmarshalJSON(b); err != nil {
-					return err
+					return invalidVariant(err)
 				}
 				u.Boolean = &x
 				return nil
@@ -35326,7 +35326,7 @@ func (u *UnstableSessionConfigOption) unmarshalSlow(b []byte) error {
 		if hasKey(present, "currentValue") && hasKey(present, "id") && hasKey(present, "name") && hasKey(present, "options") && hasKey(present, "type") {
 			var x UnstableSessionConfigOptionSelect
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Select = &x
 			return nil
@@ -35334,7 +35334,7 @@ func (u *UnstableSessionConfigOption) unmarshalSlow(b []byte) error {
 		if hasKey(present, "currentValue") && hasKey(present, "id") && hasKey(present, "name") && hasKey(present, "type") {
 			var x UnstableSessionConfigOptionBoolean
 			if err := x.UnmarshalJSON(b); err != nil {
-				return err
+				return invalidVariant(err)
 			}
 			u.Boolean = &x
 			return nil
@@ -35354,7 +35354,7 @@ func (u *UnstableSessionConfigOption) unmarshalSlow(b []byte) error {
 			}
 		}
 	}
-	return fmt.Errorf("UnstableSessionConfigOption: unexpected JSON %.20q", b)
+	return noVariant(fmt.Errorf("UnstableSessionConfigOption: unexpected JSON %.20q", b))
 }
 
 // Validate checks that exactly one variant is set.

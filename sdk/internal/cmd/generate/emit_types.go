@@ -353,7 +353,7 @@ func emitUnionUnmarshal(b *w, m *model, t *goType) {
 	}
 	if len(ints) > 0 {
 		b.p("case '0':")
-		b.p("var n int\nif err := json.Unmarshal(b, &n); err != nil {\nreturn err\n}")
+		b.p("var n int\nif err := json.Unmarshal(b, &n); err != nil {\nreturn noVariant(err)\n}")
 		var open *variant
 		for _, v := range ints {
 			if v.IntConst == nil {
@@ -367,31 +367,31 @@ func emitUnionUnmarshal(b *w, m *model, t *goType) {
 		if open != nil {
 			b.p("x := %s(n)\nu.%s = &x\nreturn nil", open.TypeName, open.Field)
 		} else {
-			b.p("return fmt.Errorf(\"%s: unknown value %%d\", n)", t.Name)
+			b.p("return noVariant(fmt.Errorf(\"%s: unknown value %%d\", n))", t.Name)
 		}
 	}
 	if len(strs) > 0 {
 		b.p("case '\"':")
-		b.p("var x %s\nif err := json.Unmarshal(b, &x); err != nil {\nreturn err\n}\nu.%s = &x\nreturn nil", strs[0].TypeName, strs[0].Field)
+		b.p("var x %s\nif err := json.Unmarshal(b, &x); err != nil {\nreturn noVariant(err)\n}\nu.%s = &x\nreturn nil", strs[0].TypeName, strs[0].Field)
 	}
 	if len(arrays) > 0 {
 		b.p("case '[':")
 		b.p("items, err := arrayItemKeys(b)\nif err != nil {\nreturn err\n}")
 		for _, v := range arrays {
 			b.p("if allHaveKeys(items%s) {", keyArgs(v.ItemRequiredKeys))
-			b.p("var x %s\nif err := json.Unmarshal(b, &x); err != nil {\nreturn err\n}\nu.%s = &x\nreturn nil\n}", v.TypeName, v.Field)
+			b.p("var x %s\nif err := json.Unmarshal(b, &x); err != nil {\nreturn invalidVariant(err)\n}\nu.%s = &x\nreturn nil\n}", v.TypeName, v.Field)
 		}
 		for _, v := range arrays {
 			b.p("{\nvar x %s\nif json.Unmarshal(b, &x) == nil {\nu.%s = &x\nreturn nil\n}\n}", v.TypeName, v.Field)
 		}
-		b.p("return errors.New(\"%s: no variant matches the array\")", t.Name)
+		b.p("return noVariant(errors.New(\"%s: no variant matches the array\"))", t.Name)
 	}
 	if len(objects) > 0 {
 		b.p("case '{':")
 		emitObjectDecode(b, m, t, objects)
 	}
 	b.p("}")
-	b.p("return fmt.Errorf(\"%s: unexpected JSON %%.20q\", b)\n}\n", t.Name)
+	b.p("return noVariant(fmt.Errorf(\"%s: unexpected JSON %%.20q\", b))\n}\n", t.Name)
 }
 
 func keyArgs(keys []string) string {
@@ -406,10 +406,10 @@ func keyArgs(keys []string) string {
 func decodeInto(b *w, m *model, v *variant) {
 	vt := m.types[v.TypeName]
 	if vt != nil && hasCustomUnmarshal(vt) {
-		b.p("var x %s\nif err := x.UnmarshalJSON(b); err != nil {\nreturn err\n}\nu.%s = &x\nreturn nil", v.TypeName, v.Field)
+		b.p("var x %s\nif err := x.UnmarshalJSON(b); err != nil {\nreturn invalidVariant(err)\n}\nu.%s = &x\nreturn nil", v.TypeName, v.Field)
 		return
 	}
-	b.p("var x %s\nif err := decodeExact(b, &x); err != nil {\nreturn err\n}\nu.%s = &x\nreturn nil", v.TypeName, v.Field)
+	b.p("var x %s\nif err := decodeExact(b, &x); err != nil {\nreturn invalidVariant(err)\n}\nu.%s = &x\nreturn nil", v.TypeName, v.Field)
 }
 
 func hasCustomUnmarshal(t *goType) bool {
@@ -458,7 +458,7 @@ func emitObjectDecode(b *w, m *model, t *goType, objects []*variant) {
 		}
 		b.p("}")
 		if u.OtherField != "" || u.KeepUnknown {
-			b.p("return fmt.Errorf(\"%s: %s must be a string\")", t.Name, u.Discriminator)
+			b.p("return invalidVariant(fmt.Errorf(\"%s: %s must be a string\"))", t.Name, u.Discriminator)
 			return
 		}
 	}
