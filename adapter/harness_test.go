@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
-	"github.com/kdlbs/acp-go-sdk/adapter/internal/goldentest"
+	"github.com/kdlbs/acp-go-sdk/internal/goldentest"
 )
 
 // replay runs testdata/<name>.jsonl through a Tracker and compares the

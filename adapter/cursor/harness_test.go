@@ -11,7 +11,7 @@ import (
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	"github.com/kdlbs/acp-go-sdk/adapter/cursor"
-	"github.com/kdlbs/acp-go-sdk/adapter/internal/goldentest"
+	"github.com/kdlbs/acp-go-sdk/internal/goldentest"
 )
 
 // run is what one replay of a capture produced.

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/kdlbs/acp-go-sdk/internal/goldentest"
+)
 
 // fakeAgent is the path of the fake ACP agent program built for the tests.
 var fakeAgent string
@@ -50,21 +50,10 @@ func acpscope(t *testing.T, stdin string, args ...string) (int, string, string) 
 	return code, out.String(), errOut.String()
 }
 
+// golden compares got with testdata/<name> (rewritten under -update).
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Fatalf("%s differs:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
+	goldentest.Compare(t, filepath.Join("testdata", name), []byte(got))
 }
 
 // splitLive separates the live log (lines written while the turn runs) from

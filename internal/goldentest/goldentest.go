@@ -1,6 +1,7 @@
 // Package goldentest holds the golden-file helpers shared by the tests of
-// adapter, adapter/claude and adapter/cursor: render what a replay produced
-// as JSON lines and compare it with a golden file (rewritten under -update).
+// adapter, adapter/claude, adapter/cursor and cmd/acpscope: compare output
+// with a golden file (rewritten under -update) and render what a replay
+// produced as JSON lines.
 package goldentest
 
 import (
