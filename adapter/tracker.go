@@ -442,11 +442,18 @@ func (t *Tracker) evictSession() {
 	if oldest == nil {
 		return
 	}
-	t.dropSession(oldest.id)
-	delete(t.loading, oldest.id)
-	t.counters[CounterSessionsEvicted]++
-	if t.dialect != nil {
-		t.dialect.SessionCleared(&Tx{t: t}, oldest.id)
+	// Its child sessions go with it: a child whose parent is forgotten
+	// would still be attributed to it and counted as a known child.
+	for _, id := range t.familyOf(oldest.id) {
+		if id == t.current {
+			continue
+		}
+		t.dropSession(id)
+		delete(t.loading, id)
+		t.counters[CounterSessionsEvicted]++
+		if t.dialect != nil {
+			t.dialect.SessionCleared(&Tx{t: t}, id)
+		}
 	}
 }
 

@@ -410,3 +410,25 @@ func TestCompletionBeforeRecognitionKeepsDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestEvictedSessionTakesItsChildren pins that the session bound drops a
+// session together with its child sessions, so no child stays attributed to
+// a forgotten parent.
+func TestEvictedSessionTakesItsChildren(t *testing.T) {
+	tr, _ := newTracker(t, adapter.Config{DialectName: adapter.DialectClaude, MaxSessions: 3})
+	tr.Initialize(&acp.InitializeRequest{ClientCapabilities: acp.ClientCapabilities{Subagents: &acp.SubagentCapabilities{}}}, nil)
+	tr.SessionUpdate(notif(t, `{"sessionId":"p1","update":{"sessionUpdate":"subagent_update","sessionId":"c1","state":{"state":"running"}}}`))
+	if tr.ParentSession("c1") != "p1" {
+		t.Fatal("child not announced")
+	}
+	tr.SessionStarted("s2")
+	for _, sid := range []string{"s2", "s3"} {
+		tr.SessionUpdate(toolCall(t, sid, "x", "Read"))
+	}
+	if got := tr.ParentSession("c1"); got != "" {
+		t.Fatalf("c1 still attributed to %q after p1 was evicted", got)
+	}
+	if got := tr.Counters()[adapter.CounterSessionsEvicted]; got != 2 {
+		t.Fatalf("sessions_evicted = %d, want 2 (p1 and its child)", got)
+	}
+}
