@@ -22,6 +22,7 @@ import (
 	"math/big"
 	"reflect"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -497,4 +498,101 @@ func invalidVariant(cause error) error {
 // noVariant reports that no variant fits the payload.
 func noVariant(cause error) error {
 	return &unionError{text: "no matching variant for union", cause: cause}
+}
+
+// decodesItselfUpstream is implemented by the types whose decoding upstream
+// v0.13.5 also customises (every union, every type with schema defaults).
+// encoding/json restarts its error context inside such a type, so upstream's
+// error texts name the struct that holds it rather than a struct within it.
+type decodesItselfUpstream interface{ decodesItselfUpstream() }
+
+var decodesItselfUpstreamType = reflect.TypeFor[decodesItselfUpstream]()
+
+// withUpstreamStruct makes a decode error name the struct upstream's would.
+// into points at the method-free local type an UnmarshalJSON decoded into
+// (named like the type, or Alias where upstream uses that name). Upstream
+// lets encoding/json walk nested structs itself, so a type error deep inside
+// names the innermost struct on the path ("EnvVariable.env._meta"); here
+// most structs decode themselves, which would make every outer level put its
+// own name there. The path in Field is complete either way, so the struct is
+// found by walking it from into's type, stopping at a type upstream also
+// decodes itself. Other errors are returned unchanged.
+func withUpstreamStruct(err error, into any) error {
+	te, ok := err.(*json.UnmarshalTypeError)
+	if !ok || te.Field == "" {
+		return err
+	}
+	cur := reflect.TypeOf(into).Elem()
+	name := cur.Name()
+	path := strings.Split(te.Field, ".")
+	for _, key := range path[:len(path)-1] {
+		ft, found := jsonFieldType(cur, key)
+		if !found {
+			break
+		}
+		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice || ft.Kind() == reflect.Array || ft.Kind() == reflect.Map {
+			ft = ft.Elem()
+		}
+		if ft.Kind() != reflect.Struct || reflect.PointerTo(ft).Implements(decodesItselfUpstreamType) {
+			break
+		}
+		cur, name = ft, ft.Name()
+	}
+	te.Struct = name
+	return te
+}
+
+// jsonFieldType returns the type of t's field whose JSON name is key.
+func jsonFieldType(t reflect.Type, key string) (reflect.Type, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == "-" || !f.IsExported() {
+			continue
+		}
+		if tag == "" {
+			tag = f.Name
+		}
+		if tag == key {
+			return f.Type, true
+		}
+	}
+	return nil, false
+}
+
+// dropFields returns the object data without the members for which drop
+// reports true (members keep their order and bytes). The generated decoders
+// use it to remove malformed values of properties upstream v0.13.5 does not
+// know, so the rest decodes, and fails, exactly as upstream's would.
+func dropFields(data []byte, drop func(key string, value []byte) bool) ([]byte, error) {
+	out := make([]byte, 0, len(data))
+	out = append(out, '{')
+	dropped := false
+	err := eachField(data, func(key string, value []byte) bool {
+		if drop(key, value) {
+			dropped = true
+			return true
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		k, _ := json.Marshal(key)
+		out = append(out, k...)
+		out = append(out, ':')
+		out = append(out, value...)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !dropped {
+		return data, nil
+	}
+	return append(out, '}'), nil
+}
+
+// isKey reports whether an object key selects the property named name, as
+// encoding/json matches keys (case-insensitively).
+func isKey(key, name string) bool {
+	return key == name || strings.EqualFold(key, name)
 }

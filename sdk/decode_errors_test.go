@@ -35,6 +35,18 @@ func TestDecodeErrorTextsMatchUpstream(t *testing.T) {
 			"json: cannot unmarshal number into Go struct field Alias.clientCapabilities.fs.readTextFile of type bool"},
 		{"defaults not an object", new(InitializeRequest), `true`,
 			"json: cannot unmarshal bool into Go value of type map[string]json.RawMessage"},
+		{"nested struct names the innermost struct", new(CreateTerminalRequest), `{"sessionId":"s","command":"x","env":[{"name":1,"value":"v"}]}`,
+			"json: cannot unmarshal number into Go struct field EnvVariable.env.name of type string"},
+		{"nested through a lenient type", new(RequestPermissionRequest), `{"sessionId":"s","options":[],"toolCall":{"toolCallId":"t","name":5,"locations":[{"path":1}]}}`,
+			"json: cannot unmarshal number into Go struct field ToolCallLocation.toolCall.locations.path of type string"},
+		{"lenient type not an object", new(ToolCallUpdate), `[]`,
+			"json: cannot unmarshal array into Go value of type acp.ToolCallUpdate"},
+		{"lenient type strict field", new(ToolCallUpdate), `{"toolCallId":"t","name":5,"status":3}`,
+			"json: cannot unmarshal number into Go struct field ToolCallUpdate.status of type acp.ToolCallStatus"},
+		{"defaults with a malformed addition", new(InitializeRequest), `{"protocolVersion":1,"clientCapabilities":{"subagents":true,"fs":{"readTextFile":"no"}}}`,
+			"json: cannot unmarshal string into Go struct field Alias.clientCapabilities.fs.readTextFile of type bool"},
+		{"response with a malformed addition", new(NewSessionResponse), `{"sessionId":2,"models":7}`,
+			"json: cannot unmarshal number into Go struct field NewSessionResponse.sessionId of type acp.SessionId"},
 		{"union tagged variant fails", new(ContentBlock), `{"type":"text","text":1}`,
 			"invalid variant payload"},
 		{"union no variant fits", new(ContentBlock), `1`,
@@ -66,5 +78,32 @@ func TestUnionDecodeErrorUnwrapsToCause(t *testing.T) {
 	var typeErr *json.UnmarshalTypeError
 	if !errors.As(err, &typeErr) || !strings.Contains(typeErr.Error(), "ContentBlockText.text") {
 		t.Fatalf("cause not reachable: %v (unwrapped %v)", err, errors.Unwrap(err))
+	}
+}
+
+// Properties this SDK adds to v0.13.5 types are unknown to upstream, which
+// ignores them; a malformed value therefore decodes as absent rather than
+// failing a message upstream accepts, and everything else is kept.
+func TestMalformedAdditionsDecodeAsAbsent(t *testing.T) {
+	var init InitializeRequest
+	if err := json.Unmarshal([]byte(`{"protocolVersion":1,"clientCapabilities":{"subagents":true,"fs":{"readTextFile":true}}}`), &init); err != nil {
+		t.Fatal(err)
+	}
+	if init.ClientCapabilities.Subagents != nil || !init.ClientCapabilities.Fs.ReadTextFile || init.ProtocolVersion != 1 {
+		t.Fatalf("decoded %+v", init)
+	}
+	var resp NewSessionResponse
+	if err := json.Unmarshal([]byte(`{"sessionId":"s","models":{"availableModels":3},"modes":{"currentModeId":"m","availableModes":[]}}`), &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.LegacyModels != nil || resp.SessionId != "s" || resp.Modes == nil || resp.Modes.CurrentModeId != "m" {
+		t.Fatalf("decoded %+v", resp)
+	}
+	var tc ToolCallUpdate
+	if err := json.Unmarshal([]byte(`{"toolCallId":"t","NAME":5,"title":"x"}`), &tc); err != nil {
+		t.Fatal(err)
+	}
+	if tc.Name != nil || tc.ToolCallId != "t" || tc.Title == nil || *tc.Title != "x" {
+		t.Fatalf("decoded %+v", tc)
 	}
 }

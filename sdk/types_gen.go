@@ -93,7 +93,7 @@ func (v *AgentAuthCapabilities) UnmarshalJSON(b []byte) error {
 	type AgentAuthCapabilities fieldsOfAgentAuthCapabilities
 	var p AgentAuthCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfAgentAuthCapabilities(p)
 	return nil
@@ -377,7 +377,7 @@ func (v *AgentCapabilities) UnmarshalJSON(b []byte) error {
 	type Alias AgentCapabilities
 	var p Alias
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	if !present["auth"] {
 		_ = json.Unmarshal([]byte("{}"), &p.Auth)
@@ -397,6 +397,8 @@ func (v *AgentCapabilities) UnmarshalJSON(b []byte) error {
 	*v = AgentCapabilities(p)
 	return nil
 }
+
+func (*AgentCapabilities) decodesItselfUpstream() {}
 
 // AgentError is the "Error" variant of AgentResponse.
 type AgentError struct {
@@ -528,7 +530,7 @@ func (v *AgentNotification) UnmarshalJSON(b []byte) error {
 	type AgentNotification fieldsOfAgentNotification
 	var p AgentNotification
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfAgentNotification(p)
 	return nil
@@ -632,7 +634,7 @@ func (v *AgentRequest) UnmarshalJSON(b []byte) error {
 	type AgentRequest fieldsOfAgentRequest
 	var p AgentRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfAgentRequest(p)
 	return nil
@@ -736,6 +738,8 @@ func (u *AgentResponse) unmarshalSlow(b []byte) error {
 	return noVariant(fmt.Errorf("AgentResponse: unexpected JSON %.20q", b))
 }
 
+func (*AgentResponse) decodesItselfUpstream() {}
+
 // Validate checks that exactly one variant is set.
 func (u *AgentResponse) Validate() error {
 	n := 0
@@ -827,7 +831,7 @@ func (v *AgentResult) UnmarshalJSON(b []byte) error {
 	type AgentResult fieldsOfAgentResult
 	var p AgentResult
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfAgentResult(p)
 	return nil
@@ -980,7 +984,7 @@ func (v *Annotations) UnmarshalJSON(b []byte) error {
 	type Annotations fieldsOfAnnotations
 	var p Annotations
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfAnnotations(p)
 	return nil
@@ -1103,7 +1107,7 @@ func (v *AudioContent) UnmarshalJSON(b []byte) error {
 	type AudioContent fieldsOfAudioContent
 	var p AudioContent
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfAudioContent(p)
 	return nil
@@ -1222,7 +1226,7 @@ func (v *AuthCapabilities) UnmarshalJSON(b []byte) error {
 	type Alias AuthCapabilities
 	var p Alias
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	if !present["terminal"] {
 		_ = json.Unmarshal([]byte("false"), &p.Terminal)
@@ -1230,6 +1234,8 @@ func (v *AuthCapabilities) UnmarshalJSON(b []byte) error {
 	*v = AuthCapabilities(p)
 	return nil
 }
+
+func (*AuthCapabilities) decodesItselfUpstream() {}
 
 // AuthEnvVar is an ACP object.
 //
@@ -1399,7 +1405,7 @@ func (v *AuthEnvVar) UnmarshalJSON(b []byte) error {
 	type Alias AuthEnvVar
 	var p Alias
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	if !present["optional"] {
 		_ = json.Unmarshal([]byte("false"), &p.Optional)
@@ -1410,6 +1416,8 @@ func (v *AuthEnvVar) UnmarshalJSON(b []byte) error {
 	*v = AuthEnvVar(p)
 	return nil
 }
+
+func (*AuthEnvVar) decodesItselfUpstream() {}
 
 // AuthMethod is a union: exactly one of its fields is set.
 //
@@ -1578,6 +1586,8 @@ func (u *AuthMethod) unmarshalSlow(b []byte) error {
 	return noVariant(fmt.Errorf("AuthMethod: unexpected JSON %.20q", b))
 }
 
+func (*AuthMethod) decodesItselfUpstream() {}
+
 // Validate checks that exactly one variant is set.
 func (u *AuthMethod) Validate() error {
 	n := 0
@@ -1713,7 +1723,7 @@ func (v *AuthMethodAgent) UnmarshalJSON(b []byte) error {
 	type AuthMethodAgent fieldsOfAuthMethodAgent
 	var p AuthMethodAgent
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfAuthMethodAgent(p)
 	return nil
@@ -1900,7 +1910,7 @@ func (v *AuthMethodEnvVar) UnmarshalJSON(b []byte) error {
 	type AuthMethodEnvVar fieldsOfAuthMethodEnvVar
 	var p AuthMethodEnvVar
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfAuthMethodEnvVar(p)
 	return nil
@@ -2100,7 +2110,7 @@ func (v *AuthMethodEnvVarInline) UnmarshalJSON(b []byte) error {
 	type AuthMethodEnvVarInline fieldsOfAuthMethodEnvVarInline
 	var p AuthMethodEnvVarInline
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfAuthMethodEnvVarInline(p)
 	return nil
@@ -2280,7 +2290,7 @@ func (v *AuthMethodTerminal) UnmarshalJSON(b []byte) error {
 	type AuthMethodTerminal fieldsOfAuthMethodTerminal
 	var p AuthMethodTerminal
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfAuthMethodTerminal(p)
 	return nil
@@ -2473,7 +2483,7 @@ func (v *AuthMethodTerminalInline) UnmarshalJSON(b []byte) error {
 	type AuthMethodTerminalInline fieldsOfAuthMethodTerminalInline
 	var p AuthMethodTerminalInline
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfAuthMethodTerminalInline(p)
 	return nil
@@ -2564,7 +2574,7 @@ func (v *AuthenticateRequest) UnmarshalJSON(b []byte) error {
 	type AuthenticateRequest fieldsOfAuthenticateRequest
 	var p AuthenticateRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfAuthenticateRequest(p)
 	return nil
@@ -2645,7 +2655,7 @@ func (v *AuthenticateResponse) UnmarshalJSON(b []byte) error {
 	type AuthenticateResponse fieldsOfAuthenticateResponse
 	var p AuthenticateResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfAuthenticateResponse(p)
 	return nil
@@ -2773,7 +2783,7 @@ func (v *AvailableCommand) UnmarshalJSON(b []byte) error {
 	type AvailableCommand fieldsOfAvailableCommand
 	var p AvailableCommand
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfAvailableCommand(p)
 	return nil
@@ -2850,6 +2860,8 @@ func (u *AvailableCommandInput) unmarshalSlow(b []byte) error {
 	}
 	return noVariant(fmt.Errorf("AvailableCommandInput: unexpected JSON %.20q", b))
 }
+
+func (*AvailableCommandInput) decodesItselfUpstream() {}
 
 // Validate checks that exactly one variant is set.
 func (u *AvailableCommandInput) Validate() error {
@@ -2960,7 +2972,7 @@ func (v *AvailableCommandsUpdate) UnmarshalJSON(b []byte) error {
 	type AvailableCommandsUpdate fieldsOfAvailableCommandsUpdate
 	var p AvailableCommandsUpdate
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfAvailableCommandsUpdate(p)
 	return nil
@@ -3085,7 +3097,7 @@ func (v *BlobResourceContents) UnmarshalJSON(b []byte) error {
 	type BlobResourceContents fieldsOfBlobResourceContents
 	var p BlobResourceContents
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfBlobResourceContents(p)
 	return nil
@@ -3175,7 +3187,7 @@ func (v *CancelNotification) UnmarshalJSON(b []byte) error {
 	type CancelNotification fieldsOfCancelNotification
 	var p CancelNotification
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfCancelNotification(p)
 	return nil
@@ -3495,7 +3507,26 @@ func (v *ClientCapabilities) UnmarshalJSON(b []byte) error {
 	type Alias ClientCapabilities
 	var p Alias
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "subagents"):
+				var x *SubagentCapabilities
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = Alias{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
 	}
 	if !present["auth"] {
 		_ = json.Unmarshal([]byte("{\n            \"terminal\": false\n          }"), &p.Auth)
@@ -3509,6 +3540,8 @@ func (v *ClientCapabilities) UnmarshalJSON(b []byte) error {
 	*v = ClientCapabilities(p)
 	return nil
 }
+
+func (*ClientCapabilities) decodesItselfUpstream() {}
 
 // ClientError is the "Error" variant of ClientResponse.
 type ClientError struct {
@@ -3691,7 +3724,7 @@ func (v *ClientNesCapabilities) UnmarshalJSON(b []byte) error {
 	type ClientNesCapabilities fieldsOfClientNesCapabilities
 	var p ClientNesCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfClientNesCapabilities(p)
 	return nil
@@ -3773,7 +3806,7 @@ func (v *ClientNotification) UnmarshalJSON(b []byte) error {
 	type ClientNotification fieldsOfClientNotification
 	var p ClientNotification
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfClientNotification(p)
 	return nil
@@ -3877,7 +3910,7 @@ func (v *ClientRequest) UnmarshalJSON(b []byte) error {
 	type ClientRequest fieldsOfClientRequest
 	var p ClientRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfClientRequest(p)
 	return nil
@@ -3981,6 +4014,8 @@ func (u *ClientResponse) unmarshalSlow(b []byte) error {
 	return noVariant(fmt.Errorf("ClientResponse: unexpected JSON %.20q", b))
 }
 
+func (*ClientResponse) decodesItselfUpstream() {}
+
 // Validate checks that exactly one variant is set.
 func (u *ClientResponse) Validate() error {
 	n := 0
@@ -4072,7 +4107,7 @@ func (v *ClientResult) UnmarshalJSON(b []byte) error {
 	type ClientResult fieldsOfClientResult
 	var p ClientResult
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfClientResult(p)
 	return nil
@@ -4166,7 +4201,7 @@ func (v *CloseSessionRequest) UnmarshalJSON(b []byte) error {
 	type CloseSessionRequest fieldsOfCloseSessionRequest
 	var p CloseSessionRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfCloseSessionRequest(p)
 	return nil
@@ -4244,7 +4279,7 @@ func (v *CloseSessionResponse) UnmarshalJSON(b []byte) error {
 	type CloseSessionResponse fieldsOfCloseSessionResponse
 	var p CloseSessionResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfCloseSessionResponse(p)
 	return nil
@@ -4356,7 +4391,7 @@ func (v *ConfigOptionUpdate) UnmarshalJSON(b []byte) error {
 	type ConfigOptionUpdate fieldsOfConfigOptionUpdate
 	var p ConfigOptionUpdate
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfConfigOptionUpdate(p)
 	return nil
@@ -4443,7 +4478,7 @@ func (v *Content) UnmarshalJSON(b []byte) error {
 	type Content fieldsOfContent
 	var p Content
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfContent(p)
 	return nil
@@ -4721,6 +4756,8 @@ func (u *ContentBlock) unmarshalSlow(b []byte) error {
 	return noVariant(fmt.Errorf("ContentBlock: unexpected JSON %.20q", b))
 }
 
+func (*ContentBlock) decodesItselfUpstream() {}
+
 // Validate checks that exactly one variant is set.
 func (u *ContentBlock) Validate() error {
 	n := 0
@@ -4875,7 +4912,7 @@ func (v *ContentBlockAudio) UnmarshalJSON(b []byte) error {
 	type ContentBlockAudio fieldsOfContentBlockAudio
 	var p ContentBlockAudio
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfContentBlockAudio(p)
 	return nil
@@ -5037,7 +5074,7 @@ func (v *ContentBlockImage) UnmarshalJSON(b []byte) error {
 	type ContentBlockImage fieldsOfContentBlockImage
 	var p ContentBlockImage
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfContentBlockImage(p)
 	return nil
@@ -5163,7 +5200,7 @@ func (v *ContentBlockResource) UnmarshalJSON(b []byte) error {
 	type ContentBlockResource fieldsOfContentBlockResource
 	var p ContentBlockResource
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfContentBlockResource(p)
 	return nil
@@ -5391,7 +5428,7 @@ func (v *ContentBlockResourceLink) UnmarshalJSON(b []byte) error {
 	type ContentBlockResourceLink fieldsOfContentBlockResourceLink
 	var p ContentBlockResourceLink
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfContentBlockResourceLink(p)
 	return nil
@@ -5517,7 +5554,7 @@ func (v *ContentBlockText) UnmarshalJSON(b []byte) error {
 	type ContentBlockText fieldsOfContentBlockText
 	var p ContentBlockText
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfContentBlockText(p)
 	return nil
@@ -5634,7 +5671,7 @@ func (v *ContentChunk) UnmarshalJSON(b []byte) error {
 	type ContentChunk fieldsOfContentChunk
 	var p ContentChunk
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfContentChunk(p)
 	return nil
@@ -5924,7 +5961,7 @@ func (v *CreateTerminalRequest) UnmarshalJSON(b []byte) error {
 	type CreateTerminalRequest fieldsOfCreateTerminalRequest
 	var p CreateTerminalRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfCreateTerminalRequest(p)
 	return nil
@@ -6020,7 +6057,7 @@ func (v *CreateTerminalResponse) UnmarshalJSON(b []byte) error {
 	type CreateTerminalResponse fieldsOfCreateTerminalResponse
 	var p CreateTerminalResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfCreateTerminalResponse(p)
 	return nil
@@ -6118,7 +6155,7 @@ func (v *CurrentModeUpdate) UnmarshalJSON(b []byte) error {
 	type CurrentModeUpdate fieldsOfCurrentModeUpdate
 	var p CurrentModeUpdate
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfCurrentModeUpdate(p)
 	return nil
@@ -6247,7 +6284,7 @@ func (v *Diff) UnmarshalJSON(b []byte) error {
 	type Diff fieldsOfDiff
 	var p Diff
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfDiff(p)
 	return nil
@@ -6364,7 +6401,7 @@ func (v *ElicitationCapabilities) UnmarshalJSON(b []byte) error {
 	type ElicitationCapabilities fieldsOfElicitationCapabilities
 	var p ElicitationCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfElicitationCapabilities(p)
 	return nil
@@ -6441,7 +6478,7 @@ func (v *ElicitationFormCapabilities) UnmarshalJSON(b []byte) error {
 	type ElicitationFormCapabilities fieldsOfElicitationFormCapabilities
 	var p ElicitationFormCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfElicitationFormCapabilities(p)
 	return nil
@@ -6518,7 +6555,7 @@ func (v *ElicitationUrlCapabilities) UnmarshalJSON(b []byte) error {
 	type ElicitationUrlCapabilities fieldsOfElicitationUrlCapabilities
 	var p ElicitationUrlCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfElicitationUrlCapabilities(p)
 	return nil
@@ -6625,7 +6662,7 @@ func (v *EmbeddedResource) UnmarshalJSON(b []byte) error {
 	type EmbeddedResource fieldsOfEmbeddedResource
 	var p EmbeddedResource
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfEmbeddedResource(p)
 	return nil
@@ -6722,6 +6759,8 @@ func (u *EmbeddedResourceResource) unmarshalSlow(b []byte) error {
 	}
 	return noVariant(fmt.Errorf("EmbeddedResourceResource: unexpected JSON %.20q", b))
 }
+
+func (*EmbeddedResourceResource) decodesItselfUpstream() {}
 
 // Validate checks that exactly one variant is set.
 func (u *EmbeddedResourceResource) Validate() error {
@@ -6831,7 +6870,7 @@ func (v *EnvVariable) UnmarshalJSON(b []byte) error {
 	type EnvVariable fieldsOfEnvVariable
 	var p EnvVariable
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfEnvVariable(p)
 	return nil
@@ -6937,7 +6976,7 @@ func (v *Error) UnmarshalJSON(b []byte) error {
 	type Error fieldsOfError
 	var p Error
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfError(p)
 	return nil
@@ -7077,6 +7116,8 @@ func (u *ErrorCode) unmarshalSlow(b []byte) error {
 	}
 	return noVariant(fmt.Errorf("ErrorCode: unexpected JSON %.20q", b))
 }
+
+func (*ErrorCode) decodesItselfUpstream() {}
 
 // Validate checks that exactly one variant is set.
 func (u *ErrorCode) Validate() error {
@@ -7304,7 +7345,7 @@ func (v *FileSystemCapabilities) UnmarshalJSON(b []byte) error {
 	type Alias FileSystemCapabilities
 	var p Alias
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	if !present["readTextFile"] {
 		_ = json.Unmarshal([]byte("false"), &p.ReadTextFile)
@@ -7315,6 +7356,8 @@ func (v *FileSystemCapabilities) UnmarshalJSON(b []byte) error {
 	*v = FileSystemCapabilities(p)
 	return nil
 }
+
+func (*FileSystemCapabilities) decodesItselfUpstream() {}
 
 // HttpHeader is an ACP object.
 //
@@ -7409,7 +7452,7 @@ func (v *HttpHeader) UnmarshalJSON(b []byte) error {
 	type HttpHeader fieldsOfHttpHeader
 	var p HttpHeader
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfHttpHeader(p)
 	return nil
@@ -7550,37 +7593,41 @@ func (v *IdleStateUpdate) UnmarshalJSON(b []byte) error {
 	}
 	type IdleStateUpdate fieldsOfIdleStateUpdate
 	var p IdleStateUpdate
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfIdleStateUpdate(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = IdleStateUpdate{}
-	if raw, ok := fields["_meta"]; ok {
-		if decodeExact(raw, &p.Meta) != nil {
-			var zero map[string]any
-			p.Meta = zero
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["error"]; ok {
-		if decodeExact(raw, &p.Error) != nil {
-			var zero *Error
-			p.Error = zero
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "error"):
+				var x *Error
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "stopReason"):
+				var x *string
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "usage"):
+				var x *Usage
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["stopReason"]; ok {
-		if decodeExact(raw, &p.StopReason) != nil {
-			var zero *string
-			p.StopReason = zero
-		}
-	}
-	if raw, ok := fields["usage"]; ok {
-		if decodeExact(raw, &p.Usage) != nil {
-			var zero *Usage
-			p.Usage = zero
+		p = IdleStateUpdate{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
 	}
 	*v = fieldsOfIdleStateUpdate(p)
@@ -7726,7 +7773,7 @@ func (v *ImageContent) UnmarshalJSON(b []byte) error {
 	type ImageContent fieldsOfImageContent
 	var p ImageContent
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfImageContent(p)
 	return nil
@@ -7858,7 +7905,7 @@ func (v *Implementation) UnmarshalJSON(b []byte) error {
 	type Implementation fieldsOfImplementation
 	var p Implementation
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfImplementation(p)
 	return nil
@@ -8016,7 +8063,7 @@ func (v *InitializeRequest) UnmarshalJSON(b []byte) error {
 	type Alias InitializeRequest
 	var p Alias
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	if !present["clientCapabilities"] {
 		_ = json.Unmarshal([]byte("{\n            \"auth\": {\n              \"terminal\": false\n            },\n            \"fs\": {\n              \"readTextFile\": false,\n              \"writeTextFile\": false\n            },\n            \"terminal\": false\n          }"), &p.ClientCapabilities)
@@ -8024,6 +8071,8 @@ func (v *InitializeRequest) UnmarshalJSON(b []byte) error {
 	*v = InitializeRequest(p)
 	return nil
 }
+
+func (*InitializeRequest) decodesItselfUpstream() {}
 
 // Validate checks that required properties are present.
 func (v *InitializeRequest) Validate() error {
@@ -8231,7 +8280,7 @@ func (v *InitializeResponse) UnmarshalJSON(b []byte) error {
 	type Alias InitializeResponse
 	var p Alias
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	if !present["agentCapabilities"] {
 		_ = json.Unmarshal([]byte("{\n            \"auth\": {},\n            \"loadSession\": false,\n            \"mcpCapabilities\": {\n              \"acp\": false,\n              \"http\": false,\n              \"sse\": false\n            },\n            \"promptCapabilities\": {\n              \"audio\": false,\n              \"embeddedContext\": false,\n              \"image\": false\n            },\n            \"sessionCapabilities\": {}\n          }"), &p.AgentCapabilities)
@@ -8242,6 +8291,8 @@ func (v *InitializeResponse) UnmarshalJSON(b []byte) error {
 	*v = InitializeResponse(p)
 	return nil
 }
+
+func (*InitializeResponse) decodesItselfUpstream() {}
 
 // Validate checks that required properties are present.
 func (v *InitializeResponse) Validate() error {
@@ -8341,7 +8392,7 @@ func (v *KillTerminalRequest) UnmarshalJSON(b []byte) error {
 	type KillTerminalRequest fieldsOfKillTerminalRequest
 	var p KillTerminalRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfKillTerminalRequest(p)
 	return nil
@@ -8422,7 +8473,7 @@ func (v *KillTerminalResponse) UnmarshalJSON(b []byte) error {
 	type KillTerminalResponse fieldsOfKillTerminalResponse
 	var p KillTerminalResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfKillTerminalResponse(p)
 	return nil
@@ -8548,7 +8599,7 @@ func (v *LegacyModelInfo) UnmarshalJSON(b []byte) error {
 	type LegacyModelInfo fieldsOfLegacyModelInfo
 	var p LegacyModelInfo
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfLegacyModelInfo(p)
 	return nil
@@ -8748,7 +8799,7 @@ func (v *ListSessionsRequest) UnmarshalJSON(b []byte) error {
 	type ListSessionsRequest fieldsOfListSessionsRequest
 	var p ListSessionsRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfListSessionsRequest(p)
 	return nil
@@ -8883,7 +8934,7 @@ func (v *ListSessionsResponse) UnmarshalJSON(b []byte) error {
 	type ListSessionsResponse fieldsOfListSessionsResponse
 	var p ListSessionsResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfListSessionsResponse(p)
 	return nil
@@ -9073,7 +9124,7 @@ func (v *LoadSessionRequest) UnmarshalJSON(b []byte) error {
 	type LoadSessionRequest fieldsOfLoadSessionRequest
 	var p LoadSessionRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfLoadSessionRequest(p)
 	return nil
@@ -9220,8 +9271,8 @@ func (v *LoadSessionResponse) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
-// UnmarshalJSON decodes LoadSessionResponse; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes LoadSessionResponse. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *LoadSessionResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
@@ -9234,7 +9285,26 @@ func (v *LoadSessionResponse) UnmarshalJSON(b []byte) error {
 	type LoadSessionResponse fieldsOfLoadSessionResponse
 	var p LoadSessionResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "models"):
+				var x *LegacyModels
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = LoadSessionResponse{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
 	}
 	*v = fieldsOfLoadSessionResponse(p)
 	return nil
@@ -9314,7 +9384,7 @@ func (v *LogoutCapabilities) UnmarshalJSON(b []byte) error {
 	type LogoutCapabilities fieldsOfLogoutCapabilities
 	var p LogoutCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfLogoutCapabilities(p)
 	return nil
@@ -9389,7 +9459,7 @@ func (v *LogoutRequest) UnmarshalJSON(b []byte) error {
 	type LogoutRequest fieldsOfLogoutRequest
 	var p LogoutRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfLogoutRequest(p)
 	return nil
@@ -9467,7 +9537,7 @@ func (v *LogoutResponse) UnmarshalJSON(b []byte) error {
 	type LogoutResponse fieldsOfLogoutResponse
 	var p LogoutResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfLogoutResponse(p)
 	return nil
@@ -9631,7 +9701,7 @@ func (v *McpCapabilities) UnmarshalJSON(b []byte) error {
 	type Alias McpCapabilities
 	var p Alias
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	if !present["acp"] {
 		_ = json.Unmarshal([]byte("false"), &p.Acp)
@@ -9645,6 +9715,8 @@ func (v *McpCapabilities) UnmarshalJSON(b []byte) error {
 	*v = McpCapabilities(p)
 	return nil
 }
+
+func (*McpCapabilities) decodesItselfUpstream() {}
 
 // McpServer is a union: exactly one of its fields is set.
 //
@@ -9854,6 +9926,8 @@ func (u *McpServer) unmarshalSlow(b []byte) error {
 	return noVariant(fmt.Errorf("McpServer: unexpected JSON %.20q", b))
 }
 
+func (*McpServer) decodesItselfUpstream() {}
+
 // Validate checks that exactly one variant is set.
 func (u *McpServer) Validate() error {
 	n := 0
@@ -9978,7 +10052,7 @@ func (v *McpServerAcp) UnmarshalJSON(b []byte) error {
 	type McpServerAcp fieldsOfMcpServerAcp
 	var p McpServerAcp
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfMcpServerAcp(p)
 	return nil
@@ -10119,7 +10193,7 @@ func (v *McpServerAcpInline) UnmarshalJSON(b []byte) error {
 	type McpServerAcpInline fieldsOfMcpServerAcpInline
 	var p McpServerAcpInline
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfMcpServerAcpInline(p)
 	return nil
@@ -10256,7 +10330,7 @@ func (v *McpServerHttp) UnmarshalJSON(b []byte) error {
 	type McpServerHttp fieldsOfMcpServerHttp
 	var p McpServerHttp
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfMcpServerHttp(p)
 	return nil
@@ -10410,7 +10484,7 @@ func (v *McpServerHttpInline) UnmarshalJSON(b []byte) error {
 	type McpServerHttpInline fieldsOfMcpServerHttpInline
 	var p McpServerHttpInline
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfMcpServerHttpInline(p)
 	return nil
@@ -10547,7 +10621,7 @@ func (v *McpServerSse) UnmarshalJSON(b []byte) error {
 	type McpServerSse fieldsOfMcpServerSse
 	var p McpServerSse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfMcpServerSse(p)
 	return nil
@@ -10701,7 +10775,7 @@ func (v *McpServerSseInline) UnmarshalJSON(b []byte) error {
 	type McpServerSseInline fieldsOfMcpServerSseInline
 	var p McpServerSseInline
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfMcpServerSseInline(p)
 	return nil
@@ -10874,7 +10948,7 @@ func (v *McpServerStdio) UnmarshalJSON(b []byte) error {
 	type McpServerStdio fieldsOfMcpServerStdio
 	var p McpServerStdio
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfMcpServerStdio(p)
 	return nil
@@ -10987,7 +11061,7 @@ func (v *NesCapabilities) UnmarshalJSON(b []byte) error {
 	type NesCapabilities fieldsOfNesCapabilities
 	var p NesCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfNesCapabilities(p)
 	return nil
@@ -11180,7 +11254,7 @@ func (v *NesContextCapabilities) UnmarshalJSON(b []byte) error {
 	type NesContextCapabilities fieldsOfNesContextCapabilities
 	var p NesContextCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfNesContextCapabilities(p)
 	return nil
@@ -11253,7 +11327,7 @@ func (v *NesDiagnosticsCapabilities) UnmarshalJSON(b []byte) error {
 	type NesDiagnosticsCapabilities fieldsOfNesDiagnosticsCapabilities
 	var p NesDiagnosticsCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfNesDiagnosticsCapabilities(p)
 	return nil
@@ -11341,7 +11415,7 @@ func (v *NesDocumentDidChangeCapabilities) UnmarshalJSON(b []byte) error {
 	type NesDocumentDidChangeCapabilities fieldsOfNesDocumentDidChangeCapabilities
 	var p NesDocumentDidChangeCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfNesDocumentDidChangeCapabilities(p)
 	return nil
@@ -11414,7 +11488,7 @@ func (v *NesDocumentDidCloseCapabilities) UnmarshalJSON(b []byte) error {
 	type NesDocumentDidCloseCapabilities fieldsOfNesDocumentDidCloseCapabilities
 	var p NesDocumentDidCloseCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfNesDocumentDidCloseCapabilities(p)
 	return nil
@@ -11487,7 +11561,7 @@ func (v *NesDocumentDidFocusCapabilities) UnmarshalJSON(b []byte) error {
 	type NesDocumentDidFocusCapabilities fieldsOfNesDocumentDidFocusCapabilities
 	var p NesDocumentDidFocusCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfNesDocumentDidFocusCapabilities(p)
 	return nil
@@ -11560,7 +11634,7 @@ func (v *NesDocumentDidOpenCapabilities) UnmarshalJSON(b []byte) error {
 	type NesDocumentDidOpenCapabilities fieldsOfNesDocumentDidOpenCapabilities
 	var p NesDocumentDidOpenCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfNesDocumentDidOpenCapabilities(p)
 	return nil
@@ -11633,7 +11707,7 @@ func (v *NesDocumentDidSaveCapabilities) UnmarshalJSON(b []byte) error {
 	type NesDocumentDidSaveCapabilities fieldsOfNesDocumentDidSaveCapabilities
 	var p NesDocumentDidSaveCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfNesDocumentDidSaveCapabilities(p)
 	return nil
@@ -11806,7 +11880,7 @@ func (v *NesDocumentEventCapabilities) UnmarshalJSON(b []byte) error {
 	type NesDocumentEventCapabilities fieldsOfNesDocumentEventCapabilities
 	var p NesDocumentEventCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfNesDocumentEventCapabilities(p)
 	return nil
@@ -11901,7 +11975,7 @@ func (v *NesEditHistoryCapabilities) UnmarshalJSON(b []byte) error {
 	type NesEditHistoryCapabilities fieldsOfNesEditHistoryCapabilities
 	var p NesEditHistoryCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfNesEditHistoryCapabilities(p)
 	return nil
@@ -11994,7 +12068,7 @@ func (v *NesEventCapabilities) UnmarshalJSON(b []byte) error {
 	type NesEventCapabilities fieldsOfNesEventCapabilities
 	var p NesEventCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfNesEventCapabilities(p)
 	return nil
@@ -12067,7 +12141,7 @@ func (v *NesJumpCapabilities) UnmarshalJSON(b []byte) error {
 	type NesJumpCapabilities fieldsOfNesJumpCapabilities
 	var p NesJumpCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfNesJumpCapabilities(p)
 	return nil
@@ -12140,7 +12214,7 @@ func (v *NesOpenFilesCapabilities) UnmarshalJSON(b []byte) error {
 	type NesOpenFilesCapabilities fieldsOfNesOpenFilesCapabilities
 	var p NesOpenFilesCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfNesOpenFilesCapabilities(p)
 	return nil
@@ -12235,7 +12309,7 @@ func (v *NesRecentFilesCapabilities) UnmarshalJSON(b []byte) error {
 	type NesRecentFilesCapabilities fieldsOfNesRecentFilesCapabilities
 	var p NesRecentFilesCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfNesRecentFilesCapabilities(p)
 	return nil
@@ -12308,7 +12382,7 @@ func (v *NesRelatedSnippetsCapabilities) UnmarshalJSON(b []byte) error {
 	type NesRelatedSnippetsCapabilities fieldsOfNesRelatedSnippetsCapabilities
 	var p NesRelatedSnippetsCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfNesRelatedSnippetsCapabilities(p)
 	return nil
@@ -12381,7 +12455,7 @@ func (v *NesRenameCapabilities) UnmarshalJSON(b []byte) error {
 	type NesRenameCapabilities fieldsOfNesRenameCapabilities
 	var p NesRenameCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfNesRenameCapabilities(p)
 	return nil
@@ -12454,7 +12528,7 @@ func (v *NesSearchAndReplaceCapabilities) UnmarshalJSON(b []byte) error {
 	type NesSearchAndReplaceCapabilities fieldsOfNesSearchAndReplaceCapabilities
 	var p NesSearchAndReplaceCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfNesSearchAndReplaceCapabilities(p)
 	return nil
@@ -12549,7 +12623,7 @@ func (v *NesUserActionsCapabilities) UnmarshalJSON(b []byte) error {
 	type NesUserActionsCapabilities fieldsOfNesUserActionsCapabilities
 	var p NesUserActionsCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfNesUserActionsCapabilities(p)
 	return nil
@@ -12713,7 +12787,7 @@ func (v *NewSessionRequest) UnmarshalJSON(b []byte) error {
 	type NewSessionRequest fieldsOfNewSessionRequest
 	var p NewSessionRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfNewSessionRequest(p)
 	return nil
@@ -12879,8 +12953,8 @@ func (v *NewSessionResponse) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
-// UnmarshalJSON decodes NewSessionResponse; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes NewSessionResponse. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *NewSessionResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
@@ -12893,7 +12967,26 @@ func (v *NewSessionResponse) UnmarshalJSON(b []byte) error {
 	type NewSessionResponse fieldsOfNewSessionResponse
 	var p NewSessionResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "models"):
+				var x *LegacyModels
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = NewSessionResponse{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
 	}
 	*v = fieldsOfNewSessionResponse(p)
 	return nil
@@ -13016,7 +13109,7 @@ func (v *PermissionOption) UnmarshalJSON(b []byte) error {
 	type PermissionOption fieldsOfPermissionOption
 	var p PermissionOption
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfPermissionOption(p)
 	return nil
@@ -13156,7 +13249,7 @@ func (v *Plan) UnmarshalJSON(b []byte) error {
 	type Plan fieldsOfPlan
 	var p Plan
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfPlan(p)
 	return nil
@@ -13233,7 +13326,7 @@ func (v *PlanCapabilities) UnmarshalJSON(b []byte) error {
 	type PlanCapabilities fieldsOfPlanCapabilities
 	var p PlanCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfPlanCapabilities(p)
 	return nil
@@ -13356,7 +13449,7 @@ func (v *PlanEntry) UnmarshalJSON(b []byte) error {
 	type PlanEntry fieldsOfPlanEntry
 	var p PlanEntry
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfPlanEntry(p)
 	return nil
@@ -13500,7 +13593,7 @@ func (v *PlanFile) UnmarshalJSON(b []byte) error {
 	type PlanFile fieldsOfPlanFile
 	var p PlanFile
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfPlanFile(p)
 	return nil
@@ -13638,7 +13731,7 @@ func (v *PlanItems) UnmarshalJSON(b []byte) error {
 	type PlanItems fieldsOfPlanItems
 	var p PlanItems
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfPlanItems(p)
 	return nil
@@ -13745,7 +13838,7 @@ func (v *PlanMarkdown) UnmarshalJSON(b []byte) error {
 	type PlanMarkdown fieldsOfPlanMarkdown
 	var p PlanMarkdown
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfPlanMarkdown(p)
 	return nil
@@ -13837,7 +13930,7 @@ func (v *PlanRemoved) UnmarshalJSON(b []byte) error {
 	type PlanRemoved fieldsOfPlanRemoved
 	var p PlanRemoved
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfPlanRemoved(p)
 	return nil
@@ -13928,7 +14021,7 @@ func (v *PlanUpdate) UnmarshalJSON(b []byte) error {
 	type PlanUpdate fieldsOfPlanUpdate
 	var p PlanUpdate
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfPlanUpdate(p)
 	return nil
@@ -14112,6 +14205,8 @@ func (u *PlanUpdateContent) unmarshalSlow(b []byte) error {
 	return noVariant(fmt.Errorf("PlanUpdateContent: unexpected JSON %.20q", b))
 }
 
+func (*PlanUpdateContent) decodesItselfUpstream() {}
+
 // Validate checks that exactly one variant is set.
 func (u *PlanUpdateContent) Validate() error {
 	n := 0
@@ -14238,7 +14333,7 @@ func (v *PlanUpdateContentFile) UnmarshalJSON(b []byte) error {
 	type PlanUpdateContentFile fieldsOfPlanUpdateContentFile
 	var p PlanUpdateContentFile
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfPlanUpdateContentFile(p)
 	return nil
@@ -14378,7 +14473,7 @@ func (v *PlanUpdateContentItems) UnmarshalJSON(b []byte) error {
 	type PlanUpdateContentItems fieldsOfPlanUpdateContentItems
 	var p PlanUpdateContentItems
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfPlanUpdateContentItems(p)
 	return nil
@@ -14496,7 +14591,7 @@ func (v *PlanUpdateContentMarkdown) UnmarshalJSON(b []byte) error {
 	type PlanUpdateContentMarkdown fieldsOfPlanUpdateContentMarkdown
 	var p PlanUpdateContentMarkdown
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfPlanUpdateContentMarkdown(p)
 	return nil
@@ -14682,7 +14777,7 @@ func (v *PromptCapabilities) UnmarshalJSON(b []byte) error {
 	type Alias PromptCapabilities
 	var p Alias
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	if !present["audio"] {
 		_ = json.Unmarshal([]byte("false"), &p.Audio)
@@ -14696,6 +14791,8 @@ func (v *PromptCapabilities) UnmarshalJSON(b []byte) error {
 	*v = PromptCapabilities(p)
 	return nil
 }
+
+func (*PromptCapabilities) decodesItselfUpstream() {}
 
 // PromptRequest is an ACP object.
 //
@@ -14855,7 +14952,7 @@ func (v *PromptRequest) UnmarshalJSON(b []byte) error {
 	type PromptRequest fieldsOfPromptRequest
 	var p PromptRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfPromptRequest(p)
 	return nil
@@ -15007,7 +15104,7 @@ func (v *PromptResponse) UnmarshalJSON(b []byte) error {
 	type PromptResponse fieldsOfPromptResponse
 	var p PromptResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfPromptResponse(p)
 	return nil
@@ -15099,7 +15196,7 @@ func (v *ProvidersCapabilities) UnmarshalJSON(b []byte) error {
 	type ProvidersCapabilities fieldsOfProvidersCapabilities
 	var p ProvidersCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfProvidersCapabilities(p)
 	return nil
@@ -15248,7 +15345,7 @@ func (v *ReadTextFileRequest) UnmarshalJSON(b []byte) error {
 	type ReadTextFileRequest fieldsOfReadTextFileRequest
 	var p ReadTextFileRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfReadTextFileRequest(p)
 	return nil
@@ -15344,7 +15441,7 @@ func (v *ReadTextFileResponse) UnmarshalJSON(b []byte) error {
 	type ReadTextFileResponse fieldsOfReadTextFileResponse
 	var p ReadTextFileResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfReadTextFileResponse(p)
 	return nil
@@ -15455,7 +15552,7 @@ func (v *ReleaseTerminalRequest) UnmarshalJSON(b []byte) error {
 	type ReleaseTerminalRequest fieldsOfReleaseTerminalRequest
 	var p ReleaseTerminalRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfReleaseTerminalRequest(p)
 	return nil
@@ -15536,7 +15633,7 @@ func (v *ReleaseTerminalResponse) UnmarshalJSON(b []byte) error {
 	type ReleaseTerminalResponse fieldsOfReleaseTerminalResponse
 	var p ReleaseTerminalResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfReleaseTerminalResponse(p)
 	return nil
@@ -15634,6 +15731,8 @@ func (u *RequestId) unmarshalSlow(b []byte) error {
 	}
 	return noVariant(fmt.Errorf("RequestId: unexpected JSON %.20q", b))
 }
+
+func (*RequestId) decodesItselfUpstream() {}
 
 // Validate checks that exactly one variant is set.
 func (u *RequestId) Validate() error {
@@ -15823,6 +15922,8 @@ func (u *RequestPermissionOutcome) unmarshalSlow(b []byte) error {
 	return noVariant(fmt.Errorf("RequestPermissionOutcome: unexpected JSON %.20q", b))
 }
 
+func (*RequestPermissionOutcome) decodesItselfUpstream() {}
+
 // Validate checks that exactly one variant is set.
 func (u *RequestPermissionOutcome) Validate() error {
 	n := 0
@@ -15984,7 +16085,7 @@ func (v *RequestPermissionOutcomeSelected) UnmarshalJSON(b []byte) error {
 	type RequestPermissionOutcomeSelected fieldsOfRequestPermissionOutcomeSelected
 	var p RequestPermissionOutcomeSelected
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfRequestPermissionOutcomeSelected(p)
 	return nil
@@ -16124,7 +16225,7 @@ func (v *RequestPermissionRequest) UnmarshalJSON(b []byte) error {
 	type RequestPermissionRequest fieldsOfRequestPermissionRequest
 	var p RequestPermissionRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfRequestPermissionRequest(p)
 	return nil
@@ -16219,7 +16320,7 @@ func (v *RequestPermissionResponse) UnmarshalJSON(b []byte) error {
 	type RequestPermissionResponse fieldsOfRequestPermissionResponse
 	var p RequestPermissionResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfRequestPermissionResponse(p)
 	return nil
@@ -16294,19 +16395,26 @@ func (v *RequiresActionStateUpdate) UnmarshalJSON(b []byte) error {
 	}
 	type RequiresActionStateUpdate fieldsOfRequiresActionStateUpdate
 	var p RequiresActionStateUpdate
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfRequiresActionStateUpdate(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = RequiresActionStateUpdate{}
-	if raw, ok := fields["_meta"]; ok {
-		if decodeExact(raw, &p.Meta) != nil {
-			var zero map[string]any
-			p.Meta = zero
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = RequiresActionStateUpdate{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
 	}
 	*v = fieldsOfRequiresActionStateUpdate(p)
@@ -16518,7 +16626,7 @@ func (v *ResourceLink) UnmarshalJSON(b []byte) error {
 	type ResourceLink fieldsOfResourceLink
 	var p ResourceLink
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfResourceLink(p)
 	return nil
@@ -16701,7 +16809,7 @@ func (v *ResumeSessionRequest) UnmarshalJSON(b []byte) error {
 	type ResumeSessionRequest fieldsOfResumeSessionRequest
 	var p ResumeSessionRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfResumeSessionRequest(p)
 	return nil
@@ -16845,8 +16953,8 @@ func (v *ResumeSessionResponse) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
-// UnmarshalJSON decodes ResumeSessionResponse; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes ResumeSessionResponse. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *ResumeSessionResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
@@ -16859,7 +16967,26 @@ func (v *ResumeSessionResponse) UnmarshalJSON(b []byte) error {
 	type ResumeSessionResponse fieldsOfResumeSessionResponse
 	var p ResumeSessionResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "models"):
+				var x *LegacyModels
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = ResumeSessionResponse{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
 	}
 	*v = fieldsOfResumeSessionResponse(p)
 	return nil
@@ -16947,19 +17074,26 @@ func (v *RunningStateUpdate) UnmarshalJSON(b []byte) error {
 	}
 	type RunningStateUpdate fieldsOfRunningStateUpdate
 	var p RunningStateUpdate
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfRunningStateUpdate(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = RunningStateUpdate{}
-	if raw, ok := fields["_meta"]; ok {
-		if decodeExact(raw, &p.Meta) != nil {
-			var zero map[string]any
-			p.Meta = zero
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = RunningStateUpdate{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
 	}
 	*v = fieldsOfRunningStateUpdate(p)
@@ -17048,7 +17182,7 @@ func (v *SelectedPermissionOutcome) UnmarshalJSON(b []byte) error {
 	type SelectedPermissionOutcome fieldsOfSelectedPermissionOutcome
 	var p SelectedPermissionOutcome
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSelectedPermissionOutcome(p)
 	return nil
@@ -17126,7 +17260,7 @@ func (v *SessionAdditionalDirectoriesCapabilities) UnmarshalJSON(b []byte) error
 	type SessionAdditionalDirectoriesCapabilities fieldsOfSessionAdditionalDirectoriesCapabilities
 	var p SessionAdditionalDirectoriesCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionAdditionalDirectoriesCapabilities(p)
 	return nil
@@ -17248,7 +17382,7 @@ func (v *SessionAvailableCommandsUpdate) UnmarshalJSON(b []byte) error {
 	type SessionAvailableCommandsUpdate fieldsOfSessionAvailableCommandsUpdate
 	var p SessionAvailableCommandsUpdate
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionAvailableCommandsUpdate(p)
 	return nil
@@ -17326,19 +17460,26 @@ func (v *SessionCancelCapabilities) UnmarshalJSON(b []byte) error {
 	}
 	type SessionCancelCapabilities fieldsOfSessionCancelCapabilities
 	var p SessionCancelCapabilities
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfSessionCancelCapabilities(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = SessionCancelCapabilities{}
-	if raw, ok := fields["_meta"]; ok {
-		if decodeExact(raw, &p.Meta) != nil {
-			var zero map[string]any
-			p.Meta = zero
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = SessionCancelCapabilities{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
 	}
 	*v = fieldsOfSessionCancelCapabilities(p)
@@ -17555,7 +17696,7 @@ func (v *SessionCapabilities) UnmarshalJSON(b []byte) error {
 	type SessionCapabilities fieldsOfSessionCapabilities
 	var p SessionCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionCapabilities(p)
 	return nil
@@ -17630,7 +17771,7 @@ func (v *SessionCloseCapabilities) UnmarshalJSON(b []byte) error {
 	type SessionCloseCapabilities fieldsOfSessionCloseCapabilities
 	var p SessionCloseCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionCloseCapabilities(p)
 	return nil
@@ -17839,6 +17980,8 @@ func (u *SessionConfigOption) unmarshalSlow(b []byte) error {
 	return noVariant(fmt.Errorf("SessionConfigOption: unexpected JSON %.20q", b))
 }
 
+func (*SessionConfigOption) decodesItselfUpstream() {}
+
 // Validate checks that exactly one variant is set.
 func (u *SessionConfigOption) Validate() error {
 	n := 0
@@ -18025,7 +18168,7 @@ func (v *SessionConfigOptionBoolean) UnmarshalJSON(b []byte) error {
 	type SessionConfigOptionBoolean fieldsOfSessionConfigOptionBoolean
 	var p SessionConfigOptionBoolean
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionConfigOptionBoolean(p)
 	return nil
@@ -18239,7 +18382,7 @@ func (v *SessionConfigOptionSelect) UnmarshalJSON(b []byte) error {
 	type SessionConfigOptionSelect fieldsOfSessionConfigOptionSelect
 	var p SessionConfigOptionSelect
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionConfigOptionSelect(p)
 	return nil
@@ -18361,7 +18504,7 @@ func (v *SessionConfigOptionUpdate) UnmarshalJSON(b []byte) error {
 	type SessionConfigOptionUpdate fieldsOfSessionConfigOptionUpdate
 	var p SessionConfigOptionUpdate
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionConfigOptionUpdate(p)
 	return nil
@@ -18559,7 +18702,7 @@ func (v *SessionConfigSelectGroup) UnmarshalJSON(b []byte) error {
 	type SessionConfigSelectGroup fieldsOfSessionConfigSelectGroup
 	var p SessionConfigSelectGroup
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionConfigSelectGroup(p)
 	return nil
@@ -18684,7 +18827,7 @@ func (v *SessionConfigSelectOption) UnmarshalJSON(b []byte) error {
 	type SessionConfigSelectOption fieldsOfSessionConfigSelectOption
 	var p SessionConfigSelectOption
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionConfigSelectOption(p)
 	return nil
@@ -18782,6 +18925,8 @@ func (u *SessionConfigSelectOptions) unmarshalSlow(b []byte) error {
 	}
 	return noVariant(fmt.Errorf("SessionConfigSelectOptions: unexpected JSON %.20q", b))
 }
+
+func (*SessionConfigSelectOptions) decodesItselfUpstream() {}
 
 // Validate checks that exactly one variant is set.
 func (u *SessionConfigSelectOptions) Validate() error {
@@ -18908,7 +19053,7 @@ func (v *SessionCurrentModeUpdate) UnmarshalJSON(b []byte) error {
 	type SessionCurrentModeUpdate fieldsOfSessionCurrentModeUpdate
 	var p SessionCurrentModeUpdate
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionCurrentModeUpdate(p)
 	return nil
@@ -18987,7 +19132,7 @@ func (v *SessionDeleteCapabilities) UnmarshalJSON(b []byte) error {
 	type SessionDeleteCapabilities fieldsOfSessionDeleteCapabilities
 	var p SessionDeleteCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionDeleteCapabilities(p)
 	return nil
@@ -19066,7 +19211,7 @@ func (v *SessionForkCapabilities) UnmarshalJSON(b []byte) error {
 	type SessionForkCapabilities fieldsOfSessionForkCapabilities
 	var p SessionForkCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionForkCapabilities(p)
 	return nil
@@ -19263,7 +19408,7 @@ func (v *SessionInfo) UnmarshalJSON(b []byte) error {
 	type SessionInfo fieldsOfSessionInfo
 	var p SessionInfo
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionInfo(p)
 	return nil
@@ -19383,7 +19528,7 @@ func (v *SessionInfoUpdate) UnmarshalJSON(b []byte) error {
 	type SessionInfoUpdate fieldsOfSessionInfoUpdate
 	var p SessionInfoUpdate
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionInfoUpdate(p)
 	return nil
@@ -19458,7 +19603,7 @@ func (v *SessionListCapabilities) UnmarshalJSON(b []byte) error {
 	type SessionListCapabilities fieldsOfSessionListCapabilities
 	var p SessionListCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionListCapabilities(p)
 	return nil
@@ -19649,58 +19794,60 @@ func (v *SessionMessage) UnmarshalJSON(b []byte) error {
 	}
 	type SessionMessage fieldsOfSessionMessage
 	var p SessionMessage
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfSessionMessage(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = SessionMessage{}
-	if raw, ok := fields["_meta"]; ok {
-		if decodeExact(raw, &p.Meta) != nil {
-			var zero Nullable[map[string]any]
-			p.Meta = zero
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["content"]; ok {
-		if decodeExact(raw, &p.Content) != nil {
-			var zero Nullable[[]ContentBlock]
-			p.Content = zero
-			// Keep the valid items of a list with malformed ones.
-			if items, ok := validItems[ContentBlock](raw); ok {
-				p.Content = NewNullable(items)
+		var salvage SessionMessage
+		keepContent := false
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x Nullable[map[string]any]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "content"):
+				var x Nullable[[]ContentBlock]
+				if decodeExact(raw, &x) != nil {
+					// Keep the valid items of a list with malformed ones.
+					if items, ok := validItems[ContentBlock](raw); ok {
+						salvage.Content, keepContent = NewNullable(items), true
+					}
+					return true
+				}
+			case isKey(key, "recipientMessageId"):
+				var x Nullable[MessageId]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "recipientSessionId"):
+				var x Nullable[SessionId]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "senderMessageId"):
+				var x Nullable[MessageId]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "senderSessionId"):
+				var x Nullable[SessionId]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
 			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["messageId"]; ok {
-		if err := decodeExact(raw, &p.MessageId); err != nil {
-			return err
+		p = SessionMessage{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["recipientMessageId"]; ok {
-		if decodeExact(raw, &p.RecipientMessageId) != nil {
-			var zero Nullable[MessageId]
-			p.RecipientMessageId = zero
-		}
-	}
-	if raw, ok := fields["recipientSessionId"]; ok {
-		if decodeExact(raw, &p.RecipientSessionId) != nil {
-			var zero Nullable[SessionId]
-			p.RecipientSessionId = zero
-		}
-	}
-	if raw, ok := fields["senderMessageId"]; ok {
-		if decodeExact(raw, &p.SenderMessageId) != nil {
-			var zero Nullable[MessageId]
-			p.SenderMessageId = zero
-		}
-	}
-	if raw, ok := fields["senderSessionId"]; ok {
-		if decodeExact(raw, &p.SenderSessionId) != nil {
-			var zero Nullable[SessionId]
-			p.SenderSessionId = zero
+		if keepContent {
+			p.Content = salvage.Content
 		}
 	}
 	*v = fieldsOfSessionMessage(p)
@@ -19807,29 +19954,26 @@ func (v *SessionMessageChunk) UnmarshalJSON(b []byte) error {
 	}
 	type SessionMessageChunk fieldsOfSessionMessageChunk
 	var p SessionMessageChunk
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfSessionMessageChunk(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = SessionMessageChunk{}
-	if raw, ok := fields["_meta"]; ok {
-		if decodeExact(raw, &p.Meta) != nil {
-			var zero map[string]any
-			p.Meta = zero
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["content"]; ok {
-		if err := decodeExact(raw, &p.Content); err != nil {
-			return err
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["messageId"]; ok {
-		if err := decodeExact(raw, &p.MessageId); err != nil {
-			return err
+		p = SessionMessageChunk{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
 	}
 	*v = fieldsOfSessionMessageChunk(p)
@@ -19957,7 +20101,7 @@ func (v *SessionMode) UnmarshalJSON(b []byte) error {
 	type SessionMode fieldsOfSessionMode
 	var p SessionMode
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionMode(p)
 	return nil
@@ -20084,7 +20228,7 @@ func (v *SessionModeState) UnmarshalJSON(b []byte) error {
 	type SessionModeState fieldsOfSessionModeState
 	var p SessionModeState
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionModeState(p)
 	return nil
@@ -20190,7 +20334,7 @@ func (v *SessionNotification) UnmarshalJSON(b []byte) error {
 	type SessionNotification fieldsOfSessionNotification
 	var p SessionNotification
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionNotification(p)
 	return nil
@@ -20301,7 +20445,7 @@ func (v *SessionPlanUpdate) UnmarshalJSON(b []byte) error {
 	type SessionPlanUpdate fieldsOfSessionPlanUpdate
 	var p SessionPlanUpdate
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionPlanUpdate(p)
 	return nil
@@ -20376,7 +20520,7 @@ func (v *SessionResumeCapabilities) UnmarshalJSON(b []byte) error {
 	type SessionResumeCapabilities fieldsOfSessionResumeCapabilities
 	var p SessionResumeCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionResumeCapabilities(p)
 	return nil
@@ -20508,7 +20652,7 @@ func (v *SessionSessionInfoUpdate) UnmarshalJSON(b []byte) error {
 	type SessionSessionInfoUpdate fieldsOfSessionSessionInfoUpdate
 	var p SessionSessionInfoUpdate
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionSessionInfoUpdate(p)
 	return nil
@@ -20750,63 +20894,46 @@ func (v *SessionSubagentUpdate) UnmarshalJSON(b []byte) error {
 	}
 	type SessionSubagentUpdate fieldsOfSessionSubagentUpdate
 	var p SessionSubagentUpdate
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfSessionSubagentUpdate(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = SessionSubagentUpdate{}
-	if raw, ok := fields["_meta"]; ok {
-		if decodeExact(raw, &p.Meta) != nil {
-			var zero Nullable[map[string]any]
-			p.Meta = zero
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["additionalDirectories"]; ok {
-		if err := decodeExact(raw, &p.AdditionalDirectories); err != nil {
-			return err
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x Nullable[map[string]any]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "capabilities"):
+				var x Nullable[SubagentSessionCapabilities]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "description"):
+				var x Nullable[string]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "state"):
+				var x Nullable[StateUpdate]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "title"):
+				var x Nullable[string]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["capabilities"]; ok {
-		if decodeExact(raw, &p.Capabilities) != nil {
-			var zero Nullable[SubagentSessionCapabilities]
-			p.Capabilities = zero
-		}
-	}
-	if raw, ok := fields["cwd"]; ok {
-		if err := decodeExact(raw, &p.Cwd); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["description"]; ok {
-		if decodeExact(raw, &p.Description) != nil {
-			var zero Nullable[string]
-			p.Description = zero
-		}
-	}
-	if raw, ok := fields["sessionId"]; ok {
-		if err := decodeExact(raw, &p.SessionId); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["sessionUpdate"]; ok {
-		if err := decodeExact(raw, &p.SessionUpdate); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["state"]; ok {
-		if decodeExact(raw, &p.State) != nil {
-			var zero Nullable[StateUpdate]
-			p.State = zero
-		}
-	}
-	if raw, ok := fields["title"]; ok {
-		if decodeExact(raw, &p.Title) != nil {
-			var zero Nullable[string]
-			p.Title = zero
+		p = SessionSubagentUpdate{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
 	}
 	*v = fieldsOfSessionSubagentUpdate(p)
@@ -21094,69 +21221,26 @@ func (v *SessionToolCallUpdate) UnmarshalJSON(b []byte) error {
 	}
 	type SessionToolCallUpdate fieldsOfSessionToolCallUpdate
 	var p SessionToolCallUpdate
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfSessionToolCallUpdate(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = SessionToolCallUpdate{}
-	if raw, ok := fields["_meta"]; ok {
-		if err := decodeExact(raw, &p.Meta); err != nil {
-			return err
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["content"]; ok {
-		if err := decodeExact(raw, &p.Content); err != nil {
-			return err
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "name"):
+				var x *string
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["kind"]; ok {
-		if err := decodeExact(raw, &p.Kind); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["locations"]; ok {
-		if err := decodeExact(raw, &p.Locations); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["name"]; ok {
-		if decodeExact(raw, &p.Name) != nil {
-			var zero *string
-			p.Name = zero
-		}
-	}
-	if raw, ok := fields["rawInput"]; ok {
-		if err := decodeExact(raw, &p.RawInput); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["rawOutput"]; ok {
-		if err := decodeExact(raw, &p.RawOutput); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["sessionUpdate"]; ok {
-		if err := decodeExact(raw, &p.SessionUpdate); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["status"]; ok {
-		if err := decodeExact(raw, &p.Status); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["title"]; ok {
-		if err := decodeExact(raw, &p.Title); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["toolCallId"]; ok {
-		if err := decodeExact(raw, &p.ToolCallId); err != nil {
-			return err
+		p = SessionToolCallUpdate{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
 	}
 	*v = fieldsOfSessionToolCallUpdate(p)
@@ -21608,6 +21692,8 @@ func (u *SessionUpdate) unmarshalSlow(b []byte) error {
 	return noVariant(fmt.Errorf("SessionUpdate: unexpected JSON %.20q", b))
 }
 
+func (*SessionUpdate) decodesItselfUpstream() {}
+
 // Validate checks that exactly one variant is set.
 func (u *SessionUpdate) Validate() error {
 	n := 0
@@ -21801,7 +21887,7 @@ func (v *SessionUpdateAgentMessageChunk) UnmarshalJSON(b []byte) error {
 	type SessionUpdateAgentMessageChunk fieldsOfSessionUpdateAgentMessageChunk
 	var p SessionUpdateAgentMessageChunk
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionUpdateAgentMessageChunk(p)
 	return nil
@@ -21933,7 +22019,7 @@ func (v *SessionUpdateAgentThoughtChunk) UnmarshalJSON(b []byte) error {
 	type SessionUpdateAgentThoughtChunk fieldsOfSessionUpdateAgentThoughtChunk
 	var p SessionUpdateAgentThoughtChunk
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionUpdateAgentThoughtChunk(p)
 	return nil
@@ -22059,7 +22145,7 @@ func (v *SessionUpdatePlan) UnmarshalJSON(b []byte) error {
 	type SessionUpdatePlan fieldsOfSessionUpdatePlan
 	var p SessionUpdatePlan
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionUpdatePlan(p)
 	return nil
@@ -22166,7 +22252,7 @@ func (v *SessionUpdatePlanRemoved) UnmarshalJSON(b []byte) error {
 	type SessionUpdatePlanRemoved fieldsOfSessionUpdatePlanRemoved
 	var p SessionUpdatePlanRemoved
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionUpdatePlanRemoved(p)
 	return nil
@@ -22373,63 +22459,60 @@ func (v *SessionUpdateSessionMessage) UnmarshalJSON(b []byte) error {
 	}
 	type SessionUpdateSessionMessage fieldsOfSessionUpdateSessionMessage
 	var p SessionUpdateSessionMessage
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfSessionUpdateSessionMessage(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = SessionUpdateSessionMessage{}
-	if raw, ok := fields["_meta"]; ok {
-		if decodeExact(raw, &p.Meta) != nil {
-			var zero Nullable[map[string]any]
-			p.Meta = zero
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["content"]; ok {
-		if decodeExact(raw, &p.Content) != nil {
-			var zero Nullable[[]ContentBlock]
-			p.Content = zero
-			// Keep the valid items of a list with malformed ones.
-			if items, ok := validItems[ContentBlock](raw); ok {
-				p.Content = NewNullable(items)
+		var salvage SessionUpdateSessionMessage
+		keepContent := false
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x Nullable[map[string]any]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "content"):
+				var x Nullable[[]ContentBlock]
+				if decodeExact(raw, &x) != nil {
+					// Keep the valid items of a list with malformed ones.
+					if items, ok := validItems[ContentBlock](raw); ok {
+						salvage.Content, keepContent = NewNullable(items), true
+					}
+					return true
+				}
+			case isKey(key, "recipientMessageId"):
+				var x Nullable[MessageId]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "recipientSessionId"):
+				var x Nullable[SessionId]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "senderMessageId"):
+				var x Nullable[MessageId]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "senderSessionId"):
+				var x Nullable[SessionId]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
 			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["messageId"]; ok {
-		if err := decodeExact(raw, &p.MessageId); err != nil {
-			return err
+		p = SessionUpdateSessionMessage{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["recipientMessageId"]; ok {
-		if decodeExact(raw, &p.RecipientMessageId) != nil {
-			var zero Nullable[MessageId]
-			p.RecipientMessageId = zero
-		}
-	}
-	if raw, ok := fields["recipientSessionId"]; ok {
-		if decodeExact(raw, &p.RecipientSessionId) != nil {
-			var zero Nullable[SessionId]
-			p.RecipientSessionId = zero
-		}
-	}
-	if raw, ok := fields["senderMessageId"]; ok {
-		if decodeExact(raw, &p.SenderMessageId) != nil {
-			var zero Nullable[MessageId]
-			p.SenderMessageId = zero
-		}
-	}
-	if raw, ok := fields["senderSessionId"]; ok {
-		if decodeExact(raw, &p.SenderSessionId) != nil {
-			var zero Nullable[SessionId]
-			p.SenderSessionId = zero
-		}
-	}
-	if raw, ok := fields["sessionUpdate"]; ok {
-		if err := decodeExact(raw, &p.SessionUpdate); err != nil {
-			return err
+		if keepContent {
+			p.Content = salvage.Content
 		}
 	}
 	*v = fieldsOfSessionUpdateSessionMessage(p)
@@ -22548,34 +22631,26 @@ func (v *SessionUpdateSessionMessageChunk) UnmarshalJSON(b []byte) error {
 	}
 	type SessionUpdateSessionMessageChunk fieldsOfSessionUpdateSessionMessageChunk
 	var p SessionUpdateSessionMessageChunk
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfSessionUpdateSessionMessageChunk(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = SessionUpdateSessionMessageChunk{}
-	if raw, ok := fields["_meta"]; ok {
-		if decodeExact(raw, &p.Meta) != nil {
-			var zero map[string]any
-			p.Meta = zero
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["content"]; ok {
-		if err := decodeExact(raw, &p.Content); err != nil {
-			return err
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["messageId"]; ok {
-		if err := decodeExact(raw, &p.MessageId); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["sessionUpdate"]; ok {
-		if err := decodeExact(raw, &p.SessionUpdate); err != nil {
-			return err
+		p = SessionUpdateSessionMessageChunk{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
 	}
 	*v = fieldsOfSessionUpdateSessionMessageChunk(p)
@@ -22844,69 +22919,26 @@ func (v *SessionUpdateToolCall) UnmarshalJSON(b []byte) error {
 	}
 	type SessionUpdateToolCall fieldsOfSessionUpdateToolCall
 	var p SessionUpdateToolCall
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfSessionUpdateToolCall(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = SessionUpdateToolCall{}
-	if raw, ok := fields["_meta"]; ok {
-		if err := decodeExact(raw, &p.Meta); err != nil {
-			return err
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["content"]; ok {
-		if err := decodeExact(raw, &p.Content); err != nil {
-			return err
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "name"):
+				var x *string
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["kind"]; ok {
-		if err := decodeExact(raw, &p.Kind); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["locations"]; ok {
-		if err := decodeExact(raw, &p.Locations); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["name"]; ok {
-		if decodeExact(raw, &p.Name) != nil {
-			var zero *string
-			p.Name = zero
-		}
-	}
-	if raw, ok := fields["rawInput"]; ok {
-		if err := decodeExact(raw, &p.RawInput); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["rawOutput"]; ok {
-		if err := decodeExact(raw, &p.RawOutput); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["sessionUpdate"]; ok {
-		if err := decodeExact(raw, &p.SessionUpdate); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["status"]; ok {
-		if err := decodeExact(raw, &p.Status); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["title"]; ok {
-		if err := decodeExact(raw, &p.Title); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["toolCallId"]; ok {
-		if err := decodeExact(raw, &p.ToolCallId); err != nil {
-			return err
+		p = SessionUpdateToolCall{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
 	}
 	*v = fieldsOfSessionUpdateToolCall(p)
@@ -23039,7 +23071,7 @@ func (v *SessionUpdateUserMessageChunk) UnmarshalJSON(b []byte) error {
 	type SessionUpdateUserMessageChunk fieldsOfSessionUpdateUserMessageChunk
 	var p SessionUpdateUserMessageChunk
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionUpdateUserMessageChunk(p)
 	return nil
@@ -23181,7 +23213,7 @@ func (v *SessionUsageUpdate) UnmarshalJSON(b []byte) error {
 	type SessionUsageUpdate fieldsOfSessionUsageUpdate
 	var p SessionUsageUpdate
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionUsageUpdate(p)
 	return nil
@@ -23314,7 +23346,7 @@ func (v *SetSessionConfigOptionBoolean) UnmarshalJSON(b []byte) error {
 	type SetSessionConfigOptionBoolean fieldsOfSetSessionConfigOptionBoolean
 	var p SetSessionConfigOptionBoolean
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSetSessionConfigOptionBoolean(p)
 	return nil
@@ -23446,6 +23478,8 @@ func (u *SetSessionConfigOptionRequest) unmarshalSlow(b []byte) error {
 	return noVariant(fmt.Errorf("SetSessionConfigOptionRequest: unexpected JSON %.20q", b))
 }
 
+func (*SetSessionConfigOptionRequest) decodesItselfUpstream() {}
+
 // Validate checks that exactly one variant is set.
 func (u *SetSessionConfigOptionRequest) Validate() error {
 	n := 0
@@ -23558,7 +23592,7 @@ func (v *SetSessionConfigOptionResponse) UnmarshalJSON(b []byte) error {
 	type SetSessionConfigOptionResponse fieldsOfSetSessionConfigOptionResponse
 	var p SetSessionConfigOptionResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSetSessionConfigOptionResponse(p)
 	return nil
@@ -23688,7 +23722,7 @@ func (v *SetSessionConfigOptionValueId) UnmarshalJSON(b []byte) error {
 	type SetSessionConfigOptionValueId fieldsOfSetSessionConfigOptionValueId
 	var p SetSessionConfigOptionValueId
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSetSessionConfigOptionValueId(p)
 	return nil
@@ -23791,7 +23825,7 @@ func (v *SetSessionModeRequest) UnmarshalJSON(b []byte) error {
 	type SetSessionModeRequest fieldsOfSetSessionModeRequest
 	var p SetSessionModeRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSetSessionModeRequest(p)
 	return nil
@@ -23869,7 +23903,7 @@ func (v *SetSessionModeResponse) UnmarshalJSON(b []byte) error {
 	type SetSessionModeResponse fieldsOfSetSessionModeResponse
 	var p SetSessionModeResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSetSessionModeResponse(p)
 	return nil
@@ -24058,6 +24092,8 @@ func (u *StateUpdate) unmarshalSlow(b []byte) error {
 	return noVariant(fmt.Errorf("StateUpdate: unexpected JSON %.20q", b))
 }
 
+func (*StateUpdate) decodesItselfUpstream() {}
+
 // Validate checks that exactly one variant is set.
 func (u *StateUpdate) Validate() error {
 	n := 0
@@ -24235,42 +24271,41 @@ func (v *StateUpdateIdle) UnmarshalJSON(b []byte) error {
 	}
 	type StateUpdateIdle fieldsOfStateUpdateIdle
 	var p StateUpdateIdle
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfStateUpdateIdle(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = StateUpdateIdle{}
-	if raw, ok := fields["_meta"]; ok {
-		if decodeExact(raw, &p.Meta) != nil {
-			var zero map[string]any
-			p.Meta = zero
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["error"]; ok {
-		if decodeExact(raw, &p.Error) != nil {
-			var zero *Error
-			p.Error = zero
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "error"):
+				var x *Error
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "stopReason"):
+				var x *string
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "usage"):
+				var x *Usage
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["state"]; ok {
-		if err := decodeExact(raw, &p.State); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["stopReason"]; ok {
-		if decodeExact(raw, &p.StopReason) != nil {
-			var zero *string
-			p.StopReason = zero
-		}
-	}
-	if raw, ok := fields["usage"]; ok {
-		if decodeExact(raw, &p.Usage) != nil {
-			var zero *Usage
-			p.Usage = zero
+		p = StateUpdateIdle{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
 	}
 	*v = fieldsOfStateUpdateIdle(p)
@@ -24356,24 +24391,26 @@ func (v *StateUpdateRequiresAction) UnmarshalJSON(b []byte) error {
 	}
 	type StateUpdateRequiresAction fieldsOfStateUpdateRequiresAction
 	var p StateUpdateRequiresAction
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfStateUpdateRequiresAction(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = StateUpdateRequiresAction{}
-	if raw, ok := fields["_meta"]; ok {
-		if decodeExact(raw, &p.Meta) != nil {
-			var zero map[string]any
-			p.Meta = zero
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["state"]; ok {
-		if err := decodeExact(raw, &p.State); err != nil {
-			return err
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = StateUpdateRequiresAction{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
 	}
 	*v = fieldsOfStateUpdateRequiresAction(p)
@@ -24459,24 +24496,26 @@ func (v *StateUpdateRunning) UnmarshalJSON(b []byte) error {
 	}
 	type StateUpdateRunning fieldsOfStateUpdateRunning
 	var p StateUpdateRunning
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfStateUpdateRunning(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = StateUpdateRunning{}
-	if raw, ok := fields["_meta"]; ok {
-		if decodeExact(raw, &p.Meta) != nil {
-			var zero map[string]any
-			p.Meta = zero
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["state"]; ok {
-		if err := decodeExact(raw, &p.State); err != nil {
-			return err
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = StateUpdateRunning{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
 	}
 	*v = fieldsOfStateUpdateRunning(p)
@@ -24564,24 +24603,26 @@ func (v *StateUpdateUnknown) UnmarshalJSON(b []byte) error {
 	}
 	type StateUpdateUnknown fieldsOfStateUpdateUnknown
 	var p StateUpdateUnknown
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfStateUpdateUnknown(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = StateUpdateUnknown{}
-	if raw, ok := fields["_meta"]; ok {
-		if decodeExact(raw, &p.Meta) != nil {
-			var zero map[string]any
-			p.Meta = zero
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["state"]; ok {
-		if err := decodeExact(raw, &p.State); err != nil {
-			return err
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = StateUpdateUnknown{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
 	}
 	*v = fieldsOfStateUpdateUnknown(p)
@@ -24690,19 +24731,26 @@ func (v *SubagentCapabilities) UnmarshalJSON(b []byte) error {
 	}
 	type SubagentCapabilities fieldsOfSubagentCapabilities
 	var p SubagentCapabilities
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfSubagentCapabilities(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = SubagentCapabilities{}
-	if raw, ok := fields["_meta"]; ok {
-		if decodeExact(raw, &p.Meta) != nil {
-			var zero map[string]any
-			p.Meta = zero
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = SubagentCapabilities{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
 	}
 	*v = fieldsOfSubagentCapabilities(p)
@@ -24802,25 +24850,31 @@ func (v *SubagentSessionCapabilities) UnmarshalJSON(b []byte) error {
 	}
 	type SubagentSessionCapabilities fieldsOfSubagentSessionCapabilities
 	var p SubagentSessionCapabilities
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfSubagentSessionCapabilities(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = SubagentSessionCapabilities{}
-	if raw, ok := fields["_meta"]; ok {
-		if decodeExact(raw, &p.Meta) != nil {
-			var zero map[string]any
-			p.Meta = zero
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["cancel"]; ok {
-		if decodeExact(raw, &p.Cancel) != nil {
-			var zero *SessionCancelCapabilities
-			p.Cancel = zero
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "cancel"):
+				var x *SessionCancelCapabilities
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = SubagentSessionCapabilities{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
 	}
 	*v = fieldsOfSubagentSessionCapabilities(p)
@@ -25067,58 +25121,46 @@ func (v *SubagentUpdate) UnmarshalJSON(b []byte) error {
 	}
 	type SubagentUpdate fieldsOfSubagentUpdate
 	var p SubagentUpdate
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfSubagentUpdate(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = SubagentUpdate{}
-	if raw, ok := fields["_meta"]; ok {
-		if decodeExact(raw, &p.Meta) != nil {
-			var zero Nullable[map[string]any]
-			p.Meta = zero
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["additionalDirectories"]; ok {
-		if err := decodeExact(raw, &p.AdditionalDirectories); err != nil {
-			return err
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x Nullable[map[string]any]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "capabilities"):
+				var x Nullable[SubagentSessionCapabilities]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "description"):
+				var x Nullable[string]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "state"):
+				var x Nullable[StateUpdate]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "title"):
+				var x Nullable[string]
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["capabilities"]; ok {
-		if decodeExact(raw, &p.Capabilities) != nil {
-			var zero Nullable[SubagentSessionCapabilities]
-			p.Capabilities = zero
-		}
-	}
-	if raw, ok := fields["cwd"]; ok {
-		if err := decodeExact(raw, &p.Cwd); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["description"]; ok {
-		if decodeExact(raw, &p.Description) != nil {
-			var zero Nullable[string]
-			p.Description = zero
-		}
-	}
-	if raw, ok := fields["sessionId"]; ok {
-		if err := decodeExact(raw, &p.SessionId); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["state"]; ok {
-		if decodeExact(raw, &p.State) != nil {
-			var zero Nullable[StateUpdate]
-			p.State = zero
-		}
-	}
-	if raw, ok := fields["title"]; ok {
-		if decodeExact(raw, &p.Title) != nil {
-			var zero Nullable[string]
-			p.Title = zero
+		p = SubagentUpdate{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
 	}
 	*v = fieldsOfSubagentUpdate(p)
@@ -25211,7 +25253,7 @@ func (v *Terminal) UnmarshalJSON(b []byte) error {
 	type Terminal fieldsOfTerminal
 	var p Terminal
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfTerminal(p)
 	return nil
@@ -25328,7 +25370,7 @@ func (v *TerminalExitStatus) UnmarshalJSON(b []byte) error {
 	type TerminalExitStatus fieldsOfTerminalExitStatus
 	var p TerminalExitStatus
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfTerminalExitStatus(p)
 	return nil
@@ -25431,7 +25473,7 @@ func (v *TerminalOutputRequest) UnmarshalJSON(b []byte) error {
 	type TerminalOutputRequest fieldsOfTerminalOutputRequest
 	var p TerminalOutputRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfTerminalOutputRequest(p)
 	return nil
@@ -25562,7 +25604,7 @@ func (v *TerminalOutputResponse) UnmarshalJSON(b []byte) error {
 	type TerminalOutputResponse fieldsOfTerminalOutputResponse
 	var p TerminalOutputResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfTerminalOutputResponse(p)
 	return nil
@@ -25678,7 +25720,7 @@ func (v *TextContent) UnmarshalJSON(b []byte) error {
 	type TextContent fieldsOfTextContent
 	var p TextContent
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfTextContent(p)
 	return nil
@@ -25816,7 +25858,7 @@ func (v *TextResourceContents) UnmarshalJSON(b []byte) error {
 	type TextResourceContents fieldsOfTextResourceContents
 	var p TextResourceContents
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfTextResourceContents(p)
 	return nil
@@ -26074,64 +26116,26 @@ func (v *ToolCall) UnmarshalJSON(b []byte) error {
 	}
 	type ToolCall fieldsOfToolCall
 	var p ToolCall
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfToolCall(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = ToolCall{}
-	if raw, ok := fields["_meta"]; ok {
-		if err := decodeExact(raw, &p.Meta); err != nil {
-			return err
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["content"]; ok {
-		if err := decodeExact(raw, &p.Content); err != nil {
-			return err
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "name"):
+				var x *string
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["kind"]; ok {
-		if err := decodeExact(raw, &p.Kind); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["locations"]; ok {
-		if err := decodeExact(raw, &p.Locations); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["name"]; ok {
-		if decodeExact(raw, &p.Name) != nil {
-			var zero *string
-			p.Name = zero
-		}
-	}
-	if raw, ok := fields["rawInput"]; ok {
-		if err := decodeExact(raw, &p.RawInput); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["rawOutput"]; ok {
-		if err := decodeExact(raw, &p.RawOutput); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["status"]; ok {
-		if err := decodeExact(raw, &p.Status); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["title"]; ok {
-		if err := decodeExact(raw, &p.Title); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["toolCallId"]; ok {
-		if err := decodeExact(raw, &p.ToolCallId); err != nil {
-			return err
+		p = ToolCall{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
 	}
 	*v = fieldsOfToolCall(p)
@@ -26361,6 +26365,8 @@ func (u *ToolCallContent) unmarshalSlow(b []byte) error {
 	return noVariant(fmt.Errorf("ToolCallContent: unexpected JSON %.20q", b))
 }
 
+func (*ToolCallContent) decodesItselfUpstream() {}
+
 // Validate checks that exactly one variant is set.
 func (u *ToolCallContent) Validate() error {
 	n := 0
@@ -26474,7 +26480,7 @@ func (v *ToolCallContentContent) UnmarshalJSON(b []byte) error {
 	type ToolCallContentContent fieldsOfToolCallContentContent
 	var p ToolCallContentContent
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfToolCallContentContent(p)
 	return nil
@@ -26614,7 +26620,7 @@ func (v *ToolCallContentDiff) UnmarshalJSON(b []byte) error {
 	type ToolCallContentDiff fieldsOfToolCallContentDiff
 	var p ToolCallContentDiff
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfToolCallContentDiff(p)
 	return nil
@@ -26719,7 +26725,7 @@ func (v *ToolCallContentSession) UnmarshalJSON(b []byte) error {
 	type ToolCallContentSession fieldsOfToolCallContentSession
 	var p ToolCallContentSession
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfToolCallContentSession(p)
 	return nil
@@ -26826,7 +26832,7 @@ func (v *ToolCallContentTerminal) UnmarshalJSON(b []byte) error {
 	type ToolCallContentTerminal fieldsOfToolCallContentTerminal
 	var p ToolCallContentTerminal
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfToolCallContentTerminal(p)
 	return nil
@@ -26946,7 +26952,7 @@ func (v *ToolCallLocation) UnmarshalJSON(b []byte) error {
 	type ToolCallLocation fieldsOfToolCallLocation
 	var p ToolCallLocation
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfToolCallLocation(p)
 	return nil
@@ -27245,64 +27251,26 @@ func (v *ToolCallUpdate) UnmarshalJSON(b []byte) error {
 	}
 	type ToolCallUpdate fieldsOfToolCallUpdate
 	var p ToolCallUpdate
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfToolCallUpdate(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = ToolCallUpdate{}
-	if raw, ok := fields["_meta"]; ok {
-		if err := decodeExact(raw, &p.Meta); err != nil {
-			return err
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["content"]; ok {
-		if err := decodeExact(raw, &p.Content); err != nil {
-			return err
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "name"):
+				var x *string
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
 		}
-	}
-	if raw, ok := fields["kind"]; ok {
-		if err := decodeExact(raw, &p.Kind); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["locations"]; ok {
-		if err := decodeExact(raw, &p.Locations); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["name"]; ok {
-		if decodeExact(raw, &p.Name) != nil {
-			var zero *string
-			p.Name = zero
-		}
-	}
-	if raw, ok := fields["rawInput"]; ok {
-		if err := decodeExact(raw, &p.RawInput); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["rawOutput"]; ok {
-		if err := decodeExact(raw, &p.RawOutput); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["status"]; ok {
-		if err := decodeExact(raw, &p.Status); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["title"]; ok {
-		if err := decodeExact(raw, &p.Title); err != nil {
-			return err
-		}
-	}
-	if raw, ok := fields["toolCallId"]; ok {
-		if err := decodeExact(raw, &p.ToolCallId); err != nil {
-			return err
+		p = ToolCallUpdate{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
 	}
 	*v = fieldsOfToolCallUpdate(p)
@@ -27424,19 +27392,26 @@ func (v *UnknownStateUpdate) UnmarshalJSON(b []byte) error {
 	}
 	type UnknownStateUpdate fieldsOfUnknownStateUpdate
 	var p UnknownStateUpdate
-	if err := decodeExact(b, &p); err == nil {
-		*v = fieldsOfUnknownStateUpdate(p)
-		return nil
-	}
-	fields, err := objectFields(b)
-	if err != nil {
-		return err
-	}
-	p = UnknownStateUpdate{}
-	if raw, ok := fields["_meta"]; ok {
-		if decodeExact(raw, &p.Meta) != nil {
-			var zero map[string]any
-			p.Meta = zero
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnknownStateUpdate{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
 		}
 	}
 	*v = fieldsOfUnknownStateUpdate(p)
@@ -27540,7 +27515,7 @@ func (v *UnstableAcceptNesNotification) UnmarshalJSON(b []byte) error {
 	type UnstableAcceptNesNotification fieldsOfUnstableAcceptNesNotification
 	var p UnstableAcceptNesNotification
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableAcceptNesNotification(p)
 	return nil
@@ -27641,7 +27616,7 @@ func (v *UnstableCancelRequestNotification) UnmarshalJSON(b []byte) error {
 	type UnstableCancelRequestNotification fieldsOfUnstableCancelRequestNotification
 	var p UnstableCancelRequestNotification
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableCancelRequestNotification(p)
 	return nil
@@ -27737,7 +27712,7 @@ func (v *UnstableCloseNesRequest) UnmarshalJSON(b []byte) error {
 	type UnstableCloseNesRequest fieldsOfUnstableCloseNesRequest
 	var p UnstableCloseNesRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableCloseNesRequest(p)
 	return nil
@@ -27815,7 +27790,7 @@ func (v *UnstableCloseNesResponse) UnmarshalJSON(b []byte) error {
 	type UnstableCloseNesResponse fieldsOfUnstableCloseNesResponse
 	var p UnstableCloseNesResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableCloseNesResponse(p)
 	return nil
@@ -27912,7 +27887,7 @@ func (v *UnstableCompleteElicitationNotification) UnmarshalJSON(b []byte) error 
 	type UnstableCompleteElicitationNotification fieldsOfUnstableCompleteElicitationNotification
 	var p UnstableCompleteElicitationNotification
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableCompleteElicitationNotification(p)
 	return nil
@@ -28009,7 +27984,7 @@ func (v *UnstableConnectMcpRequest) UnmarshalJSON(b []byte) error {
 	type UnstableConnectMcpRequest fieldsOfUnstableConnectMcpRequest
 	var p UnstableConnectMcpRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableConnectMcpRequest(p)
 	return nil
@@ -28106,7 +28081,7 @@ func (v *UnstableConnectMcpResponse) UnmarshalJSON(b []byte) error {
 	type UnstableConnectMcpResponse fieldsOfUnstableConnectMcpResponse
 	var p UnstableConnectMcpResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableConnectMcpResponse(p)
 	return nil
@@ -28212,7 +28187,7 @@ func (v *UnstableCreateElicitationAccept) UnmarshalJSON(b []byte) error {
 	type UnstableCreateElicitationAccept fieldsOfUnstableCreateElicitationAccept
 	var p UnstableCreateElicitationAccept
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableCreateElicitationAccept(p)
 	return nil
@@ -28300,7 +28275,7 @@ func (v *UnstableCreateElicitationCancel) UnmarshalJSON(b []byte) error {
 	type UnstableCreateElicitationCancel fieldsOfUnstableCreateElicitationCancel
 	var p UnstableCreateElicitationCancel
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableCreateElicitationCancel(p)
 	return nil
@@ -28388,7 +28363,7 @@ func (v *UnstableCreateElicitationDecline) UnmarshalJSON(b []byte) error {
 	type UnstableCreateElicitationDecline fieldsOfUnstableCreateElicitationDecline
 	var p UnstableCreateElicitationDecline
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableCreateElicitationDecline(p)
 	return nil
@@ -28505,7 +28480,7 @@ func (v *UnstableCreateElicitationForm) UnmarshalJSON(b []byte) error {
 	type UnstableCreateElicitationForm fieldsOfUnstableCreateElicitationForm
 	var p UnstableCreateElicitationForm
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableCreateElicitationForm(p)
 	return nil
@@ -28656,6 +28631,8 @@ func (u *UnstableCreateElicitationRequest) unmarshalSlow(b []byte) error {
 	}
 	return noVariant(fmt.Errorf("UnstableCreateElicitationRequest: unexpected JSON %.20q", b))
 }
+
+func (*UnstableCreateElicitationRequest) decodesItselfUpstream() {}
 
 // Validate checks that exactly one variant is set.
 func (u *UnstableCreateElicitationRequest) Validate() error {
@@ -28846,6 +28823,8 @@ func (u *UnstableCreateElicitationResponse) unmarshalSlow(b []byte) error {
 	return noVariant(fmt.Errorf("UnstableCreateElicitationResponse: unexpected JSON %.20q", b))
 }
 
+func (*UnstableCreateElicitationResponse) decodesItselfUpstream() {}
+
 // Validate checks that exactly one variant is set.
 func (u *UnstableCreateElicitationResponse) Validate() error {
 	n := 0
@@ -28987,7 +28966,7 @@ func (v *UnstableCreateElicitationUrl) UnmarshalJSON(b []byte) error {
 	type UnstableCreateElicitationUrl fieldsOfUnstableCreateElicitationUrl
 	var p UnstableCreateElicitationUrl
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableCreateElicitationUrl(p)
 	return nil
@@ -29081,7 +29060,7 @@ func (v *UnstableDeleteSessionRequest) UnmarshalJSON(b []byte) error {
 	type UnstableDeleteSessionRequest fieldsOfUnstableDeleteSessionRequest
 	var p UnstableDeleteSessionRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableDeleteSessionRequest(p)
 	return nil
@@ -29163,7 +29142,7 @@ func (v *UnstableDeleteSessionResponse) UnmarshalJSON(b []byte) error {
 	type UnstableDeleteSessionResponse fieldsOfUnstableDeleteSessionResponse
 	var p UnstableDeleteSessionResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableDeleteSessionResponse(p)
 	return nil
@@ -29320,7 +29299,7 @@ func (v *UnstableDidChangeDocumentNotification) UnmarshalJSON(b []byte) error {
 	type UnstableDidChangeDocumentNotification fieldsOfUnstableDidChangeDocumentNotification
 	var p UnstableDidChangeDocumentNotification
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableDidChangeDocumentNotification(p)
 	return nil
@@ -29434,7 +29413,7 @@ func (v *UnstableDidCloseDocumentNotification) UnmarshalJSON(b []byte) error {
 	type UnstableDidCloseDocumentNotification fieldsOfUnstableDidCloseDocumentNotification
 	var p UnstableDidCloseDocumentNotification
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableDidCloseDocumentNotification(p)
 	return nil
@@ -29588,7 +29567,7 @@ func (v *UnstableDidFocusDocumentNotification) UnmarshalJSON(b []byte) error {
 	type UnstableDidFocusDocumentNotification fieldsOfUnstableDidFocusDocumentNotification
 	var p UnstableDidFocusDocumentNotification
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableDidFocusDocumentNotification(p)
 	return nil
@@ -29744,7 +29723,7 @@ func (v *UnstableDidOpenDocumentNotification) UnmarshalJSON(b []byte) error {
 	type UnstableDidOpenDocumentNotification fieldsOfUnstableDidOpenDocumentNotification
 	var p UnstableDidOpenDocumentNotification
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableDidOpenDocumentNotification(p)
 	return nil
@@ -29861,7 +29840,7 @@ func (v *UnstableDidSaveDocumentNotification) UnmarshalJSON(b []byte) error {
 	type UnstableDidSaveDocumentNotification fieldsOfUnstableDidSaveDocumentNotification
 	var p UnstableDidSaveDocumentNotification
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableDidSaveDocumentNotification(p)
 	return nil
@@ -29961,7 +29940,7 @@ func (v *UnstableDisableProviderRequest) UnmarshalJSON(b []byte) error {
 	type UnstableDisableProviderRequest fieldsOfUnstableDisableProviderRequest
 	var p UnstableDisableProviderRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableDisableProviderRequest(p)
 	return nil
@@ -30046,7 +30025,7 @@ func (v *UnstableDisableProviderResponse) UnmarshalJSON(b []byte) error {
 	type UnstableDisableProviderResponse fieldsOfUnstableDisableProviderResponse
 	var p UnstableDisableProviderResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableDisableProviderResponse(p)
 	return nil
@@ -30143,7 +30122,7 @@ func (v *UnstableDisconnectMcpRequest) UnmarshalJSON(b []byte) error {
 	type UnstableDisconnectMcpRequest fieldsOfUnstableDisconnectMcpRequest
 	var p UnstableDisconnectMcpRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableDisconnectMcpRequest(p)
 	return nil
@@ -30225,7 +30204,7 @@ func (v *UnstableDisconnectMcpResponse) UnmarshalJSON(b []byte) error {
 	type UnstableDisconnectMcpResponse fieldsOfUnstableDisconnectMcpResponse
 	var p UnstableDisconnectMcpResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableDisconnectMcpResponse(p)
 	return nil
@@ -30303,7 +30282,7 @@ func (v *UnstableElicitationAcceptAction) UnmarshalJSON(b []byte) error {
 	type UnstableElicitationAcceptAction fieldsOfUnstableElicitationAcceptAction
 	var p UnstableElicitationAcceptAction
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableElicitationAcceptAction(p)
 	return nil
@@ -30405,6 +30384,8 @@ func (u *UnstableElicitationFormMode) unmarshalSlow(b []byte) error {
 	}
 	return noVariant(fmt.Errorf("UnstableElicitationFormMode: unexpected JSON %.20q", b))
 }
+
+func (*UnstableElicitationFormMode) decodesItselfUpstream() {}
 
 // Validate checks that exactly one variant is set.
 func (u *UnstableElicitationFormMode) Validate() error {
@@ -30673,7 +30654,7 @@ func (v *UnstableElicitationSchema) UnmarshalJSON(b []byte) error {
 	type Alias UnstableElicitationSchema
 	var p Alias
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	if !present["properties"] {
 		_ = json.Unmarshal([]byte("{}"), &p.Properties)
@@ -30684,6 +30665,8 @@ func (v *UnstableElicitationSchema) UnmarshalJSON(b []byte) error {
 	*v = UnstableElicitationSchema(p)
 	return nil
 }
+
+func (*UnstableElicitationSchema) decodesItselfUpstream() {}
 
 // UnstableElicitationSchemaType is an enumeration of string values.
 //
@@ -30865,6 +30848,8 @@ func (u *UnstableElicitationUrlMode) unmarshalSlow(b []byte) error {
 	}
 	return noVariant(fmt.Errorf("UnstableElicitationUrlMode: unexpected JSON %.20q", b))
 }
+
+func (*UnstableElicitationUrlMode) decodesItselfUpstream() {}
 
 // Validate checks that exactly one variant is set.
 func (u *UnstableElicitationUrlMode) Validate() error {
@@ -31057,7 +31042,7 @@ func (v *UnstableForkSessionRequest) UnmarshalJSON(b []byte) error {
 	type UnstableForkSessionRequest fieldsOfUnstableForkSessionRequest
 	var p UnstableForkSessionRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableForkSessionRequest(p)
 	return nil
@@ -31220,8 +31205,8 @@ func (v *UnstableForkSessionResponse) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
-// UnmarshalJSON decodes UnstableForkSessionResponse; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes UnstableForkSessionResponse. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *UnstableForkSessionResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
@@ -31234,7 +31219,26 @@ func (v *UnstableForkSessionResponse) UnmarshalJSON(b []byte) error {
 	type UnstableForkSessionResponse fieldsOfUnstableForkSessionResponse
 	var p UnstableForkSessionResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "models"):
+				var x *LegacyModels
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableForkSessionResponse{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
 	}
 	*v = fieldsOfUnstableForkSessionResponse(p)
 	return nil
@@ -31316,7 +31320,7 @@ func (v *UnstableListProvidersRequest) UnmarshalJSON(b []byte) error {
 	type UnstableListProvidersRequest fieldsOfUnstableListProvidersRequest
 	var p UnstableListProvidersRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableListProvidersRequest(p)
 	return nil
@@ -31432,7 +31436,7 @@ func (v *UnstableListProvidersResponse) UnmarshalJSON(b []byte) error {
 	type UnstableListProvidersResponse fieldsOfUnstableListProvidersResponse
 	var p UnstableListProvidersResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableListProvidersResponse(p)
 	return nil
@@ -31695,6 +31699,8 @@ func (u *UnstableMcpServer) unmarshalSlow(b []byte) error {
 	return noVariant(fmt.Errorf("UnstableMcpServer: unexpected JSON %.20q", b))
 }
 
+func (*UnstableMcpServer) decodesItselfUpstream() {}
+
 // Validate checks that exactly one variant is set.
 func (u *UnstableMcpServer) Validate() error {
 	n := 0
@@ -31819,7 +31825,7 @@ func (v *UnstableMcpServerAcp) UnmarshalJSON(b []byte) error {
 	type UnstableMcpServerAcp fieldsOfUnstableMcpServerAcp
 	var p UnstableMcpServerAcp
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableMcpServerAcp(p)
 	return nil
@@ -31960,7 +31966,7 @@ func (v *UnstableMcpServerAcpInline) UnmarshalJSON(b []byte) error {
 	type UnstableMcpServerAcpInline fieldsOfUnstableMcpServerAcpInline
 	var p UnstableMcpServerAcpInline
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableMcpServerAcpInline(p)
 	return nil
@@ -32114,7 +32120,7 @@ func (v *UnstableMcpServerHttp) UnmarshalJSON(b []byte) error {
 	type UnstableMcpServerHttp fieldsOfUnstableMcpServerHttp
 	var p UnstableMcpServerHttp
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableMcpServerHttp(p)
 	return nil
@@ -32268,7 +32274,7 @@ func (v *UnstableMcpServerSse) UnmarshalJSON(b []byte) error {
 	type UnstableMcpServerSse fieldsOfUnstableMcpServerSse
 	var p UnstableMcpServerSse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableMcpServerSse(p)
 	return nil
@@ -32393,7 +32399,7 @@ func (v *UnstableMessageMcpNotification) UnmarshalJSON(b []byte) error {
 	type UnstableMessageMcpNotification fieldsOfUnstableMessageMcpNotification
 	var p UnstableMessageMcpNotification
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableMessageMcpNotification(p)
 	return nil
@@ -32523,7 +32529,7 @@ func (v *UnstableMessageMcpRequest) UnmarshalJSON(b []byte) error {
 	type UnstableMessageMcpRequest fieldsOfUnstableMessageMcpRequest
 	var p UnstableMessageMcpRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableMessageMcpRequest(p)
 	return nil
@@ -33819,7 +33825,7 @@ func (v *UnstableNesSuggestContext) UnmarshalJSON(b []byte) error {
 	type UnstableNesSuggestContext fieldsOfUnstableNesSuggestContext
 	var p UnstableNesSuggestContext
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableNesSuggestContext(p)
 	return nil
@@ -34034,6 +34040,8 @@ func (u *UnstableNesSuggestion) unmarshalSlow(b []byte) error {
 	}
 	return noVariant(fmt.Errorf("UnstableNesSuggestion: unexpected JSON %.20q", b))
 }
+
+func (*UnstableNesSuggestion) decodesItselfUpstream() {}
 
 // Validate checks that exactly one variant is set.
 func (u *UnstableNesSuggestion) Validate() error {
@@ -34965,7 +34973,7 @@ func (v *UnstableProviderInfo) UnmarshalJSON(b []byte) error {
 	type UnstableProviderInfo fieldsOfUnstableProviderInfo
 	var p UnstableProviderInfo
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableProviderInfo(p)
 	return nil
@@ -35150,7 +35158,7 @@ func (v *UnstableRejectNesNotification) UnmarshalJSON(b []byte) error {
 	type UnstableRejectNesNotification fieldsOfUnstableRejectNesNotification
 	var p UnstableRejectNesNotification
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableRejectNesNotification(p)
 	return nil
@@ -35357,6 +35365,8 @@ func (u *UnstableSessionConfigOption) unmarshalSlow(b []byte) error {
 	return noVariant(fmt.Errorf("UnstableSessionConfigOption: unexpected JSON %.20q", b))
 }
 
+func (*UnstableSessionConfigOption) decodesItselfUpstream() {}
+
 // Validate checks that exactly one variant is set.
 func (u *UnstableSessionConfigOption) Validate() error {
 	n := 0
@@ -35543,7 +35553,7 @@ func (v *UnstableSessionConfigOptionBoolean) UnmarshalJSON(b []byte) error {
 	type UnstableSessionConfigOptionBoolean fieldsOfUnstableSessionConfigOptionBoolean
 	var p UnstableSessionConfigOptionBoolean
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableSessionConfigOptionBoolean(p)
 	return nil
@@ -35734,7 +35744,7 @@ func (v *UnstableSessionConfigOptionSelect) UnmarshalJSON(b []byte) error {
 	type UnstableSessionConfigOptionSelect fieldsOfUnstableSessionConfigOptionSelect
 	var p UnstableSessionConfigOptionSelect
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableSessionConfigOptionSelect(p)
 	return nil
@@ -35872,7 +35882,7 @@ func (v *UnstableSetProviderRequest) UnmarshalJSON(b []byte) error {
 	type UnstableSetProviderRequest fieldsOfUnstableSetProviderRequest
 	var p UnstableSetProviderRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableSetProviderRequest(p)
 	return nil
@@ -35960,7 +35970,7 @@ func (v *UnstableSetProviderResponse) UnmarshalJSON(b []byte) error {
 	type UnstableSetProviderResponse fieldsOfUnstableSetProviderResponse
 	var p UnstableSetProviderResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableSetProviderResponse(p)
 	return nil
@@ -36065,7 +36075,7 @@ func (v *UnstableSetSessionModelRequest) UnmarshalJSON(b []byte) error {
 	type UnstableSetSessionModelRequest fieldsOfUnstableSetSessionModelRequest
 	var p UnstableSetSessionModelRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableSetSessionModelRequest(p)
 	return nil
@@ -36142,7 +36152,7 @@ func (v *UnstableSetSessionModelResponse) UnmarshalJSON(b []byte) error {
 	type UnstableSetSessionModelResponse fieldsOfUnstableSetSessionModelResponse
 	var p UnstableSetSessionModelResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableSetSessionModelResponse(p)
 	return nil
@@ -36296,7 +36306,7 @@ func (v *UnstableStartNesRequest) UnmarshalJSON(b []byte) error {
 	type UnstableStartNesRequest fieldsOfUnstableStartNesRequest
 	var p UnstableStartNesRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableStartNesRequest(p)
 	return nil
@@ -36389,7 +36399,7 @@ func (v *UnstableStartNesResponse) UnmarshalJSON(b []byte) error {
 	type UnstableStartNesResponse fieldsOfUnstableStartNesResponse
 	var p UnstableStartNesResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableStartNesResponse(p)
 	return nil
@@ -36581,7 +36591,7 @@ func (v *UnstableSuggestNesRequest) UnmarshalJSON(b []byte) error {
 	type UnstableSuggestNesRequest fieldsOfUnstableSuggestNesRequest
 	var p UnstableSuggestNesRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableSuggestNesRequest(p)
 	return nil
@@ -36696,7 +36706,7 @@ func (v *UnstableSuggestNesResponse) UnmarshalJSON(b []byte) error {
 	type UnstableSuggestNesResponse fieldsOfUnstableSuggestNesResponse
 	var p UnstableSuggestNesResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableSuggestNesResponse(p)
 	return nil
@@ -36924,7 +36934,7 @@ func (v *UnstructuredCommandInput) UnmarshalJSON(b []byte) error {
 	type UnstructuredCommandInput fieldsOfUnstructuredCommandInput
 	var p UnstructuredCommandInput
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstructuredCommandInput(p)
 	return nil
@@ -37198,7 +37208,7 @@ func (v *UsageUpdate) UnmarshalJSON(b []byte) error {
 	type UsageUpdate fieldsOfUsageUpdate
 	var p UsageUpdate
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUsageUpdate(p)
 	return nil
@@ -37301,7 +37311,7 @@ func (v *WaitForTerminalExitRequest) UnmarshalJSON(b []byte) error {
 	type WaitForTerminalExitRequest fieldsOfWaitForTerminalExitRequest
 	var p WaitForTerminalExitRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfWaitForTerminalExitRequest(p)
 	return nil
@@ -37426,7 +37436,7 @@ func (v *WaitForTerminalExitResponse) UnmarshalJSON(b []byte) error {
 	type WaitForTerminalExitResponse fieldsOfWaitForTerminalExitResponse
 	var p WaitForTerminalExitResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfWaitForTerminalExitResponse(p)
 	return nil
@@ -37551,7 +37561,7 @@ func (v *WriteTextFileRequest) UnmarshalJSON(b []byte) error {
 	type WriteTextFileRequest fieldsOfWriteTextFileRequest
 	var p WriteTextFileRequest
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfWriteTextFileRequest(p)
 	return nil
@@ -37635,7 +37645,7 @@ func (v *WriteTextFileResponse) UnmarshalJSON(b []byte) error {
 	type WriteTextFileResponse fieldsOfWriteTextFileResponse
 	var p WriteTextFileResponse
 	if err := decodeExact(b, &p); err != nil {
-		return err
+		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfWriteTextFileResponse(p)
 	return nil

@@ -58,6 +58,10 @@ type builder struct {
 	// x-deserialize-default-on-error mark is honoured (base 0.13.5 properties
 	// decode strictly, as upstream).
 	lenientProps map[*Schema]bool
+	// addedProps are the properties added to v0.13.5 definitions. Upstream
+	// ignores them, so a malformed value decodes as absent instead of failing
+	// a message upstream accepts.
+	addedProps map[*Schema]bool
 	m            *model
 }
 
@@ -73,6 +77,7 @@ func build(in *inputs) (*model, error) {
 		m:        &model{types: map[string]*goType{}},
 
 		lenientProps: map[*Schema]bool{},
+		addedProps:   map[*Schema]bool{},
 	}
 	for k, v := range in.unstable.Defs {
 		b.defs[k] = v
@@ -186,6 +191,7 @@ func (b *builder) importAdditions() error {
 		for _, p := range props {
 			cp.Properties[p] = next[def].Properties[p]
 			b.lenientProps[next[def].Properties[p]] = true
+			b.addedProps[next[def].Properties[p]] = true
 		}
 		b.defs[def] = &cp
 	}
@@ -212,6 +218,7 @@ func (b *builder) importAdditions() error {
 				for pk, pv := range d.Properties {
 					cp.Properties[pk] = pv
 					b.lenientProps[pv] = true
+					b.addedProps[pv] = true
 				}
 				b.defs[def] = &cp
 			}
@@ -322,7 +329,7 @@ func (b *builder) buildField(name string, p *Schema, required, unstable bool) *f
 		Required: required,
 		Nullable: nullable,
 		Default:  p.Default,
-		Lenient:  p.XDefaultOnError && b.lenientProps[p],
+		Lenient:  p.XDefaultOnError && b.lenientProps[p] || b.addedProps[p],
 	}
 	f.SkipInvalidItems = f.Lenient && p.XSkipInvalidItems
 	if p.XGoName != "" {

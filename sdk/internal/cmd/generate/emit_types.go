@@ -123,7 +123,7 @@ func emitStruct(b *w, m *model, t *goType) {
 		emitFastEntry(b, t)
 		emitNamedShadow(b, t.Name)
 		b.p("var p %s", t.Name)
-		b.p("if err := decodeExact(b, &p); err != nil {\nreturn err\n}")
+		b.p("if err := decodeExact(b, &p); err != nil {\nreturn withUpstreamStruct(err, &p)\n}")
 		b.p("*v = %s(p)\nreturn nil\n}\n", shadowAlias(t.Name))
 		emitShadowAlias(b, t.Name)
 	}
@@ -193,15 +193,29 @@ func emitDefaultsCodec(b *w, t *goType, defaults []*field) {
 	b.p("present, err := presentKeys(b)\nif err != nil {\nreturn err\n}")
 	b.p("type Alias %s", t.Name)
 	b.p("var p Alias")
-	b.p("if err := decodeExact(b, &p); err != nil {\nreturn err\n}")
+	if t.Lenient {
+		b.p("if err := decodeExact(b, &p); err != nil {")
+		emitLenientRetry(b, t, "Alias")
+		b.p("}")
+	} else {
+		b.p("if err := decodeExact(b, &p); err != nil {\nreturn withUpstreamStruct(err, &p)\n}")
+	}
 	for _, f := range defaults {
 		b.p("if !present[%q] {\n_ = json.Unmarshal([]byte(%s), &p.%s)\n}", f.JSONName, strconv.Quote(string(f.Default)), f.GoName)
 	}
 	b.p("*v = %s(p)\nreturn nil\n}\n", t.Name)
+	emitUpstreamMarker(b, t.Name)
 }
 
-// emitLenientCodec: fields marked x-deserialize-default-on-error decode a
-// malformed value as absent; other fields fail the object as usual.
+// emitUpstreamMarker marks a type whose decoding upstream v0.13.5 also
+// customises (see decodesItselfUpstream in codec.go).
+func emitUpstreamMarker(b *w, name string) {
+	b.p("func (*%s) decodesItselfUpstream() {}\n", name)
+}
+
+// emitLenientCodec: fields marked x-deserialize-default-on-error, and
+// properties added to v0.13.5 definitions, decode a malformed value as
+// absent; other fields fail the object as usual.
 func emitLenientCodec(b *w, t *goType) {
 	b.p("// UnmarshalJSON decodes %s. A malformed value in a field the schema marks", t.Name)
 	b.p("// default-on-error is treated as absent instead of failing the whole object.")
@@ -209,30 +223,57 @@ func emitLenientCodec(b *w, t *goType) {
 	emitFastEntry(b, t)
 	emitNamedShadow(b, t.Name)
 	b.p("var p %s", t.Name)
-	b.p("if err := decodeExact(b, &p); err == nil {\n*v = %s(p)\nreturn nil\n}", shadowAlias(t.Name))
-	b.p("fields, err := objectFields(b)\nif err != nil {\nreturn err\n}")
-	b.p("p = %s{}", t.Name)
+	b.p("if err := decodeExact(b, &p); err != nil {")
+	emitLenientRetry(b, t, t.Name)
+	b.p("}")
+	b.p("*v = %s(p)\nreturn nil\n}\n", shadowAlias(t.Name))
+	emitShadowAlias(b, t.Name)
+}
+
+// emitLenientRetry writes the path taken when decoding b into p (of the local
+// type local) failed with err: the malformed values of lenient fields are
+// dropped from the object (the valid items of a skip-invalid-items list are
+// kept) and the rest decodes again, so a remaining error reads as upstream's
+// (which does not know those fields and ignores them).
+func emitLenientRetry(b *w, t *goType, local string) {
+	b.p("if jsonKind(b) != '{' {\nreturn withUpstreamStruct(err, &p)\n}")
+	var skips []*field
 	for _, f := range t.Fields {
-		b.p("if raw, ok := fields[%q]; ok {", f.JSONName)
+		if f.SkipInvalidItems {
+			skips = append(skips, f)
+		}
+	}
+	if len(skips) > 0 {
+		b.p("var salvage %s", local)
+		for _, f := range skips {
+			b.p("keep%s := false", f.GoName)
+		}
+	}
+	b.p("rest, derr := dropFields(b, func(key string, raw []byte) bool {")
+	b.p("switch {")
+	for _, f := range t.Fields {
+		if !f.Lenient {
+			continue
+		}
+		b.p("case isKey(key, %q):", f.JSONName)
+		b.p("var x %s\nif decodeExact(raw, &x) != nil {", f.GoType)
 		if f.SkipInvalidItems {
 			list, wrap := strings.TrimPrefix(f.GoType, "Nullable["), ""
 			if list != f.GoType {
 				list, wrap = strings.TrimSuffix(list, "]"), "NewNullable"
 			}
-			b.p("if decodeExact(raw, &p.%s) != nil {", f.GoName)
-			b.p("var zero %s\np.%s = zero", f.GoType, f.GoName)
 			b.p("// Keep the valid items of a list with malformed ones.")
-			b.p("if items, ok := validItems[%s](raw); ok {\np.%s = %s(items)\n}", strings.TrimPrefix(list, "[]"), f.GoName, wrap)
-			b.p("}")
-		} else if f.Lenient {
-			b.p("if decodeExact(raw, &p.%s) != nil {\nvar zero %s\np.%s = zero\n}", f.GoName, f.GoType, f.GoName)
-		} else {
-			b.p("if err := decodeExact(raw, &p.%s); err != nil {\nreturn err\n}", f.GoName)
+			b.p("if items, ok := validItems[%s](raw); ok {\nsalvage.%s, keep%s = %s(items), true\n}", strings.TrimPrefix(list, "[]"), f.GoName, f.GoName, wrap)
 		}
-		b.p("}")
+		b.p("return true\n}")
 	}
-	b.p("*v = %s(p)\nreturn nil\n}\n", shadowAlias(t.Name))
-	emitShadowAlias(b, t.Name)
+	b.p("}\nreturn false\n})")
+	b.p("if derr != nil {\nreturn withUpstreamStruct(err, &p)\n}")
+	b.p("p = %s{}", local)
+	b.p("if err := decodeExact(rest, &p); err != nil {\nreturn withUpstreamStruct(err, &p)\n}")
+	for _, f := range skips {
+		b.p("if keep%s {\np.%s = salvage.%s\n}", f.GoName, f.GoName, f.GoName)
+	}
 }
 
 // emitUnion writes a union type, its codecs, Validate and, for open unions,
@@ -257,6 +298,7 @@ func emitUnion(b *w, m *model, t *goType) {
 
 	emitUnionMarshal(b, m, t)
 	emitUnionUnmarshal(b, m, t)
+	emitUpstreamMarker(b, t.Name)
 
 	b.p("// Validate checks that exactly one variant is set.")
 	b.p("func (u *%s) Validate() error {", t.Name)
