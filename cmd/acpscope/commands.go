@@ -309,7 +309,7 @@ func recordedPrompt(c *capture.Capture) string {
 func finishTurn(e env, o outputFlags, term *view.Terminal, res turnResult, err error) error {
 	term.Flush()
 	if o.json {
-		if werr := view.WriteJSON(e.stdout, term.Board(), res.dialect); werr != nil && err == nil {
+		if werr := term.WriteJSON(e.stdout, res.dialect); werr != nil && err == nil {
 			err = werr
 		}
 		return err

@@ -36,8 +36,19 @@ func NewTerminal(w io.Writer, animate bool) *Terminal {
 	return &Terminal{w: w, animate: animate, board: NewBoard(), text: map[string]*strings.Builder{}}
 }
 
-// Board returns the cards seen so far.
+// Board returns the cards seen so far. The board is not safe for
+// concurrent use: read it only once no more events can arrive, or use
+// WriteJSON and Summary, which hold the terminal's lock.
 func (t *Terminal) Board() *Board { return t.board }
+
+// WriteJSON writes the --json card lines of the board (see the package
+// function WriteJSON) under the terminal's lock, so an event that still
+// arrives (a late extension request) cannot change the board meanwhile.
+func (t *Terminal) WriteJSON(w io.Writer, agent string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return WriteJSON(w, t.board, agent)
+}
 
 // maxPendingText bounds the agent text held while waiting for a newline;
 // a longer line is shown in pieces of this size.
