@@ -408,15 +408,6 @@ func presentKeys(data []byte) (map[string]bool, error) {
 	return keys, nil
 }
 
-// objectFields splits an object into its top-level members.
-func objectFields(data []byte) (map[string]json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
 // arrayItemKeys returns, for an array of objects, each element's key set; an
 // element that is not an object gets a nil set.
 func arrayItemKeys(data []byte) ([]map[string]bool, error) {

@@ -62,7 +62,7 @@ type builder struct {
 	// ignores them, so a malformed value decodes as absent instead of failing
 	// a message upstream accepts.
 	addedProps map[*Schema]bool
-	m            *model
+	m          *model
 }
 
 func build(in *inputs) (*model, error) {
@@ -329,7 +329,7 @@ func (b *builder) buildField(name string, p *Schema, required, unstable bool) *f
 		Required: required,
 		Nullable: nullable,
 		Default:  p.Default,
-		Lenient:  p.XDefaultOnError && b.lenientProps[p] || b.addedProps[p],
+		Lenient:  (p.XDefaultOnError && b.lenientProps[p]) || b.addedProps[p],
 	}
 	f.SkipInvalidItems = f.Lenient && p.XSkipInvalidItems
 	if p.XGoName != "" {
