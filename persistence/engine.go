@@ -286,8 +286,15 @@ func (e postgresEngine) metadataObject(col string) string {
 }
 
 // tune gives the window sort and the set operations of one transaction
-// enough memory to stay off disk at a million rows.
-func (postgresEngine) tune() []string { return []string{`SET LOCAL work_mem = '256MB'`} }
+// enough memory to stay off disk at a million rows. synchronous_commit off
+// (this transaction only; it changes nothing for the read-only health
+// transaction) lets the backfill's commit return before its WAL is flushed:
+// a crash in that window loses the whole transaction, rows and both keys
+// together, and the next open runs the backfill again, so atomicity (.36)
+// holds and only the wait for the disk goes.
+func (postgresEngine) tune() []string {
+	return []string{`SET LOCAL work_mem = '256MB'`, `SET LOCAL synchronous_commit = off`}
+}
 
 func (e postgresEngine) totalGuard() (engine, bool) {
 	e.total = true

@@ -398,7 +398,12 @@ SELECT MAX(created_c) FROM q WHERE tcid IS NOT NULL AND created_c IS NOT NULL`
 // every value derived by the same rules as live writes (.29), and a
 // target-less ON CONFLICT DO NOTHING (.28) so an earlier live or backfill
 // row, or a primary-key collision, is kept rather than raised. Values are
-// derived before the ranking so the sort carries small rows, not metadata.
+// derived before the ranking (the fence keeps the planner from moving the
+// derivation above the sort), so the sort carries small rows, not the
+// parsed metadata; on PostgreSQL that keeps a million-row sort in memory.
+// The partition keys sort by bytes: equality, and so the partitions, are
+// the same under any deterministic collation, and a byte sort is several
+// times cheaper than a libc collation (C.UTF-8 included) on PostgreSQL.
 func backfillInsertSQL(e engine) string {
 	str := func(name string, path ...string) string { return e.asStr("r_"+name, "md", path...) }
 	st := func(name string) string { return str(name, "normalized", "subagent_task", name) }
@@ -421,10 +426,10 @@ func backfillInsertSQL(e engine) string {
 	       ` + num("duration_ms", 1) + ` AS duration_ms,
 	       COALESCE(` + e.canon("updated_at") + `, created_c) AS updated_c
 	FROM q
-	WHERE tcid IS NOT NULL AND created_c IS NOT NULL
+	WHERE tcid IS NOT NULL AND created_c IS NOT NULL` + e.fence() + `
 ), ranked AS (
 	SELECT derived.*, ROW_NUMBER() OVER (
-		PARTITION BY task_session_id, tcid
+		PARTITION BY ` + e.binary("task_session_id") + `, ` + e.binary("tcid") + `
 		ORDER BY created_c DESC, ` + e.binary("id") + ` DESC) AS rn
 	FROM derived
 )
