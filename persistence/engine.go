@@ -88,6 +88,11 @@ type engine interface {
 	// fence keeps a subquery from being flattened into its parent, so an
 	// expensive per-row expression (the metadata guard) runs once per row.
 	fence() string
+	// markWithInsert is true when the engine takes the backfill's
+	// high-water mark and runs its insert in one statement (a
+	// data-modifying CTE, backfillMarkInsertSQL), parsing each message
+	// once; otherwise the mark is its own statement before the insert.
+	markWithInsert() bool
 	// classify maps a driver error to the package's error classes.
 	classify(err error) errClass
 }
@@ -115,6 +120,7 @@ func (sqliteEngine) rebind(q string) string    { return q }
 func (sqliteEngine) binary(expr string) string { return expr }
 func (sqliteEngine) metricType() string        { return "INTEGER" }
 func (sqliteEngine) fence() string             { return " LIMIT -1 OFFSET 0" }
+func (sqliteEngine) markWithInsert() bool      { return false } // no data-modifying CTEs
 func (sqliteEngine) stored(c string) string    { return "(" + c + " || '+00:00')" }
 func (sqliteEngine) snapshot() *sql.TxOptions  { return nil } // mattn ignores TxOptions; WAL fixes the snapshot at the first read
 func (sqliteEngine) bindTime(t time.Time) any  { return sqliteText(t) }
@@ -242,6 +248,7 @@ const pgJSONFunc = "subagent_context_json_object"
 func (postgresEngine) kind() Engine           { return Postgres }
 func (postgresEngine) metricType() string     { return "BIGINT" }
 func (postgresEngine) fence() string          { return " OFFSET 0" }
+func (postgresEngine) markWithInsert() bool   { return true }
 func (postgresEngine) stored(c string) string { return c }
 func (postgresEngine) snapshot() *sql.TxOptions {
 	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}

@@ -405,6 +405,29 @@ SELECT MAX(created_c) FROM q WHERE tcid IS NOT NULL AND created_c IS NOT NULL`
 // the same under any deterministic collation, and a byte sort is several
 // times cheaper than a libc collation (C.UTF-8 included) on PostgreSQL.
 func backfillInsertSQL(e engine) string {
+	return backfillRankedCTE(e) + "\n" + backfillInsertTail(e)
+}
+
+// backfillMarkInsertSQL is, for an engine with data-modifying CTEs
+// (PostgreSQL), the high-water mark and the insert in one statement: the
+// ranked rows are materialised once (they are read twice), so each
+// message's metadata is parsed once instead of twice. MAX over the ranked
+// rows is MAX over every qualifying message, since each partition keeps
+// its rows and the filter is the one backfillMaxSQL applies. Both read one
+// snapshot, so the mark is exactly the newest message the insert saw: it
+// cannot over-claim, and no longer under-claims either. Returns the mark
+// and the number of rows inserted.
+func backfillMarkInsertSQL(e engine) string {
+	return backfillRankedCTE(e) + `, ins AS (
+` + backfillInsertTail(e) + `
+RETURNING 1
+)
+SELECT (SELECT MAX(created_c) FROM ranked), (SELECT COUNT(*) FROM ins)`
+}
+
+// backfillRankedCTE is the WITH clause both backfill forms share: the
+// qualifying messages, their derived values and the ranking.
+func backfillRankedCTE(e engine) string {
 	str := func(name string, path ...string) string { return e.asStr("r_"+name, "md", path...) }
 	st := func(name string) string { return str(name, "normalized", "subagent_task", name) }
 	num := func(name string, min int) string {
@@ -432,8 +455,12 @@ func backfillInsertSQL(e engine) string {
 		PARTITION BY ` + e.binary("task_session_id") + `, ` + e.binary("tcid") + `
 		ORDER BY created_c DESC, ` + e.binary("id") + ` DESC) AS rn
 	FROM derived
-)
-INSERT INTO task_session_subagents (
+)`
+}
+
+// backfillInsertTail is the INSERT that reads the ranked CTE.
+func backfillInsertTail(e engine) string {
+	return `INSERT INTO task_session_subagents (
 	id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id,
 	parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model,
 	agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms,
@@ -463,8 +490,17 @@ func (s *Store) backfill(ctx context.Context) (int64, error) {
 			return 0, err
 		}
 	}
-	var high nullTime
-	if err := s.guarded(ctx, tx, func(e engine) error {
+	var (
+		high nullTime
+		n    int64
+	)
+	if s.eng.markWithInsert() {
+		if err := s.guarded(ctx, tx, func(e engine) error {
+			return tx.QueryRowContext(ctx, backfillMarkInsertSQL(e)).Scan(&high, &n)
+		}); err != nil {
+			return 0, fmt.Errorf("high-water mark and insert: %w", err)
+		}
+	} else if err := s.guarded(ctx, tx, func(e engine) error {
 		return tx.QueryRowContext(ctx, backfillMaxSQL(e)).Scan(&high)
 	}); err != nil {
 		return 0, fmt.Errorf("high-water mark: %w", err)
@@ -476,15 +512,16 @@ func (s *Store) backfill(ctx context.Context) (int64, error) {
 	if err := s.failpoint("backfill.max"); err != nil {
 		return 0, err
 	}
-	var n int64
-	if err := s.guarded(ctx, tx, func(e engine) error {
-		res, err := tx.ExecContext(ctx, backfillInsertSQL(e))
-		if err == nil {
-			n, err = res.RowsAffected()
+	if !s.eng.markWithInsert() {
+		if err := s.guarded(ctx, tx, func(e engine) error {
+			res, err := tx.ExecContext(ctx, backfillInsertSQL(e))
+			if err == nil {
+				n, err = res.RowsAffected()
+			}
+			return err
+		}); err != nil {
+			return 0, fmt.Errorf("insert: %w", err)
 		}
-		return err
-	}); err != nil {
-		return 0, fmt.Errorf("insert: %w", err)
 	}
 	if err := s.failpoint("backfill.insert"); err != nil {
 		return 0, err
