@@ -193,6 +193,12 @@ func normalizeNumbers(v reflect.Value) {
 	}
 }
 
+// isJSONNull reports whether data is the JSON literal null, give or take
+// surrounding whitespace.
+func isJSONNull(data []byte) bool {
+	return string(bytes.Trim(data, " \t\r\n")) == "null"
+}
+
 // jsonKind classifies a JSON value by its first significant byte: '{', '[',
 // '"', 'n' (null), 't'/'f' (booleans) or '0' (numbers); 0 when empty.
 func jsonKind(data []byte) byte {

@@ -672,7 +672,12 @@ func (u AgentResponse) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *AgentResponse) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x AgentResponse
@@ -687,6 +692,9 @@ func (u *AgentResponse) UnmarshalJSON(b []byte) error {
 // decodeFast decodes AgentResponse in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *AgentResponse) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	raw, err := d.raw()
 	if err != nil {
 		return err
@@ -697,6 +705,9 @@ func (u *AgentResponse) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *AgentResponse) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = AgentResponse{}
 	switch jsonKind(b) {
 	case '{':
@@ -1463,7 +1474,12 @@ func (u AuthMethod) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *AuthMethod) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x AuthMethod
@@ -1478,6 +1494,9 @@ func (u *AuthMethod) UnmarshalJSON(b []byte) error {
 // decodeFast decodes AuthMethod in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *AuthMethod) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	if d.peek() == '{' {
 		if tag, ok := peekTag(d.rest(), "type"); ok {
 			switch string(tag) {
@@ -1508,6 +1527,9 @@ func (u *AuthMethod) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *AuthMethod) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = AuthMethod{}
 	switch jsonKind(b) {
 	case '{':
@@ -2736,9 +2758,6 @@ func (v *AvailableCommand) decodeFast(d *fastDecoder) error {
 				v.Input = nil
 			} else {
 				var x3 AvailableCommandInput
-				if d.peek() == 'n' {
-					return errFallback
-				}
 				if err := x3.decodeFast(d); err != nil {
 					return err
 				}
@@ -2810,7 +2829,12 @@ func (u AvailableCommandInput) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *AvailableCommandInput) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x AvailableCommandInput
@@ -2825,6 +2849,9 @@ func (u *AvailableCommandInput) UnmarshalJSON(b []byte) error {
 // decodeFast decodes AvailableCommandInput in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *AvailableCommandInput) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	raw, err := d.raw()
 	if err != nil {
 		return err
@@ -2835,6 +2862,9 @@ func (u *AvailableCommandInput) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *AvailableCommandInput) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = AvailableCommandInput{}
 	switch jsonKind(b) {
 	case '{':
@@ -3948,7 +3978,12 @@ func (u ClientResponse) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *ClientResponse) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x ClientResponse
@@ -3963,6 +3998,9 @@ func (u *ClientResponse) UnmarshalJSON(b []byte) error {
 // decodeFast decodes ClientResponse in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *ClientResponse) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	raw, err := d.raw()
 	if err != nil {
 		return err
@@ -3973,6 +4011,9 @@ func (u *ClientResponse) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *ClientResponse) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = ClientResponse{}
 	switch jsonKind(b) {
 	case '{':
@@ -4355,9 +4396,6 @@ func (v *ConfigOptionUpdate) decodeFast(d *fastDecoder) error {
 						break
 					}
 					var x3 SessionConfigOption
-					if d.peek() == 'n' {
-						return errFallback
-					}
 					if err := x3.decodeFast(d); err != nil {
 						return err
 					}
@@ -4446,9 +4484,6 @@ func (v *Content) decodeFast(d *fastDecoder) error {
 				return errFallback
 			}
 			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
 			if err := v.Content.decodeFast(d); err != nil {
 				return err
 			}
@@ -4561,7 +4596,12 @@ func (u ContentBlock) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *ContentBlock) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x ContentBlock
@@ -4576,6 +4616,9 @@ func (u *ContentBlock) UnmarshalJSON(b []byte) error {
 // decodeFast decodes ContentBlock in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *ContentBlock) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	if d.peek() == '{' {
 		if tag, ok := peekTag(d.rest(), "type"); ok {
 			switch string(tag) {
@@ -4627,6 +4670,9 @@ func (u *ContentBlock) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *ContentBlock) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = ContentBlock{}
 	switch jsonKind(b) {
 	case '{':
@@ -5155,9 +5201,6 @@ func (v *ContentBlockResource) decodeFast(d *fastDecoder) error {
 				return errFallback
 			}
 			seen |= 1 << 2
-			if d.peek() == 'n' {
-				return errFallback
-			}
 			if err := v.Resource.decodeFast(d); err != nil {
 				return err
 			}
@@ -5619,9 +5662,6 @@ func (v *ContentChunk) decodeFast(d *fastDecoder) error {
 				return errFallback
 			}
 			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
 			if err := v.Content.decodeFast(d); err != nil {
 				return err
 			}
@@ -6630,9 +6670,6 @@ func (v *EmbeddedResource) decodeFast(d *fastDecoder) error {
 				return errFallback
 			}
 			seen |= 1 << 2
-			if d.peek() == 'n' {
-				return errFallback
-			}
 			if err := v.Resource.decodeFast(d); err != nil {
 				return err
 			}
@@ -6694,7 +6731,12 @@ func (u EmbeddedResourceResource) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *EmbeddedResourceResource) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x EmbeddedResourceResource
@@ -6709,6 +6751,9 @@ func (u *EmbeddedResourceResource) UnmarshalJSON(b []byte) error {
 // decodeFast decodes EmbeddedResourceResource in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *EmbeddedResourceResource) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	raw, err := d.raw()
 	if err != nil {
 		return err
@@ -6719,6 +6764,9 @@ func (u *EmbeddedResourceResource) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *EmbeddedResourceResource) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = EmbeddedResourceResource{}
 	switch jsonKind(b) {
 	case '{':
@@ -6920,9 +6968,6 @@ func (v *Error) decodeFast(d *fastDecoder) error {
 				return errFallback
 			}
 			seen |= 1 << 0
-			if d.peek() == 'n' {
-				return errFallback
-			}
 			if err := v.Code.decodeFast(d); err != nil {
 				return err
 			}
@@ -7043,7 +7088,12 @@ func (u ErrorCode) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *ErrorCode) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x ErrorCode
@@ -7058,6 +7108,9 @@ func (u *ErrorCode) UnmarshalJSON(b []byte) error {
 // decodeFast decodes ErrorCode in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *ErrorCode) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	raw, err := d.raw()
 	if err != nil {
 		return err
@@ -7068,6 +7121,9 @@ func (u *ErrorCode) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *ErrorCode) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = ErrorCode{}
 	switch jsonKind(b) {
 	case '0':
@@ -8209,9 +8265,6 @@ func (v *InitializeResponse) decodeFast(d *fastDecoder) error {
 						break
 					}
 					var x4 AuthMethod
-					if d.peek() == 'n' {
-						return errFallback
-					}
 					if err := x4.decodeFast(d); err != nil {
 						return err
 					}
@@ -9075,9 +9128,6 @@ func (v *LoadSessionRequest) decodeFast(d *fastDecoder) error {
 						break
 					}
 					var x7 McpServer
-					if d.peek() == 'n' {
-						return errFallback
-					}
 					if err := x7.decodeFast(d); err != nil {
 						return err
 					}
@@ -9213,9 +9263,6 @@ func (v *LoadSessionResponse) decodeFast(d *fastDecoder) error {
 						break
 					}
 					var x3 SessionConfigOption
-					if d.peek() == 'n' {
-						return errFallback
-					}
 					if err := x3.decodeFast(d); err != nil {
 						return err
 					}
@@ -9774,7 +9821,12 @@ func (u McpServer) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *McpServer) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x McpServer
@@ -9789,6 +9841,9 @@ func (u *McpServer) UnmarshalJSON(b []byte) error {
 // decodeFast decodes McpServer in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *McpServer) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	if d.peek() == '{' {
 		if tag, ok := peekTag(d.rest(), "type"); ok {
 			switch string(tag) {
@@ -9826,6 +9881,9 @@ func (u *McpServer) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *McpServer) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = McpServer{}
 	switch jsonKind(b) {
 	case '{':
@@ -12751,9 +12809,6 @@ func (v *NewSessionRequest) decodeFast(d *fastDecoder) error {
 						break
 					}
 					var x7 McpServer
-					if d.peek() == 'n' {
-						return errFallback
-					}
 					if err := x7.decodeFast(d); err != nil {
 						return err
 					}
@@ -12882,9 +12937,6 @@ func (v *NewSessionResponse) decodeFast(d *fastDecoder) error {
 						break
 					}
 					var x3 SessionConfigOption
-					if d.peek() == 'n' {
-						return errFallback
-					}
 					if err := x3.decodeFast(d); err != nil {
 						return err
 					}
@@ -13989,9 +14041,6 @@ func (v *PlanUpdate) decodeFast(d *fastDecoder) error {
 				return errFallback
 			}
 			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
 			if err := v.Plan.decodeFast(d); err != nil {
 				return err
 			}
@@ -14068,7 +14117,12 @@ func (u PlanUpdateContent) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *PlanUpdateContent) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x PlanUpdateContent
@@ -14083,6 +14137,9 @@ func (u *PlanUpdateContent) UnmarshalJSON(b []byte) error {
 // decodeFast decodes PlanUpdateContent in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *PlanUpdateContent) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	if d.peek() == '{' {
 		if tag, ok := peekTag(d.rest(), "type"); ok {
 			switch string(tag) {
@@ -14120,6 +14177,9 @@ func (u *PlanUpdateContent) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *PlanUpdateContent) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = PlanUpdateContent{}
 	switch jsonKind(b) {
 	case '{':
@@ -14903,9 +14963,6 @@ func (v *PromptRequest) decodeFast(d *fastDecoder) error {
 						break
 					}
 					var x5 ContentBlock
-					if d.peek() == 'n' {
-						return errFallback
-					}
 					if err := x5.decodeFast(d); err != nil {
 						return err
 					}
@@ -15814,7 +15871,12 @@ func (u RequestPermissionOutcome) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *RequestPermissionOutcome) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x RequestPermissionOutcome
@@ -15829,6 +15891,9 @@ func (u *RequestPermissionOutcome) UnmarshalJSON(b []byte) error {
 // decodeFast decodes RequestPermissionOutcome in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *RequestPermissionOutcome) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	if d.peek() == '{' {
 		if tag, ok := peekTag(d.rest(), "outcome"); ok {
 			switch string(tag) {
@@ -15859,6 +15924,9 @@ func (u *RequestPermissionOutcome) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *RequestPermissionOutcome) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = RequestPermissionOutcome{}
 	switch jsonKind(b) {
 	case '{':
@@ -16288,9 +16356,6 @@ func (v *RequestPermissionResponse) decodeFast(d *fastDecoder) error {
 				return errFallback
 			}
 			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
 			if err := v.Outcome.decodeFast(d); err != nil {
 				return err
 			}
@@ -16760,9 +16825,6 @@ func (v *ResumeSessionRequest) decodeFast(d *fastDecoder) error {
 						break
 					}
 					var x7 McpServer
-					if d.peek() == 'n' {
-						return errFallback
-					}
 					if err := x7.decodeFast(d); err != nil {
 						return err
 					}
@@ -16895,9 +16957,6 @@ func (v *ResumeSessionResponse) decodeFast(d *fastDecoder) error {
 						break
 					}
 					var x3 SessionConfigOption
-					if d.peek() == 'n' {
-						return errFallback
-					}
 					if err := x3.decodeFast(d); err != nil {
 						return err
 					}
@@ -17872,7 +17931,12 @@ func (u SessionConfigOption) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *SessionConfigOption) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x SessionConfigOption
@@ -17887,6 +17951,9 @@ func (u *SessionConfigOption) UnmarshalJSON(b []byte) error {
 // decodeFast decodes SessionConfigOption in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *SessionConfigOption) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	if d.peek() == '{' {
 		if tag, ok := peekTag(d.rest(), "type"); ok {
 			switch string(tag) {
@@ -17917,6 +17984,9 @@ func (u *SessionConfigOption) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *SessionConfigOption) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = SessionConfigOption{}
 	switch jsonKind(b) {
 	case '{':
@@ -18337,9 +18407,6 @@ func (v *SessionConfigOptionSelect) decodeFast(d *fastDecoder) error {
 				return errFallback
 			}
 			seen |= 1 << 6
-			if d.peek() == 'n' {
-				return errFallback
-			}
 			if err := v.Options.decodeFast(d); err != nil {
 				return err
 			}
@@ -18455,9 +18522,6 @@ func (v *SessionConfigOptionUpdate) decodeFast(d *fastDecoder) error {
 						break
 					}
 					var x3 SessionConfigOption
-					if d.peek() == 'n' {
-						return errFallback
-					}
 					if err := x3.decodeFast(d); err != nil {
 						return err
 					}
@@ -18557,9 +18621,6 @@ func (v *SessionConfigSelect) decodeFast(d *fastDecoder) error {
 				return errFallback
 			}
 			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
 			if err := v.Options.decodeFast(d); err != nil {
 				return err
 			}
@@ -18859,7 +18920,12 @@ func (u SessionConfigSelectOptions) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *SessionConfigSelectOptions) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x SessionConfigSelectOptions
@@ -18874,6 +18940,9 @@ func (u *SessionConfigSelectOptions) UnmarshalJSON(b []byte) error {
 // decodeFast decodes SessionConfigSelectOptions in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *SessionConfigSelectOptions) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	raw, err := d.raw()
 	if err != nil {
 		return err
@@ -18884,6 +18953,9 @@ func (u *SessionConfigSelectOptions) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *SessionConfigSelectOptions) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = SessionConfigSelectOptions{}
 	switch jsonKind(b) {
 	case '[':
@@ -19910,9 +19982,6 @@ func (v *SessionMessageChunk) decodeFast(d *fastDecoder) error {
 				return errFallback
 			}
 			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
 			if err := v.Content.decodeFast(d); err != nil {
 				return err
 			}
@@ -20302,9 +20371,6 @@ func (v *SessionNotification) decodeFast(d *fastDecoder) error {
 				return errFallback
 			}
 			seen |= 1 << 2
-			if d.peek() == 'n' {
-				return errFallback
-			}
 			if err := v.Update.decodeFast(d); err != nil {
 				return err
 			}
@@ -20400,9 +20466,6 @@ func (v *SessionPlanUpdate) decodeFast(d *fastDecoder) error {
 				return errFallback
 			}
 			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
 			if err := v.Plan.decodeFast(d); err != nil {
 				return err
 			}
@@ -21026,9 +21089,6 @@ func (v *SessionToolCallUpdate) decodeFast(d *fastDecoder) error {
 						break
 					}
 					var x3 ToolCallContent
-					if d.peek() == 'n' {
-						return errFallback
-					}
 					if err := x3.decodeFast(d); err != nil {
 						return err
 					}
@@ -21413,7 +21473,12 @@ func (u SessionUpdate) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *SessionUpdate) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x SessionUpdate
@@ -21428,6 +21493,9 @@ func (u *SessionUpdate) UnmarshalJSON(b []byte) error {
 // decodeFast decodes SessionUpdate in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *SessionUpdate) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	if d.peek() == '{' {
 		if tag, ok := peekTag(d.rest(), "sessionUpdate"); ok {
 			switch string(tag) {
@@ -21562,6 +21630,9 @@ func (u *SessionUpdate) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *SessionUpdate) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = SessionUpdate{}
 	switch jsonKind(b) {
 	case '{':
@@ -21822,9 +21893,6 @@ func (v *SessionUpdateAgentMessageChunk) decodeFast(d *fastDecoder) error {
 				return errFallback
 			}
 			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
 			if err := v.Content.decodeFast(d); err != nil {
 				return err
 			}
@@ -21954,9 +22022,6 @@ func (v *SessionUpdateAgentThoughtChunk) decodeFast(d *fastDecoder) error {
 				return errFallback
 			}
 			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
 			if err := v.Content.decodeFast(d); err != nil {
 				return err
 			}
@@ -22574,9 +22639,6 @@ func (v *SessionUpdateSessionMessageChunk) decodeFast(d *fastDecoder) error {
 				return errFallback
 			}
 			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
 			if err := v.Content.decodeFast(d); err != nil {
 				return err
 			}
@@ -22745,9 +22807,6 @@ func (v *SessionUpdateToolCall) decodeFast(d *fastDecoder) error {
 						break
 					}
 					var x3 ToolCallContent
-					if d.peek() == 'n' {
-						return errFallback
-					}
 					if err := x3.decodeFast(d); err != nil {
 						return err
 					}
@@ -23006,9 +23065,6 @@ func (v *SessionUpdateUserMessageChunk) decodeFast(d *fastDecoder) error {
 				return errFallback
 			}
 			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
 			if err := v.Content.decodeFast(d); err != nil {
 				return err
 			}
@@ -23384,7 +23440,12 @@ func (u SetSessionConfigOptionRequest) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *SetSessionConfigOptionRequest) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x SetSessionConfigOptionRequest
@@ -23399,6 +23460,9 @@ func (u *SetSessionConfigOptionRequest) UnmarshalJSON(b []byte) error {
 // decodeFast decodes SetSessionConfigOptionRequest in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *SetSessionConfigOptionRequest) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	if d.peek() == '{' {
 		if tag, ok := peekTag(d.rest(), "type"); ok {
 			switch string(tag) {
@@ -23422,6 +23486,9 @@ func (u *SetSessionConfigOptionRequest) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *SetSessionConfigOptionRequest) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = SetSessionConfigOptionRequest{}
 	switch jsonKind(b) {
 	case '{':
@@ -23556,9 +23623,6 @@ func (v *SetSessionConfigOptionResponse) decodeFast(d *fastDecoder) error {
 						break
 					}
 					var x3 SessionConfigOption
-					if d.peek() == 'n' {
-						return errFallback
-					}
 					if err := x3.decodeFast(d); err != nil {
 						return err
 					}
@@ -23981,7 +24045,12 @@ func (u StateUpdate) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *StateUpdate) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x StateUpdate
@@ -23996,6 +24065,9 @@ func (u *StateUpdate) UnmarshalJSON(b []byte) error {
 // decodeFast decodes StateUpdate in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *StateUpdate) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	if d.peek() == '{' {
 		if tag, ok := peekTag(d.rest(), "state"); ok {
 			switch string(tag) {
@@ -24046,6 +24118,9 @@ func (u *StateUpdate) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *StateUpdate) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = StateUpdate{}
 	switch jsonKind(b) {
 	case '{':
@@ -25955,9 +26030,6 @@ func (v *ToolCall) decodeFast(d *fastDecoder) error {
 						break
 					}
 					var x3 ToolCallContent
-					if d.peek() == 'n' {
-						return errFallback
-					}
 					if err := x3.decodeFast(d); err != nil {
 						return err
 					}
@@ -26199,7 +26271,12 @@ func (u ToolCallContent) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *ToolCallContent) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x ToolCallContent
@@ -26214,6 +26291,9 @@ func (u *ToolCallContent) UnmarshalJSON(b []byte) error {
 // decodeFast decodes ToolCallContent in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *ToolCallContent) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	if d.peek() == '{' {
 		if tag, ok := peekTag(d.rest(), "type"); ok {
 			switch string(tag) {
@@ -26258,6 +26338,9 @@ func (u *ToolCallContent) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *ToolCallContent) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = ToolCallContent{}
 	switch jsonKind(b) {
 	case '{':
@@ -26435,9 +26518,6 @@ func (v *ToolCallContentContent) decodeFast(d *fastDecoder) error {
 				return errFallback
 			}
 			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
 			if err := v.Content.decodeFast(d); err != nil {
 				return err
 			}
@@ -27069,9 +27149,6 @@ func (v *ToolCallUpdate) decodeFast(d *fastDecoder) error {
 						break
 					}
 					var x3 ToolCallContent
-					if d.peek() == 'n' {
-						return errFallback
-					}
 					if err := x3.decodeFast(d); err != nil {
 						return err
 					}
@@ -28524,7 +28601,12 @@ func (u UnstableCreateElicitationRequest) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *UnstableCreateElicitationRequest) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x UnstableCreateElicitationRequest
@@ -28539,6 +28621,9 @@ func (u *UnstableCreateElicitationRequest) UnmarshalJSON(b []byte) error {
 // decodeFast decodes UnstableCreateElicitationRequest in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *UnstableCreateElicitationRequest) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	if d.peek() == '{' {
 		if tag, ok := peekTag(d.rest(), "mode"); ok {
 			switch string(tag) {
@@ -28569,6 +28654,9 @@ func (u *UnstableCreateElicitationRequest) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *UnstableCreateElicitationRequest) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = UnstableCreateElicitationRequest{}
 	switch jsonKind(b) {
 	case '{':
@@ -28686,7 +28774,12 @@ func (u UnstableCreateElicitationResponse) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *UnstableCreateElicitationResponse) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x UnstableCreateElicitationResponse
@@ -28701,6 +28794,9 @@ func (u *UnstableCreateElicitationResponse) UnmarshalJSON(b []byte) error {
 // decodeFast decodes UnstableCreateElicitationResponse in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *UnstableCreateElicitationResponse) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	if d.peek() == '{' {
 		if tag, ok := peekTag(d.rest(), "action"); ok {
 			switch string(tag) {
@@ -28738,6 +28834,9 @@ func (u *UnstableCreateElicitationResponse) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *UnstableCreateElicitationResponse) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = UnstableCreateElicitationResponse{}
 	switch jsonKind(b) {
 	case '{':
@@ -30319,7 +30418,12 @@ func (u UnstableElicitationFormMode) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *UnstableElicitationFormMode) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x UnstableElicitationFormMode
@@ -30334,6 +30438,9 @@ func (u *UnstableElicitationFormMode) UnmarshalJSON(b []byte) error {
 // decodeFast decodes UnstableElicitationFormMode in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *UnstableElicitationFormMode) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	raw, err := d.raw()
 	if err != nil {
 		return err
@@ -30344,6 +30451,9 @@ func (u *UnstableElicitationFormMode) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *UnstableElicitationFormMode) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = UnstableElicitationFormMode{}
 	switch jsonKind(b) {
 	case '{':
@@ -30783,7 +30893,12 @@ func (u UnstableElicitationUrlMode) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *UnstableElicitationUrlMode) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x UnstableElicitationUrlMode
@@ -30798,6 +30913,9 @@ func (u *UnstableElicitationUrlMode) UnmarshalJSON(b []byte) error {
 // decodeFast decodes UnstableElicitationUrlMode in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *UnstableElicitationUrlMode) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	raw, err := d.raw()
 	if err != nil {
 		return err
@@ -30808,6 +30926,9 @@ func (u *UnstableElicitationUrlMode) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *UnstableElicitationUrlMode) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = UnstableElicitationUrlMode{}
 	switch jsonKind(b) {
 	case '{':
@@ -30993,9 +31114,6 @@ func (v *UnstableForkSessionRequest) decodeFast(d *fastDecoder) error {
 						break
 					}
 					var x7 UnstableMcpServer
-					if d.peek() == 'n' {
-						return errFallback
-					}
 					if err := x7.decodeFast(d); err != nil {
 						return err
 					}
@@ -31134,9 +31252,6 @@ func (v *UnstableForkSessionResponse) decodeFast(d *fastDecoder) error {
 						break
 					}
 					var x3 UnstableSessionConfigOption
-					if d.peek() == 'n' {
-						return errFallback
-					}
 					if err := x3.decodeFast(d); err != nil {
 						return err
 					}
@@ -31547,7 +31662,12 @@ func (u UnstableMcpServer) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *UnstableMcpServer) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x UnstableMcpServer
@@ -31562,6 +31682,9 @@ func (u *UnstableMcpServer) UnmarshalJSON(b []byte) error {
 // decodeFast decodes UnstableMcpServer in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *UnstableMcpServer) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	if d.peek() == '{' {
 		if tag, ok := peekTag(d.rest(), "type"); ok {
 			switch string(tag) {
@@ -31599,6 +31722,9 @@ func (u *UnstableMcpServer) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *UnstableMcpServer) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = UnstableMcpServer{}
 	switch jsonKind(b) {
 	case '{':
@@ -33875,7 +34001,12 @@ func (u UnstableNesSuggestion) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *UnstableNesSuggestion) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x UnstableNesSuggestion
@@ -33890,6 +34021,9 @@ func (u *UnstableNesSuggestion) UnmarshalJSON(b []byte) error {
 // decodeFast decodes UnstableNesSuggestion in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *UnstableNesSuggestion) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	if d.peek() == '{' {
 		if tag, ok := peekTag(d.rest(), "kind"); ok {
 			switch string(tag) {
@@ -33934,6 +34068,9 @@ func (u *UnstableNesSuggestion) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *UnstableNesSuggestion) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = UnstableNesSuggestion{}
 	switch jsonKind(b) {
 	case '{':
@@ -35257,7 +35394,12 @@ func (u UnstableSessionConfigOption) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
 func (u *UnstableSessionConfigOption) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	if !fastDecodeOff.Load() {
 		d := fastDecoder{data: b}
 		var x UnstableSessionConfigOption
@@ -35272,6 +35414,9 @@ func (u *UnstableSessionConfigOption) UnmarshalJSON(b []byte) error {
 // decodeFast decodes UnstableSessionConfigOption in one pass when its tag decides the variant;
 // other shapes go through unmarshalSlow.
 func (u *UnstableSessionConfigOption) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
 	if d.peek() == '{' {
 		if tag, ok := peekTag(d.rest(), "type"); ok {
 			switch string(tag) {
@@ -35302,6 +35447,9 @@ func (u *UnstableSessionConfigOption) decodeFast(d *fastDecoder) error {
 // unmarshalSlow decodes through encoding/json, following v0.13.5's rules
 // for payloads the tag does not decide.
 func (u *UnstableSessionConfigOption) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
 	*u = UnstableSessionConfigOption{}
 	switch jsonKind(b) {
 	case '{':
@@ -35699,9 +35847,6 @@ func (v *UnstableSessionConfigOptionSelect) decodeFast(d *fastDecoder) error {
 				return errFallback
 			}
 			seen |= 1 << 6
-			if d.peek() == 'n' {
-				return errFallback
-			}
 			if err := v.Options.decodeFast(d); err != nil {
 				return err
 			}
@@ -36670,9 +36815,6 @@ func (v *UnstableSuggestNesResponse) decodeFast(d *fastDecoder) error {
 						break
 					}
 					var x3 UnstableNesSuggestion
-					if d.peek() == 'n' {
-						return errFallback
-					}
 					if err := x3.decodeFast(d); err != nil {
 						return err
 					}

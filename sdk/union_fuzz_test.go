@@ -30,8 +30,9 @@ func FuzzUnionRoundTrip(f *testing.F) {
 		}
 		first, err := json.Marshal(v)
 		if err != nil && strings.Contains(err.Error(), "no variant set") {
-			// The payload lacked a required union member (e.g. an "id"), so
-			// that member decoded empty; encoding reports it, as upstream.
+			// The payload was null or lacked a required union member (e.g.
+			// an "id"), so that union decoded empty (null is a no-op);
+			// encoding reports it, as upstream.
 			return
 		}
 		if err != nil {

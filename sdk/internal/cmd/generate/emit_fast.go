@@ -103,7 +103,10 @@ func (e *fastEmitter) decode(goType, target string) {
 		b.p("%s = append(%s, %s)\n}", s, s, x)
 		b.p("%s = %s\n}", target, s)
 	case e.hasFast(goType):
-		b.p("if d.peek() == 'n' {\nreturn errFallback\n}")
+		// A union without a null variant decodes null itself, as a no-op.
+		if t := e.m.types[goType]; t.Kind != kindUnion || unionNullVariant(t.Union) != nil {
+			b.p("if d.peek() == 'n' {\nreturn errFallback\n}")
+		}
 		b.p("if err := %s.decodeFast(d); err != nil {\nreturn err\n}", target)
 	default:
 		e.decodeRaw(target)
@@ -185,6 +188,9 @@ func emitUnionFast(b *w, m *model, t *goType) {
 	b.p("// decodeFast decodes %s in one pass when its tag decides the variant;", t.Name)
 	b.p("// other shapes go through unmarshalSlow.")
 	b.p("func (u *%s) decodeFast(d *fastDecoder) error {", t.Name)
+	if unionNullVariant(u) == nil {
+		b.p("if d.null() {\nreturn nil // null leaves u unchanged, as in unmarshalSlow\n}")
+	}
 	tagged := false
 	for _, v := range u.Variants {
 		if v.Shape == shapeObject && v.Const != "" {

@@ -363,14 +363,25 @@ func emitUnionMarshal(b *w, m *model, t *goType) {
 
 func emitUnionUnmarshal(b *w, m *model, t *goType) {
 	u := t.Union
+	nullVariant := unionNullVariant(u)
 	b.p("// UnmarshalJSON decodes the variant the payload's tag or shape selects.")
+	if nullVariant == nil {
+		b.p("// JSON null leaves u unchanged (the encoding/json convention), so an")
+		b.p("// absent value in a message costs that value, not the whole message.")
+	}
 	b.p("func (u *%s) UnmarshalJSON(b []byte) error {", t.Name)
+	if nullVariant == nil {
+		b.p("if isJSONNull(b) {\nreturn nil\n}")
+	}
 	b.p("if !fastDecodeOff.Load() {\nd := fastDecoder{data: b}\nvar x %s\nif x.decodeFast(&d) == nil && d.atEnd() {\n*u = x\nreturn nil\n}\n}", t.Name)
 	b.p("return u.unmarshalSlow(b)\n}\n")
 	emitUnionFast(b, m, t)
 	b.p("// unmarshalSlow decodes through encoding/json, following v0.13.5's rules")
 	b.p("// for payloads the tag does not decide.")
 	b.p("func (u *%s) unmarshalSlow(b []byte) error {", t.Name)
+	if nullVariant == nil {
+		b.p("if isJSONNull(b) {\nreturn nil\n}")
+	}
 	b.p("*u = %s{}", t.Name)
 
 	var objects, arrays, ints, strs []*variant
@@ -434,6 +445,17 @@ func emitUnionUnmarshal(b *w, m *model, t *goType) {
 	}
 	b.p("}")
 	b.p("return noVariant(fmt.Errorf(\"%s: unexpected JSON %%.20q\", b))\n}\n", t.Name)
+}
+
+// unionNullVariant returns the variant JSON null selects (RequestId's), or
+// nil when null is no variant and so decodes as a no-op.
+func unionNullVariant(u *union) *variant {
+	for _, v := range u.Variants {
+		if v.Shape == shapeNull {
+			return v
+		}
+	}
+	return nil
 }
 
 func keyArgs(keys []string) string {
