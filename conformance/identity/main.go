@@ -250,11 +250,13 @@ func drive(ctx context.Context, c *capture.Capture, conn *acp.ClientSideConnecti
 		case acp.AgentMethodSessionLoad:
 			var req acp.LoadSessionRequest
 			_ = json.Unmarshal(m.Params, &req)
+			// The Tracker's contract: loading starts when the request is
+			// sent (what the agent replays meanwhile is history) and ends
+			// with the response.
+			t.SessionLoaded(string(req.SessionId))
 			resp, err := conn.LoadSession(ctx, req)
+			t.SessionLoadFinished(string(req.SessionId), err == nil)
 			record(m.Method, resp, err)
-			if err == nil {
-				t.SessionLoaded(string(req.SessionId))
-			}
 		case acp.AgentMethodSessionPrompt:
 			var req acp.PromptRequest
 			_ = json.Unmarshal(m.Params, &req)
