@@ -15,8 +15,9 @@ BENCHSTAT_VERSION   := v0.0.0-20260908200009-22c9c6c9d4da
 ACP_TEST_POSTGRES_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 export ACP_TEST_POSTGRES_DSN
 
-# Modules whose tests `make test` runs (nested modules own their go.mod).
-MODULES := sdk .
+# Every module of the repository: `make test`, `make lint` and `make bench`
+# visit each (nested modules own their go.mod).
+MODULES := sdk . conformance/wire conformance/consumer conformance/bench patches/wirecheck
 
 FUZZTIME ?= 30s
 
