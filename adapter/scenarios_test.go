@@ -5,17 +5,8 @@ import (
 	"testing"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/internal/goldentest"
 )
-
-func statuses(res *adapter.ReplayResult, id string) []adapter.ToolStatus {
-	var out []adapter.ToolStatus
-	for _, e := range res.Events {
-		if e.ToolCallID == id {
-			out = append(out, e.Status)
-		}
-	}
-	return out
-}
 
 func hasEvent(res *adapter.ReplayResult, id string) bool {
 	for _, e := range res.Events {
@@ -107,22 +98,22 @@ func TestOtherAgentScenarios(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := replay(t, tt.capture, adapter.Config{})
+			res := goldentest.Replay(t, tt.capture, adapter.Config{})
 			if res.Dialect != tt.dialect {
 				t.Errorf("dialect %q, want %q", res.Dialect, tt.dialect)
 			}
 			for id, want := range tt.payloads {
-				if got := payloadJSON(t, last(t, res, id)); got != want {
+				if got := goldentest.PayloadJSON(t, goldentest.Last(t, res, id)); got != want {
 					t.Errorf("%s payload\n got %s\nwant %s", id, got, want)
 				}
 			}
 			for id, want := range tt.parents {
-				if got := last(t, res, id).ParentToolCallID; got != want {
+				if got := goldentest.Last(t, res, id).ParentToolCallID; got != want {
 					t.Errorf("%s parent %q, want %q", id, got, want)
 				}
 			}
 			for id, want := range tt.statuses {
-				if got := statuses(res, id); !slices.Equal(got, want) {
+				if got := goldentest.Statuses(res, id); !slices.Equal(got, want) {
 					t.Errorf("%s statuses %q, want %q", id, got, want)
 				}
 			}
@@ -144,7 +135,7 @@ func TestOtherAgentScenarios(t *testing.T) {
 // kinds that no dialect handles are dropped and counted (the parent's title
 // is not touched, scenario 33 for other agents).
 func TestUnknownAndUnhandledKinds(t *testing.T) {
-	res := replay(t, "unknown_kinds", adapter.Config{})
+	res := goldentest.Replay(t, "unknown_kinds", adapter.Config{})
 	if got := res.Counters[adapter.CounterSubagentFramesOff]; got != 3 {
 		t.Errorf("subagent_frames_dropped = %d, want 3", got)
 	}

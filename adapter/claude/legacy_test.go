@@ -6,18 +6,8 @@ import (
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	_ "github.com/kdlbs/acp-go-sdk/adapter/claude"
+	"github.com/kdlbs/acp-go-sdk/internal/goldentest"
 )
-
-// statuses returns the tool statuses emitted for id, in order.
-func statuses(res *adapter.ReplayResult, id string) []adapter.ToolStatus {
-	var out []adapter.ToolStatus
-	for _, e := range res.Events {
-		if e.ToolCallID == id {
-			out = append(out, e.Status)
-		}
-	}
-	return out
-}
 
 // Table over the Claude legacy captures (subagents.md §7, scenarios 22–31
 // and the Claude bad inputs 52–54). Each row replays testdata/<capture>.jsonl,
@@ -113,22 +103,22 @@ func TestLegacyScenarios(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := replay(t, tt.capture, adapter.Config{})
+			res := goldentest.Replay(t, tt.capture, adapter.Config{})
 			if res.Dialect != adapter.DialectClaude {
 				t.Fatalf("dialect %q, want claude", res.Dialect)
 			}
 			for id, want := range tt.payloads {
-				if got := payloadJSON(t, last(t, res, id)); got != want {
+				if got := goldentest.PayloadJSON(t, goldentest.Last(t, res, id)); got != want {
 					t.Errorf("%s payload\n got %s\nwant %s", id, got, want)
 				}
 			}
 			for id, want := range tt.parents {
-				if got := last(t, res, id).ParentToolCallID; got != want {
+				if got := goldentest.Last(t, res, id).ParentToolCallID; got != want {
 					t.Errorf("%s parent %q, want %q", id, got, want)
 				}
 			}
 			for id, want := range tt.statuses {
-				if got := statuses(res, id); !slices.Equal(got, want) {
+				if got := goldentest.Statuses(res, id); !slices.Equal(got, want) {
 					t.Errorf("%s statuses %q, want %q", id, got, want)
 				}
 			}

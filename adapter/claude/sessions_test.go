@@ -10,12 +10,13 @@ import (
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	"github.com/kdlbs/acp-go-sdk/adapter/claude"
+	"github.com/kdlbs/acp-go-sdk/internal/goldentest"
 )
 
 // lastChild returns the child view of the last event for a child card.
 func lastChild(t *testing.T, res *adapter.ReplayResult, id string) *adapter.ChildSession {
 	t.Helper()
-	e := last(t, res, id)
+	e := goldentest.Last(t, res, id)
 	if e.Child == nil {
 		t.Fatalf("%s: no child view", id)
 	}
@@ -36,9 +37,9 @@ func messages(res *adapter.ReplayResult) map[string]*adapter.MessageView {
 // Subagent-session form (subagents.md §7, scenarios 33–41), over captures.
 func TestSubagentSessionScenarios(t *testing.T) {
 	t.Run("34_RFDFlowMapsOntoThePayload", func(t *testing.T) {
-		res := replay(t, "rfd_flow", adapter.Config{})
-		e := last(t, res, "child1")
-		got := payloadJSON(t, e)
+		res := goldentest.Replay(t, "rfd_flow", adapter.Config{})
+		e := goldentest.Last(t, res, "child1")
+		got := goldentest.PayloadJSON(t, e)
 		want := `{"kind":"subagent_task","subagent_task":{"description":"Investigate flaky test","prompt":"Find the root cause","subagent_type":"general-purpose","status":"idle","model":"claude-opus-4-8","child_session_id":"child1","total_tokens":15,"result_text":"VERDICT: ok"},"background_work":{"kind":"subagent","work_id":"","ended":true}}`
 		if got != want {
 			t.Errorf("payload\n got %s\nwant %s", got, want)
@@ -48,12 +49,12 @@ func TestSubagentSessionScenarios(t *testing.T) {
 		if e.Status != adapter.ToolStatusComplete || e.Child.StopReason != "cancelled" || e.Child.Live {
 			t.Errorf("final: status %s child %+v", e.Status, e.Child)
 		}
-		if b := last(t, res, "toolu_B"); b.SessionID != "child1" || b.ParentSessionID != "s1" {
+		if b := goldentest.Last(t, res, "toolu_B"); b.SessionID != "child1" || b.ParentSessionID != "s1" {
 			t.Errorf("child traffic attributed to %q (parent %q)", b.SessionID, b.ParentSessionID)
 		}
 	})
 	t.Run("33_DroppedAndCountedWithoutCapability", func(t *testing.T) {
-		res := replay(t, "rfd_without_capability", adapter.Config{})
+		res := goldentest.Replay(t, "rfd_without_capability", adapter.Config{})
 		if got := res.Counters[adapter.CounterSubagentFramesOff]; got != 11 {
 			t.Errorf("dropped %d, want 11", got)
 		}
@@ -64,7 +65,7 @@ func TestSubagentSessionScenarios(t *testing.T) {
 		}
 	})
 	t.Run("35_36_37_CapabilitiesAndStates", func(t *testing.T) {
-		res := replay(t, "rfd_states", adapter.Config{})
+		res := goldentest.Replay(t, "rfd_states", adapter.Config{})
 		c2 := lastChild(t, res, "c2")
 		if c2.State != "unknown" || c2.Live || c2.CanCancel {
 			t.Errorf("c2 %+v", c2)
@@ -88,10 +89,10 @@ func TestSubagentSessionScenarios(t *testing.T) {
 				}
 			}
 		}
-		if e := last(t, res, "c5"); e.Status != adapter.ToolStatusPending {
+		if e := goldentest.Last(t, res, "c5"); e.Status != adapter.ToolStatusPending {
 			t.Errorf("idle without a recognised stop reason claimed an outcome: %s", e.Status)
 		}
-		if e := last(t, res, "c6"); e.Status != adapter.ToolStatusError {
+		if e := goldentest.Last(t, res, "c6"); e.Status != adapter.ToolStatusError {
 			t.Errorf("idle+error: %s", e.Status)
 		}
 		if got := res.Counters[claude.CounterBadSubagentUpdate]; got != 2 {
@@ -99,7 +100,7 @@ func TestSubagentSessionScenarios(t *testing.T) {
 		}
 	})
 	t.Run("38_39_MessageViews", func(t *testing.T) {
-		res := replay(t, "rfd_messages", adapter.Config{})
+		res := goldentest.Replay(t, "rfd_messages", adapter.Config{})
 		m := messages(res)
 		if v := m["s1/m1"]; v == nil || v.Direction != adapter.MessageIncoming {
 			t.Errorf("m1 after sender arrived: %+v", v)
@@ -111,7 +112,7 @@ func TestSubagentSessionScenarios(t *testing.T) {
 				}
 			}
 		}
-		if last(t, res, "k1").Payload.SubagentTask.ResultText != "" {
+		if goldentest.Last(t, res, "k1").Payload.SubagentTask.ResultText != "" {
 			t.Error("a sender-less or empty message became a result")
 		}
 		if m["s1/same"].LinkedSessionID != "" || m["k1/same"].LinkedSessionID != "" {
@@ -128,7 +129,7 @@ func TestSubagentSessionScenarios(t *testing.T) {
 		}
 	})
 	t.Run("40_SessionReferences", func(t *testing.T) {
-		res := replay(t, "rfd_session_refs", adapter.Config{})
+		res := goldentest.Replay(t, "rfd_session_refs", adapter.Config{})
 		if refs := res.Events[1].SessionRefs; len(refs) != 1 || !refs[0].Known {
 			t.Errorf("known ref %+v", refs)
 		}
@@ -138,7 +139,7 @@ func TestSubagentSessionScenarios(t *testing.T) {
 		if claudeCanCancelAfterReplay(res) {
 			t.Error("a reference granted cancel")
 		}
-		if refs := last(t, res, "t_stop").SessionRefs; refs != nil {
+		if refs := goldentest.Last(t, res, "t_stop").SessionRefs; refs != nil {
 			t.Errorf("replaced content kept refs %+v", refs)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
@@ -59,4 +60,51 @@ func Compare(t testing.TB, path string, got []byte) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs (run with -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
+}
+
+// Replay runs testdata/<name>.jsonl (relative to the test's package)
+// through a Tracker configured by cfg and compares the rendered events and
+// counters with testdata/<name>.golden.
+func Replay(t testing.TB, name string, cfg adapter.Config) *adapter.ReplayResult {
+	t.Helper()
+	res, err := adapter.ReplayCapture(filepath.Join("testdata", name+".jsonl"), cfg, nil)
+	if err != nil {
+		t.Fatalf("replay %s: %v", name, err)
+	}
+	Compare(t, filepath.Join("testdata", name+".golden"), Render(t, res))
+	return res
+}
+
+// Last returns the last event of res for toolCallID, failing the test when
+// there is none.
+func Last(t testing.TB, res *adapter.ReplayResult, toolCallID string) adapter.Event {
+	t.Helper()
+	for i := len(res.Events) - 1; i >= 0; i-- {
+		if res.Events[i].ToolCallID == toolCallID {
+			return res.Events[i]
+		}
+	}
+	t.Fatalf("no event for %s", toolCallID)
+	return adapter.Event{}
+}
+
+// PayloadJSON returns the event's payload as JSON.
+func PayloadJSON(t testing.TB, e adapter.Event) string {
+	t.Helper()
+	b, err := json.Marshal(e.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Statuses returns the tool statuses res emitted for toolCallID, in order.
+func Statuses(res *adapter.ReplayResult, toolCallID string) []adapter.ToolStatus {
+	var out []adapter.ToolStatus
+	for _, e := range res.Events {
+		if e.ToolCallID == toolCallID {
+			out = append(out, e.Status)
+		}
+	}
+	return out
 }
