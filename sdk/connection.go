@@ -467,6 +467,16 @@ func (c *Connection) startRequest(rawID json.RawMessage, method string, params j
 	c.mu.Unlock()
 
 	job := requestJob{ctx: reqCtx, entry: entry, idKey: idKey, rawID: rawID, method: method, params: params}
+	if c.opts.orderedRequests {
+		// Registered here, on the reader goroutine, so the watermark is
+		// exactly the notifications that preceded the request on the wire.
+		c.qmu.Lock()
+		if c.completedSeq < c.enqueuedSeq {
+			job.barrier = &pendingCall{watermark: c.enqueuedSeq, done: make(chan struct{})}
+			c.deferred = append(c.deferred, job.barrier)
+		}
+		c.qmu.Unlock()
+	}
 	select {
 	case c.requestJobs <- job: // an idle worker takes it
 	default:
@@ -485,6 +495,9 @@ type requestJob struct {
 	rawID  json.RawMessage
 	method string
 	params json.RawMessage
+	// barrier, under WithOrderedRequests, is released once the
+	// notifications received before the request have been handled.
+	barrier *pendingCall
 }
 
 // requestWorkerIdle is how long a request worker waits for the next request
@@ -521,6 +534,12 @@ func (c *Connection) requestWorker(job requestJob) {
 func (c *Connection) runRequest(job requestJob) {
 	var result any
 	var rerr *RequestError
+	if job.barrier != nil {
+		select {
+		case <-job.barrier.done:
+		case <-job.ctx.Done():
+		}
+	}
 	if c.handler == nil {
 		rerr = NewMethodNotFound(job.method)
 	} else {

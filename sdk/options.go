@@ -29,6 +29,7 @@ type connectionOptions struct {
 	maxQueuedNotifications     int
 	maxQueuedNotificationBytes int
 	maxInflightRequests        int
+	orderedRequests            bool
 }
 
 // defaultConnectionOptions returns the settings of a connection built without
@@ -100,4 +101,21 @@ func WithMaxInflightRequests(n int) ConnectionOption {
 		}
 		o.maxInflightRequests = n
 	}
+}
+
+// WithOrderedRequests makes every inbound request wait, before its handler
+// runs, until the handlers of all notifications received before it have
+// returned: the response barrier applied to inbound requests. A client then
+// sees an agent's request (cursor/task, session/request_permission) after
+// the session updates the agent sent ahead of it, as it would with one
+// ordered worker. Requests still run concurrently with each other and with
+// later notifications. Upstream (and the default) starts each request at
+// once, so a request may overtake notifications that precede it on the
+// wire.
+//
+// A notification handler must then not wait for an inbound request that
+// arrives after its notification (it would wait for itself); the request's
+// context ending releases the wait.
+func WithOrderedRequests() ConnectionOption {
+	return func(o *connectionOptions) { o.orderedRequests = true }
 }

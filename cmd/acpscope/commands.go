@@ -167,8 +167,16 @@ func cmdRun(ctx context.Context, e env, args []string) error {
 		}
 		// The tap records a client message before the agent can see it, so
 		// the capture never shows an answer ahead of its request.
-		toAgent = io.MultiWriter(w.Tap(capture.FromClient), toAgent)
-		fromAgent = io.TeeReader(fromAgent, w.Tap(capture.FromAgent))
+		// Both keep the pipes' Close, so ending the connection still
+		// unblocks its reader.
+		toAgent = struct {
+			io.Writer
+			io.Closer
+		}{io.MultiWriter(w.Tap(capture.FromClient), agent.stdin), agent.stdin}
+		fromAgent = struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(agent.stdout, w.Tap(capture.FromAgent)), agent.stdout}
 	}
 	term := o.terminal(e.stdout)
 	res, err := runTurn(ctx, turnConfig{

@@ -75,8 +75,19 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 		root:      cfg.cwd,
 		extension: cursor.NewHandler(tracker),
 	}
-	conn := acp.NewClientSideConnection(client, toAgent, fromAgent)
+	// Ordered requests: an agent request (cursor/task, a permission) is
+	// handled after the updates the agent sent before it, so cards and the
+	// live log follow the wire order.
+	conn := acp.NewClientSideConnection(client, toAgent, fromAgent, acp.WithOrderedRequests())
 	conn.SetLogger(cfg.log)
+	defer func() {
+		// Nothing may reach the view after the turn: end the connection and
+		// wait for its handlers (queued updates still drain into the view).
+		_ = conn.Close()
+		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = conn.Wait(wctx)
+	}()
 
 	stopTicker := startTicker(cfg.term)
 	defer stopTicker()
