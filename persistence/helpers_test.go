@@ -6,11 +6,9 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -254,38 +252,7 @@ func subagentMeta(toolCallID, status string, fields map[string]any) string {
 
 // allRows dumps the table as sorted text, every column, so two dumps can be
 // compared for identity.
-func (e *env) allRows() []string {
-	e.t.Helper()
-	rows, err := e.raw.QueryContext(e.ctx, `SELECT `+selectColumns+` FROM task_session_subagents`)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		vals := make([]any, len(finalColumns))
-		ptrs := make([]any, len(vals))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			e.t.Fatal(err)
-		}
-		var b strings.Builder
-		for i, v := range vals {
-			if t, ok := v.(time.Time); ok {
-				v = t.UTC().Format(time.RFC3339Nano)
-			}
-			if bs, ok := v.([]byte); ok {
-				v = string(bs)
-			}
-			fmt.Fprintf(&b, "%s=%v|", finalColumns[i], v)
-		}
-		out = append(out, b.String())
-	}
-	sort.Strings(out)
-	return out
-}
+func (e *env) allRows() []string { return e.dump(finalColumns) }
 
 // keys returns the activation keys present, raw.
 func (e *env) keys() map[string]string {

@@ -354,10 +354,7 @@ ON CONFLICT (task_session_id, agent_execution_id, tool_call_id) DO UPDATE SET
 
 // selectColumns names every column, never *, because a migrated PostgreSQL
 // table has agent_execution_id last.
-const selectColumns = `id, task_session_id, task_id, turn_id, tool_call_id, agent_execution_id,
-	parent_tool_call_id, subagent_type, description, agent_id, child_session_id, model,
-	agent_status, tool_status, is_async, total_tokens, tool_use_count, duration_ms,
-	source, observed_at, settled_at, updated_at`
+var selectColumns = strings.Join(finalColumns, ", ")
 
 // ListBySession returns a session's subagent contexts ordered by
 // observed_at, tool_call_id, agent_execution_id (ascending, byte order).
