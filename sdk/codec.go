@@ -58,10 +58,10 @@ func decodeExact(data []byte, v any) error {
 // Every integer up to 2^53 (9007199254740992) and every decimal with at most
 // 15 significant digits survives float64. Digits inside strings give false
 // positives, which only cost the slower path.
-func hasLongDigitRun(data []byte) bool {
+func hasLongDigitRun[T string | []byte](data T) bool {
 	run := 0
-	for _, c := range data {
-		switch {
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
 		case c >= '0' && c <= '9':
 			run++
 			if run >= 16 {
@@ -76,9 +76,12 @@ func hasLongDigitRun(data []byte) bool {
 }
 
 // exactNumber converts a json.Number to float64 unless that would lose
-// information: an integer beyond 2^53, or a decimal whose digits float64
-// cannot reproduce (its shortest float64 form has a different value). Those
-// stay json.Number and re-encode byte for byte.
+// information: an integer beyond 2^53, or a decimal with a run of 16 or more
+// digits that float64 cannot reproduce (its shortest float64 form has a
+// different value). Those stay json.Number and re-encode byte for byte. A
+// short literal that over- or underflows (1E-0000010000000) is left to
+// float64, as encoding/json does, so the one-pass and the general decoder
+// agree on it.
 func exactNumber(n json.Number) any {
 	s := string(n)
 	isInt := true
@@ -99,7 +102,7 @@ func exactNumber(n json.Number) any {
 	if err != nil {
 		return n
 	}
-	if len(s) >= 16 && !sameDecimal(s, strconv.FormatFloat(f, 'g', -1, 64)) {
+	if hasLongDigitRun(s) && !sameDecimal(s, strconv.FormatFloat(f, 'g', -1, 64)) {
 		return n
 	}
 	return f

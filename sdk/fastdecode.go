@@ -343,7 +343,7 @@ func (d *fastDecoder) anyValue() (any, error) {
 // numberValue converts a number token: float64, or json.Number for an
 // integer float64 cannot hold exactly.
 func numberValue(tok []byte) (any, error) {
-	if len(tok) < 16 {
+	if !hasLongDigitRun(tok) { // the same test decodeExact applies to the whole message
 		f, err := strconv.ParseFloat(string(tok), 64)
 		if err != nil {
 			return nil, errFallback

@@ -85,28 +85,38 @@ func TestFastDecodeMatchesOnGoldenFixtures(t *testing.T) {
 // and general paths agree, and whatever decodes re-encodes to the same
 // number (exactly when it stayed json.Number).
 func FuzzNumbers(f *testing.F) {
-	for _, s := range []string{"0", "-1", "1.5", "9007199254740993", "3.14159265358979323846", "1e21", "1E-7", "0.1", "-0.0", "123456789012345678901234567890", "1.0000000000000002"} {
+	for _, s := range []string{"0", "-1", "1.5", "9007199254740993", "3.14159265358979323846", "1e21", "1E-7", "0.1", "-0.0", "123456789012345678901234567890", "1.0000000000000002", "1E-0000010000000", "1e-0000000000000000400"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, num string) {
-		data := []byte(`{"_meta":{"n":` + num + `},"text":"t","type":"text"}`)
-		it := indexedType{Name: "ContentBlock", New: func() any { return new(ContentBlock) }}
-		fast, slow, fastErr, slowErr := decodeBothWays(it, data)
-		if (fastErr == nil) != (slowErr == nil) {
-			t.Fatalf("%q: fast %v slow %v", num, fastErr, slowErr)
-		}
-		if fastErr != nil {
-			return
-		}
-		if !reflect.DeepEqual(fast, slow) {
-			t.Fatalf("%q: fast %#v slow %#v", num, fast, slow)
-		}
-		v := fast.(*ContentBlock).Text.Meta["n"]
-		if n, ok := v.(json.Number); ok {
-			out, err := json.Marshal(fast)
-			if err != nil || !bytes.Contains(out, []byte(`"n":`+string(n)+`}`)) {
-				t.Fatalf("%q: json.Number %s re-encoded as %s (%v)", num, n, out, err)
-			}
+		// The second text holds a long digit run, which sends the general
+		// decoder down its exact-number path for the whole message.
+		for _, text := range []string{"t", "12345678901234567"} {
+			checkNumber(t, num, text)
 		}
 	})
+}
+
+// checkNumber decodes one number literal in _meta both ways and compares.
+func checkNumber(t *testing.T, num, text string) {
+	t.Helper()
+	data := []byte(`{"_meta":{"n":` + num + `},"text":"` + text + `","type":"text"}`)
+	it := indexedType{Name: "ContentBlock", New: func() any { return new(ContentBlock) }}
+	fast, slow, fastErr, slowErr := decodeBothWays(it, data)
+	if (fastErr == nil) != (slowErr == nil) {
+		t.Fatalf("%s: fast %v slow %v", data, fastErr, slowErr)
+	}
+	if fastErr != nil {
+		return
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("%s: fast %#v slow %#v", data, fast.(*ContentBlock).Text.Meta, slow.(*ContentBlock).Text.Meta)
+	}
+	v := fast.(*ContentBlock).Text.Meta["n"]
+	if n, ok := v.(json.Number); ok {
+		out, err := json.Marshal(fast)
+		if err != nil || !bytes.Contains(out, []byte(`"n":`+string(n)+`}`)) {
+			t.Fatalf("%s: json.Number %s re-encoded as %s (%v)", data, n, out, err)
+		}
+	}
 }
