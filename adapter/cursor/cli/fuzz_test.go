@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/kdlbs/acp-go-sdk/adapter/cursor/cli/stream"
 )
 
 func FuzzParseModelList(f *testing.F) {
@@ -50,6 +54,86 @@ func FuzzBoundJSON(f *testing.F) {
 		}
 		if len(raw) > n && len(out) > n {
 			t.Fatalf("bounded to %d bytes, cap %d", len(out), n)
+		}
+	})
+}
+
+// FuzzTurnLines feeds a stdout transcript (one stream-json line per line)
+// to the runner's state machine, without a process, the way its loop does:
+// blank lines skipped, nothing judged after a valid result, the first kill
+// ends the turn. Whatever the CLI prints, events and the result must encode,
+// hold valid UTF-8 within their caps, and the failure detail stays on one
+// line.
+func FuzzTurnLines(f *testing.F) {
+	f.Add([]byte(strings.Join([]string{lineInit, lineEcho, lineThinking, lineThinkDone, lineReadStart, lineReadDone,
+		lineShellStart, lineShellRej, lineAssistant, lineResultOK}, "\n")))
+	f.Add([]byte(lineInit + "\n" + lineResultErr))
+	f.Add([]byte(lineInit + "\n" + `{"type":"tool_call","subtype":"completed","call_id":"e","tool_call":{"editToolCall":{"args":{"path":"é"},"result":{"success":{"diffString":"ééééééééééééééééééééééééééééééééééééééééé"}}}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var evs []Event
+		lim := Limits{MaxSegmentBytes: 64, MaxToolPayloadBytes: 96, MaxDiffBytes: 48, MaxFinalBytes: 64,
+			MaxAggregateBytes: 1024, MaxCallIDs: 3}
+		tr := newTurnRun(lim, &evs)
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			if tr.terminal || stream.IsBlank(line) {
+				continue
+			}
+			if tr.handleLine(line) == actKill {
+				break
+			}
+		}
+		tr.classify()
+		lim = tr.lim
+		if len(tr.calls) > lim.MaxCallIDs || len(tr.calls) != len(tr.callOrder) || tr.emitted > lim.MaxAggregateBytes {
+			t.Fatalf("state out of bounds: %d calls, %d ordered, %d bytes emitted", len(tr.calls), len(tr.callOrder), tr.emitted)
+		}
+		const marker = 48 // room for the truncation marker
+		truncated := 0
+		for _, ev := range evs {
+			if _, err := json.Marshal(ev); err != nil {
+				t.Fatalf("event does not encode: %v", err)
+			}
+			if ev.Kind == EventTruncated {
+				truncated++
+			}
+			strs := []string{ev.SessionID, ev.Text, ev.Status}
+			if len(ev.Text) > lim.MaxSegmentBytes+marker && ev.Kind != EventTruncated {
+				t.Fatalf("%s text of %d bytes", ev.Kind, len(ev.Text))
+			}
+			if tool := ev.Tool; tool != nil {
+				strs = append(strs, tool.CallID, tool.Name, tool.Key, tool.Outcome, tool.Path, tool.Command, tool.Diff)
+				for _, p := range []json.RawMessage{tool.Args, tool.Output} {
+					if len(p) > lim.MaxToolPayloadBytes || (len(p) > 0 && !json.Valid(p)) {
+						t.Fatalf("tool payload out of bounds: %q", p)
+					}
+				}
+				if len(tool.Diff) > lim.MaxDiffBytes+marker || len(tool.Path) > 4096+marker || len(tool.Command) > 4096+marker {
+					t.Fatalf("tool strings out of bounds: %+v", tool)
+				}
+			}
+			for _, s := range strs {
+				if !utf8.ValidString(s) {
+					t.Fatalf("%s event holds invalid UTF-8: %q", ev.Kind, s)
+				}
+			}
+		}
+		if truncated > 1 {
+			t.Fatalf("%d truncation events", truncated)
+		}
+		res := tr.res
+		if _, err := json.Marshal(res); err != nil {
+			t.Fatalf("result does not encode: %v", err)
+		}
+		if res.IsError == res.Success() || (res.IsError && res.FinalText != "") || len(res.FinalText) > lim.MaxFinalBytes+marker {
+			t.Fatalf("inconsistent result: class %s, is_error %t, final %d bytes", res.Class, res.IsError, len(res.FinalText))
+		}
+		if strings.ContainsAny(res.Detail, "\r\n") {
+			t.Fatalf("detail spans lines: %q", res.Detail)
+		}
+		for _, s := range []string{res.Detail, res.RequestID, res.SessionID, res.Model, res.FinalText} {
+			if !utf8.ValidString(s) {
+				t.Fatalf("result holds invalid UTF-8: %q", s)
+			}
 		}
 	})
 }

@@ -100,9 +100,8 @@ func (m *PermissionMode) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// clipString cuts s to at most n bytes on a rune boundary, marking the cut
+// with an ellipsis.
 func clipString(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+	return truncateUTF8(s, n, "…")
 }

@@ -751,7 +751,7 @@ func (tr *turnRun) handleToolCompleted(tc *stream.ToolCall) action {
 	switch tc.OutcomeClass {
 	case stream.OutcomeNeedsConfirmation:
 		// No approval bridge exists: fail closed.
-		tr.fail(ClassApprovalRequired, fmt.Sprintf("%s call asked for confirmation", clipString(tc.Name, 64)))
+		tr.fail(ClassApprovalRequired, quoteClip(tc.Name)+" call asked for confirmation")
 		return actKill
 	case stream.OutcomeSuccess:
 		status = ToolSucceeded
