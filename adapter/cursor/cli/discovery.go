@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kdlbs/acp-go-sdk/adapter/cursor/cli/stream"
 	"github.com/kdlbs/acp-go-sdk/internal/procguard"
 )
 
@@ -228,7 +229,7 @@ func (d *Discoverer) probe(ctx context.Context, path string) (probeVerdict, erro
 	v := checkHelp(StripANSI(string(help)))
 	if v.compatible {
 		if out, code, err := runAux(ctx, path, []string{"--version"}, d.probeTimeout(), d.Env, d.Guard); err == nil && code == 0 {
-			v.version = firstLine(StripANSI(string(out)), 64)
+			v.version = probeVersion(out)
 		}
 	}
 	d.mu.Lock()
@@ -302,10 +303,13 @@ func checkHelp(help string) probeVerdict {
 	return v
 }
 
-func firstLine(s string, n int) string {
-	for _, l := range strings.Split(s, "\n") {
+// probeVersion reads the version from --version output: its first
+// non-blank line, escape sequences removed, at most 64 bytes of it, with
+// control characters escaped (it is printed by acpscope cursor doctor).
+func probeVersion(out []byte) string {
+	for _, l := range strings.Split(StripANSI(string(out)), "\n") {
 		if l = strings.TrimSpace(l); l != "" {
-			return clipString(l, n)
+			return stream.Excerpt([]byte(l), 64)
 		}
 	}
 	return ""

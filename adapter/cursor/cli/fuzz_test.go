@@ -137,3 +137,28 @@ func FuzzTurnLines(f *testing.F) {
 		}
 	})
 }
+
+// FuzzProbeOutput checks the compatibility probe's reading of --help and
+// --version output: the verdict is consistent, and the version (shown by
+// health, the catalog and `acpscope cursor doctor`) is one short printable
+// line.
+func FuzzProbeOutput(f *testing.F) {
+	f.Add([]byte(compatibleHelp), []byte("2026.08.11-e8db854\n"))
+	f.Add([]byte(modelsSubcommandHelp), []byte("\x1b[1mv1\x1b[0m\r\n"))
+	f.Add([]byte(legacyHelp), []byte("\n\n  2026.1\n"))
+	f.Fuzz(func(t *testing.T, help, version []byte) {
+		v := checkHelp(StripANSI(string(help)))
+		if v.compatible != (len(v.missing) == 0) || (v.compatible && len(v.listModels) == 0) {
+			t.Fatalf("inconsistent verdict %+v", v)
+		}
+		got := probeVersion(version)
+		if len(got) > 4*64 || !utf8.ValidString(got) {
+			t.Fatalf("version %q", got)
+		}
+		for _, r := range got {
+			if r < 0x20 || r == 0x7f {
+				t.Fatalf("version holds a control character: %q", got)
+			}
+		}
+	})
+}
