@@ -20,6 +20,8 @@ package acpupdate
 import (
 	"encoding/json"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -178,16 +180,17 @@ func Title(t *cli.ToolEvent) string {
 	case t.Command != "":
 		return "Run " + clip(t.Command)
 	case t.Path != "":
-		return capitalise(t.Name) + " " + clip(t.Path)
+		return capitalise(clip(t.Name)) + " " + clip(t.Path)
 	}
-	return capitalise(t.Name)
+	return capitalise(clip(t.Name))
 }
 
 func capitalise(s string) string {
 	if s == "" {
 		return "Tool"
 	}
-	return strings.ToUpper(s[:1]) + s[1:]
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
 }
 
 func clip(s string) string {
