@@ -271,6 +271,7 @@ func ReplayCapture(path string, cfg Config, ext func(t *Tracker, method string, 
 			res.Errors = append(res.Errors, fmt.Sprintf("line %d: %v", e.Line, err))
 		}
 	}
+	t.Flush() // events an extension handler left to DoAsync
 	res.Counters = t.Counters()
 	res.Dialect = t.Dialect()
 	return res, nil

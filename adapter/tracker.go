@@ -112,6 +112,7 @@ type Tracker struct {
 	onEvent    func(Event)
 	queue      []Event
 	delivering bool
+	idle       *sync.Cond // on mu; broadcast when a delivery run ends
 }
 
 // NewTracker returns a Tracker for one connection. It fails only when
@@ -129,6 +130,7 @@ func NewTracker(cfg Config) (*Tracker, error) {
 		maxSessions:  positiveOr(cfg.MaxSessions, DefaultMaxSessions),
 		maxBytes:     cfg.MaxBytes,
 	}
+	t.idle = sync.NewCond(&t.mu)
 	if t.maxBytes <= 0 {
 		t.maxBytes = DefaultMaxBytes
 	}
@@ -325,6 +327,26 @@ func (t *Tracker) DoAsync(fn func(tx *Tx)) {
 	}
 }
 
+// Flush returns once every event emitted so far has been handed to the
+// callback: it delivers what is queued itself, or waits for the goroutine
+// that is delivering. Call it before reading results that events feed (for
+// example after the prompt response, when a cursor/task handler answered
+// without waiting, see DoAsync). Never call it from the event callback: the
+// callback is part of the delivery Flush waits for.
+func (t *Tracker) Flush() {
+	t.mu.Lock()
+	for t.delivering || len(t.queue) > 0 {
+		if !t.delivering {
+			t.mu.Unlock()
+			t.deliver()
+			t.mu.Lock()
+			continue
+		}
+		t.idle.Wait()
+	}
+	t.mu.Unlock()
+}
+
 func (t *Tracker) do(fn func(tx *Tx)) {
 	t.mu.Lock()
 	t.runLocked(fn)
@@ -378,6 +400,7 @@ func (t *Tracker) deliver() {
 		t.mu.Lock()
 	}
 	t.delivering = false
+	t.idle.Broadcast()
 	t.mu.Unlock()
 }
 

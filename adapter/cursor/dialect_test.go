@@ -65,6 +65,7 @@ func (c *conn) task(t *testing.T, params string) (any, error) {
 }
 
 func (c *conn) snapshot() []adapter.Event {
+	c.tracker.Flush() // cursor/task answers before its events are delivered
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]adapter.Event(nil), c.events...)
@@ -162,6 +163,61 @@ func TestHandlerCursorAlwaysEmptyResult(t *testing.T) {
 		if b, _ := json.Marshal(res); string(b) != "{}" {
 			t.Errorf("result encodes as %s", b)
 		}
+	}
+}
+
+// Response rule 2 (subagents.md §3.2): the {} reply does not wait for event
+// delivery. The consumer's callback blocks on the update cursor/task
+// produces; the answer comes anyway, and the update is delivered once the
+// callback is released.
+func TestHandlerAnswersWithoutWaitingForTheCallback(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var got []adapter.Event
+	tr, err := adapter.NewTracker(adapter.Config{OnEvent: func(e adapter.Event) {
+		if e.Kind == adapter.EventToolUpdate {
+			<-release
+		}
+		mu.Lock()
+		got = append(got, e)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := cursor.NewHandler(tr)
+	tr.Initialize(nil, &acp.InitializeResponse{AgentInfo: &acp.Implementation{Name: "cursor-agent"}})
+	tr.SessionStarted("s1")
+	tr.PromptStarted("s1")
+	var n acp.SessionNotification
+	if err := json.Unmarshal([]byte(`{"sessionId":"s1","update":`+frameToolCall+`}`), &n); err != nil {
+		t.Fatal(err)
+	}
+	tr.SessionUpdate(n) // the card: delivered at once
+
+	answered := make(chan any, 1)
+	go func() {
+		res, _ := h.HandleExtensionMethod(context.Background(), cursor.MethodTask, json.RawMessage(paramsFull))
+		answered <- res
+	}()
+	select {
+	case res := <-answered:
+		if res != (struct{}{}) {
+			t.Fatalf("result %v, want {}", res)
+		}
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("cursor/task waited for the event callback")
+	}
+	close(release)
+	tr.Flush()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || got[0].Kind != adapter.EventToolCall || got[1].Kind != adapter.EventToolUpdate {
+		t.Fatalf("events %+v: want the card, then the enriched update", got)
+	}
+	if st := got[1].Payload.SubagentTask; st.Description != "desc" || st.Model != "composer-2.5-fast" {
+		t.Fatalf("update does not carry the cursor/task metadata: %+v", st)
 	}
 }
 

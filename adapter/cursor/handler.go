@@ -41,13 +41,12 @@ func NewHandler(t *adapter.Tracker) *Handler {
 //
 // For cursor/task on a Cursor connection it merges the params into the
 // Tracker's state under the Tracker's lock, so the merge is ordered with
-// every session update, and returns {}. The events the merge produced have
-// been handed to the Tracker's callback when it returns (unless another
-// goroutine was delivering at that moment: that one delivers them, in
-// order). This is the contract session updates have too, so keep the
-// callback quick: it runs on the SDK's request and notification paths. It
-// never panics: a panic inside the merge is recovered by the Tracker and
-// the request is still answered {}.
+// every session update, and returns {} without waiting for the events the
+// merge produced: the reply never blocks on the consumer (Tracker.DoAsync).
+// Those events still reach the callback in order with every other event;
+// call Tracker.Flush before reading results they feed. It never panics: a
+// panic inside the merge is recovered by the Tracker and the request is
+// still answered {}.
 func (h *Handler) HandleExtensionMethod(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	if method != MethodTask || !h.Accepts(method) {
 		if method == MethodTask {
@@ -55,7 +54,7 @@ func (h *Handler) HandleExtensionMethod(ctx context.Context, method string, para
 		}
 		return nil, acp.NewMethodNotFound(method)
 	}
-	h.tracker.Do(func(tx *adapter.Tx) {
+	h.tracker.DoAsync(func(tx *adapter.Tx) {
 		if d, ok := tx.Dialect().(*Dialect); ok {
 			d.handleTask(tx, params)
 		}

@@ -87,6 +87,7 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = conn.Wait(wctx)
+		tracker.Flush()
 	}()
 
 	stopTicker := startTicker(cfg.term)
@@ -124,6 +125,7 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 	// The SDK's response barrier has delivered every update sent before the
 	// answer, so the turn's cards are complete here.
 	tracker.PromptEnded(res.sessionID)
+	tracker.Flush() // cursor/task was answered before its events were delivered
 	res.dialect = tracker.Dialect()
 	if err != nil {
 		return res, fmt.Errorf("%w: session/prompt: %v", errTurn, err)

@@ -193,6 +193,7 @@ func replayFile(path string) Output {
 	case <-ctx.Done():
 		o.Errors = append(o.Errors, "client connection did not finish (hang guard)")
 	}
+	tracker.Flush() // events of cursor/task requests answered before delivery
 
 	mu.Lock()
 	defer mu.Unlock()
