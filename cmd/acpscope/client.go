@@ -111,8 +111,8 @@ func (c *scopeClient) ReadTextFile(_ context.Context, req acp.ReadTextFileReques
 			start = min(*req.Line-1, len(lines))
 		}
 		end := len(lines)
-		if req.Limit != nil && *req.Limit >= 0 {
-			end = min(start+*req.Limit, len(lines))
+		if req.Limit != nil && *req.Limit >= 0 && *req.Limit < end-start {
+			end = start + *req.Limit // compared first: start+limit may overflow
 		}
 		text = strings.Join(lines[start:end], "")
 	}
