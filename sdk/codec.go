@@ -18,12 +18,10 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"math/big"
 	"reflect"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // maxExactInt is 2^53, the largest magnitude below which every integer is a float64.
@@ -199,167 +197,27 @@ func normalizeNumbers(v reflect.Value) {
 // isJSONNull reports whether data is the JSON literal null, give or take
 // surrounding whitespace.
 func isJSONNull(data []byte) bool {
-	return string(bytes.Trim(data, " \t\r\n")) == "null"
+	return string(trimJSONSpace(data)) == "null"
 }
 
 // jsonKind classifies a JSON value by its first significant byte: '{', '[',
 // '"', 'n' (null), 't'/'f' (booleans) or '0' (numbers); 0 when empty.
 func jsonKind(data []byte) byte {
-	for _, c := range data {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case '{', '[', '"', 'n', 't', 'f':
-			return c
-		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-			return '0'
-		default:
-			return c
-		}
+	s := jsonScanner{data: data}
+	if c := s.peek(); c != '-' && !isDigit(c) {
+		return c
 	}
-	return 0
+	return '0'
 }
 
-var errBadJSON = errors.New("acp: malformed JSON")
-
-// scanner walks JSON text without building values. Every method is bounded
-// by the input and never panics on malformed input.
-type scanner struct {
-	data []byte
-	pos  int
-}
-
-func (s *scanner) skipSpace() {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\r', '\n':
-			s.pos++
-		default:
-			return
-		}
-	}
-}
-
-// readString reads a string starting at pos (on the opening quote) and
-// returns its raw contents (escapes unresolved) and whether it had escapes.
-func (s *scanner) readString() (raw []byte, escaped bool, err error) {
-	if s.pos >= len(s.data) || s.data[s.pos] != '"' {
-		return nil, false, errBadJSON
-	}
-	start := s.pos + 1
-	for i := start; i < len(s.data); i++ {
-		switch s.data[i] {
-		case '\\':
-			escaped = true
-			i++
-		case '"':
-			s.pos = i + 1
-			return s.data[start:i], escaped, nil
-		}
-	}
-	return nil, false, errBadJSON
-}
-
-// skipValue moves past one JSON value, iteratively (no recursion, so deep
-// nesting cannot exhaust the stack).
-func (s *scanner) skipValue() error {
-	depth := 0
-	for {
-		s.skipSpace()
-		if s.pos >= len(s.data) {
-			return errBadJSON
-		}
-		switch c := s.data[s.pos]; c {
-		case '"':
-			if _, _, err := s.readString(); err != nil {
-				return err
-			}
-		case '{', '[':
-			depth++
-			s.pos++
-			continue
-		case '}', ']':
-			if depth == 0 {
-				return errBadJSON
-			}
-			depth--
-			s.pos++
-		case ',', ':':
-			if depth == 0 {
-				return errBadJSON
-			}
-			s.pos++
-			continue
-		default:
-			start := s.pos
-			for s.pos < len(s.data) {
-				c := s.data[s.pos]
-				if c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ':' {
-					break
-				}
-				s.pos++
-			}
-			if s.pos == start {
-				return errBadJSON
-			}
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
-}
-
-// eachField calls fn for every top-level member of the object in data.
-// fn returns false to stop early.
-func eachField(data []byte, fn func(key string, value []byte) bool) error {
-	s := scanner{data: data}
-	s.skipSpace()
-	if s.pos >= len(s.data) || s.data[s.pos] != '{' {
-		return errBadJSON
-	}
-	s.pos++
-	s.skipSpace()
-	if s.pos < len(s.data) && s.data[s.pos] == '}' {
+// eachField calls fn for every top-level member of the object in data, with
+// its decoded key and raw value.
+func eachField(data []byte, fn func(key string, value []byte)) error {
+	s := jsonScanner{data: data}
+	return s.members(func(key []byte, escaped bool, value []byte) error {
+		fn(unquote(key, escaped), value)
 		return nil
-	}
-	for {
-		s.skipSpace()
-		rawKey, escaped, err := s.readString()
-		if err != nil {
-			return err
-		}
-		key := string(rawKey)
-		if escaped || !utf8.Valid(rawKey) {
-			if err := json.Unmarshal(data[s.pos-len(rawKey)-2:s.pos], &key); err != nil {
-				return err
-			}
-		}
-		s.skipSpace()
-		if s.pos >= len(s.data) || s.data[s.pos] != ':' {
-			return errBadJSON
-		}
-		s.pos++
-		s.skipSpace()
-		start := s.pos
-		if err := s.skipValue(); err != nil {
-			return err
-		}
-		if !fn(key, s.data[start:s.pos]) {
-			return nil
-		}
-		s.skipSpace()
-		if s.pos >= len(s.data) {
-			return errBadJSON
-		}
-		switch s.data[s.pos] {
-		case ',':
-			s.pos++
-		case '}':
-			return nil
-		default:
-			return errBadJSON
-		}
-	}
+	})
 }
 
 // peekString returns the string value of the top-level member key.
@@ -368,12 +226,11 @@ func eachField(data []byte, fn func(key string, value []byte) bool) error {
 func peekString(data []byte, key string) (value string, isString bool, err error) {
 	var raw []byte
 	found := false
-	err = eachField(data, func(k string, v []byte) bool {
+	err = eachField(data, func(k string, v []byte) {
 		if k == key {
 			raw = v
 			found = true
 		}
-		return true
 	})
 	if err != nil {
 		// Let encoding/json report malformed input precisely.
@@ -386,13 +243,8 @@ func peekString(data []byte, key string) (value string, isString bool, err error
 	if !found || len(raw) == 0 || raw[0] != '"' {
 		return "", false, nil
 	}
-	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
-		return string(raw[1 : len(raw)-1]), true, nil
-	}
-	if err := json.Unmarshal(raw, &value); err != nil {
-		return "", false, err
-	}
-	return value, true, nil
+	content := raw[1 : len(raw)-1]
+	return unquote(content, bytes.IndexByte(content, '\\') >= 0), true, nil
 }
 
 // presentKeys returns the object's top-level keys, each mapped to whether
@@ -400,12 +252,11 @@ func peekString(data []byte, key string) (value string, isString bool, err error
 // hasKey tells a null key from a missing one.
 func presentKeys(data []byte) (map[string]bool, error) {
 	keys := map[string]bool{}
-	if jsonKind(data) == 'n' && string(bytes.TrimSpace(data)) == "null" {
+	if isJSONNull(data) {
 		return keys, nil // null decodes like {} (every default applies)
 	}
-	err := eachField(data, func(k string, v []byte) bool {
+	err := eachField(data, func(k string, v []byte) {
 		keys[k] = string(v) != "null"
-		return true
 	})
 	if err != nil {
 		var x map[string]json.RawMessage
@@ -568,10 +419,10 @@ func dropFields(data []byte, drop func(key string, value []byte) bool) ([]byte, 
 	out := make([]byte, 0, len(data))
 	out = append(out, '{')
 	dropped := false
-	err := eachField(data, func(key string, value []byte) bool {
+	err := eachField(data, func(key string, value []byte) {
 		if drop(key, value) {
 			dropped = true
-			return true
+			return
 		}
 		if len(out) > 1 {
 			out = append(out, ',')
@@ -580,7 +431,6 @@ func dropFields(data []byte, drop func(key string, value []byte) bool) ([]byte, 
 		out = append(out, k...)
 		out = append(out, ':')
 		out = append(out, value...)
-		return true
 	})
 	if err != nil {
 		return nil, err

@@ -5,7 +5,6 @@ package acp
 // their canonical JSON form, and a string never matches a number ("1" ≠ 1).
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 )
@@ -45,7 +44,7 @@ func canonicalIDKey(raw []byte) (string, error) {
 		return "", errInvalidNumericID
 	default:
 		s := jsonScanner{data: raw}
-		if err := s.value(); err != nil {
+		if err := s.skip(); err != nil {
 			return "", err
 		}
 		return "", errIDKind
@@ -62,16 +61,20 @@ func trimJSONSpace(b []byte) []byte {
 	return b
 }
 
-func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
 // canonicalStringID returns the string's canonical JSON encoding (decoded,
 // then encoded as encoding/json would).
 func canonicalStringID(raw []byte) (string, error) {
-	if len(raw) < 2 || raw[len(raw)-1] != '"' {
+	s := jsonScanner{data: raw}
+	escaped, err := s.scanString()
+	if err != nil {
+		return "", err
+	}
+	if s.pos != len(raw) {
 		return "", errInvalidStringID
 	}
+	content := raw[1 : len(raw)-1]
 	plain := true
-	for _, b := range raw[1 : len(raw)-1] {
+	for _, b := range content {
 		if !safeJSONStringByte(b) {
 			plain = false
 			break
@@ -80,11 +83,7 @@ func canonicalStringID(raw []byte) (string, error) {
 	if plain {
 		return string(raw), nil
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", err
-	}
-	return string(appendJSONString(nil, s)), nil
+	return string(appendJSONString(nil, unquote(content, escaped))), nil
 }
 
 // canonicalNumericID normalises a JSON number to plain decimal notation

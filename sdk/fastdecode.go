@@ -8,12 +8,14 @@ package acp
 // ever succeeds when encoding/json would produce the same value: on anything
 // unusual (a duplicated key, a key matching a field only case-insensitively,
 // null where encoding/json has special rules, a number encoding/json would
-// reject, malformed input, very deep nesting) it gives up with errFallback,
-// and the caller decodes the whole value again through encoding/json, which
-// then also produces encoding/json's exact error messages. The parser is
-// strict, so it never accepts input encoding/json would reject.
+// reject, malformed input, very deep nesting) it gives up with an error
+// (errFallback, or the scanner's syntax error), and the caller decodes the
+// whole value again through encoding/json, which then also produces
+// encoding/json's exact error messages. The scanner (jsonscan.go) is strict,
+// so the fast path never accepts input encoding/json would reject.
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -29,14 +31,11 @@ var fastDecodeOff atomic.Bool
 // errFallback makes the caller decode with encoding/json instead.
 var errFallback = errors.New("acp: fast decode fallback")
 
-// maxFastDepth mirrors encoding/json's nesting limit.
-const maxFastDepth = 10000
-
-// fastDecoder reads JSON text from data.
+// fastDecoder reads JSON text from data: the scanner (jsonscan.go) for
+// tokens, structure and skipping, plus the decoding of values into Go types.
+// Any error it returns means "fall back": its text is never shown.
 type fastDecoder struct {
-	data  []byte
-	pos   int
-	depth int
+	jsonScanner
 }
 
 // fastDecodable is implemented by every generated type.
@@ -51,7 +50,7 @@ func decodeParams[T any, PT interface {
 	fastDecodable
 }](params json.RawMessage, p PT) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: params}
+		d := fastDecoder{jsonScanner: jsonScanner{data: params}}
 		if err := p.decodeFast(&d); err == nil && d.atEnd() {
 			return nil
 		}
@@ -61,135 +60,19 @@ func decodeParams[T any, PT interface {
 	return decodeExact(params, p)
 }
 
-func (d *fastDecoder) skipSpace() {
-	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
-		case ' ', '\t', '\r', '\n':
-			d.pos++
-		default:
-			return
-		}
-	}
-}
-
-// atEnd reports whether only whitespace is left.
-func (d *fastDecoder) atEnd() bool {
-	d.skipSpace()
-	return d.pos == len(d.data)
-}
-
-// peek returns the next significant byte, or 0 at the end.
-func (d *fastDecoder) peek() byte {
-	d.skipSpace()
-	if d.pos >= len(d.data) {
-		return 0
-	}
-	return d.data[d.pos]
-}
-
-// null consumes a null literal if one is next.
-func (d *fastDecoder) null() bool {
-	if d.peek() == 'n' && len(d.data)-d.pos >= 4 && string(d.data[d.pos:d.pos+4]) == "null" {
-		d.pos += 4
-		return true
-	}
-	return false
-}
-
-// beginObject consumes '{'.
-func (d *fastDecoder) beginObject() error {
-	if d.peek() != '{' {
-		return errFallback
-	}
-	d.pos++
-	d.depth++
-	if d.depth > maxFastDepth {
-		return errFallback
-	}
-	return nil
-}
-
 // nextKey returns the next member's key (consuming it and the colon), or
 // ok=false after consuming the closing '}'. first tells whether a member was
 // read before, for comma handling.
 func (d *fastDecoder) nextKey(first bool) (key []byte, ok bool, err error) {
-	c := d.peek()
-	if c == '}' {
-		d.pos++
-		d.depth--
-		return nil, false, nil
+	key, escaped, more, err := d.nextMember(first)
+	if err != nil || !more {
+		return nil, false, err
 	}
-	if !first {
-		if c != ',' {
-			return nil, false, errFallback
-		}
-		d.pos++
-		c = d.peek()
-	}
-	if c != '"' {
-		return nil, false, errFallback
-	}
-	raw, escaped, err := d.rawString()
-	if err != nil || escaped {
+	if escaped {
 		// Escaped keys are rare enough to leave to encoding/json.
 		return nil, false, errFallback
 	}
-	if d.peek() != ':' {
-		return nil, false, errFallback
-	}
-	d.pos++
-	return raw[1 : len(raw)-1], true, nil
-}
-
-// rawString consumes a string token and returns it with its quotes. It
-// rejects what JSON forbids (control characters, bad escapes); escaped also
-// reports invalid UTF-8, which encoding/json replaces.
-func (d *fastDecoder) rawString() (raw []byte, escaped bool, err error) {
-	start := d.pos
-	if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-		return nil, false, errFallback
-	}
-	i := d.pos + 1
-	for i < len(d.data) {
-		c := d.data[i]
-		switch {
-		case c == '"':
-			d.pos = i + 1
-			return d.data[start:d.pos], escaped, nil
-		case c == '\\':
-			escaped = true
-			if i+1 >= len(d.data) {
-				return nil, false, errFallback
-			}
-			switch d.data[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(d.data) {
-					return nil, false, errFallback
-				}
-				for _, h := range d.data[i+2 : i+6] {
-					if !isHexDigit(h) {
-						return nil, false, errFallback
-					}
-				}
-				i += 6
-			default:
-				return nil, false, errFallback
-			}
-		case c < 0x20:
-			return nil, false, errFallback
-		case c < utf8.RuneSelf:
-			i++
-		default:
-			r, size := utf8.DecodeRune(d.data[i:])
-			if r == utf8.RuneError && size == 1 {
-				escaped = true // invalid UTF-8: encoding/json substitutes U+FFFD
-			}
-			i += size
-		}
-	}
-	return nil, false, errFallback
+	return key, true, nil
 }
 
 // str decodes a string value.
@@ -197,63 +80,12 @@ func (d *fastDecoder) str() (string, error) {
 	if d.peek() != '"' {
 		return "", errFallback
 	}
-	raw, escaped, err := d.rawString()
+	start := d.pos
+	escaped, err := d.scanString()
 	if err != nil {
 		return "", err
 	}
-	if !escaped {
-		return string(raw[1 : len(raw)-1]), nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", errFallback
-	}
-	return s, nil
-}
-
-// numberToken consumes a number and returns its text, checking JSON's grammar.
-func (d *fastDecoder) numberToken() ([]byte, error) {
-	d.skipSpace()
-	start := d.pos
-	i := d.pos
-	if i < len(d.data) && d.data[i] == '-' {
-		i++
-	}
-	if i >= len(d.data) {
-		return nil, errFallback
-	}
-	if d.data[i] == '0' {
-		i++
-	} else if d.data[i] >= '1' && d.data[i] <= '9' {
-		for i < len(d.data) && isDigit(d.data[i]) {
-			i++
-		}
-	} else {
-		return nil, errFallback
-	}
-	if i < len(d.data) && d.data[i] == '.' {
-		i++
-		if i >= len(d.data) || !isDigit(d.data[i]) {
-			return nil, errFallback
-		}
-		for i < len(d.data) && isDigit(d.data[i]) {
-			i++
-		}
-	}
-	if i < len(d.data) && (d.data[i] == 'e' || d.data[i] == 'E') {
-		i++
-		if i < len(d.data) && (d.data[i] == '+' || d.data[i] == '-') {
-			i++
-		}
-		if i >= len(d.data) || !isDigit(d.data[i]) {
-			return nil, errFallback
-		}
-		for i < len(d.data) && isDigit(d.data[i]) {
-			i++
-		}
-	}
-	d.pos = i
-	return d.data[start:i], nil
+	return unquote(d.data[start+1:d.pos-1], escaped), nil
 }
 
 // integer decodes a number that encoding/json accepts for an int.
@@ -284,21 +116,21 @@ func (d *fastDecoder) float() (float64, error) {
 
 // boolean decodes true or false.
 func (d *fastDecoder) boolean() (bool, error) {
-	d.skipSpace()
-	rest := d.data[d.pos:]
-	switch {
-	case len(rest) >= 4 && string(rest[:4]) == "true":
-		d.pos += 4
-		return true, nil
-	case len(rest) >= 5 && string(rest[:5]) == "false":
-		d.pos += 5
-		return false, nil
+	switch d.peek() {
+	case 't':
+		if d.consume("true") {
+			return true, nil
+		}
+	case 'f':
+		if d.consume("false") {
+			return false, nil
+		}
 	}
 	return false, errFallback
 }
 
 // anyValue decodes any JSON value the way encoding/json decodes into an
-// interface{}, except that integers beyond 2^53 become json.Number.
+// interface{}, except for the numbers numberValue keeps exact.
 func (d *fastDecoder) anyValue() (any, error) {
 	switch c := d.peek(); c {
 	case '{':
@@ -370,34 +202,18 @@ func (d *fastDecoder) anyObject() (map[string]any, error) {
 	}
 	m := map[string]any{}
 	for first := true; ; first = false {
-		c := d.peek()
-		if c == '}' {
-			d.pos++
-			d.depth--
-			return m, nil
-		}
-		if !first {
-			if c != ',' {
-				return nil, errFallback
-			}
-			d.pos++
-		}
-		if d.peek() != '"' {
-			return nil, errFallback
-		}
-		key, err := d.str()
+		key, escaped, more, err := d.nextMember(first)
 		if err != nil {
 			return nil, err
 		}
-		if d.peek() != ':' {
-			return nil, errFallback
+		if !more {
+			return m, nil
 		}
-		d.pos++
 		v, err := d.anyValue()
 		if err != nil {
 			return nil, err
 		}
-		m[key] = v
+		m[unquote(key, escaped)] = v
 	}
 }
 
@@ -412,117 +228,6 @@ func (d *fastDecoder) mapAny() (map[string]any, error) {
 	return d.anyObject()
 }
 
-// beginArray consumes '['.
-func (d *fastDecoder) beginArray() error {
-	if d.peek() != '[' {
-		return errFallback
-	}
-	d.pos++
-	d.depth++
-	if d.depth > maxFastDepth {
-		return errFallback
-	}
-	return nil
-}
-
-// nextItem reports whether another array element follows (consuming the
-// comma), or consumes the closing ']'.
-func (d *fastDecoder) nextItem(first bool) (bool, error) {
-	c := d.peek()
-	if c == ']' {
-		d.pos++
-		d.depth--
-		return false, nil
-	}
-	if !first {
-		if c != ',' {
-			return false, errFallback
-		}
-		d.pos++
-	}
-	if c := d.peek(); c == 0 || c == ']' || c == ',' {
-		return false, errFallback
-	}
-	return true, nil
-}
-
-// skip consumes one value of any kind, validating it.
-func (d *fastDecoder) skip() error {
-	switch c := d.peek(); c {
-	case '{':
-		if err := d.beginObject(); err != nil {
-			return err
-		}
-		for first := true; ; first = false {
-			c := d.peek()
-			if c == '}' {
-				d.pos++
-				d.depth--
-				return nil
-			}
-			if !first {
-				if c != ',' {
-					return errFallback
-				}
-				d.pos++
-			}
-			if d.peek() != '"' {
-				return errFallback
-			}
-			if _, _, err := d.rawString(); err != nil {
-				return err
-			}
-			if d.peek() != ':' {
-				return errFallback
-			}
-			d.pos++
-			if err := d.skip(); err != nil {
-				return err
-			}
-		}
-	case '[':
-		if err := d.beginArray(); err != nil {
-			return err
-		}
-		for first := true; ; first = false {
-			more, err := d.nextItem(first)
-			if err != nil {
-				return err
-			}
-			if !more {
-				return nil
-			}
-			if err := d.skip(); err != nil {
-				return err
-			}
-		}
-	case '"':
-		_, _, err := d.rawString()
-		return err
-	case 't', 'f':
-		_, err := d.boolean()
-		return err
-	case 'n':
-		if d.null() {
-			return nil
-		}
-		return errFallback
-	default:
-		_, err := d.numberToken()
-		return err
-	}
-}
-
-// raw consumes one value and returns its bytes.
-func (d *fastDecoder) raw() ([]byte, error) {
-	d.skipSpace()
-	start := d.pos
-	if err := d.skip(); err != nil {
-		return nil, err
-	}
-	return d.data[start:d.pos], nil
-}
-
 // rest returns the unread input from the next value on, for tag peeking.
 func (d *fastDecoder) rest() []byte {
 	d.skipSpace()
@@ -534,60 +239,25 @@ func (d *fastDecoder) rest() []byte {
 // well-formed enough to tell (the caller then takes the general path). It
 // does not allocate for unescaped tags and skips values without decoding.
 func peekTag(data []byte, key string) (tag []byte, ok bool) {
-	s := scanner{data: data}
-	s.skipSpace()
-	if s.pos >= len(s.data) || s.data[s.pos] != '{' {
-		return nil, false
-	}
-	s.pos++
 	var raw []byte
-	for first := true; ; first = false {
-		s.skipSpace()
-		if s.pos >= len(s.data) {
-			return nil, false
-		}
-		if s.data[s.pos] == '}' {
-			break
-		}
-		if !first {
-			if s.data[s.pos] != ',' {
-				return nil, false
-			}
-			s.pos++
-			s.skipSpace()
-		}
-		k, escaped, err := s.readString()
-		if err != nil || escaped {
-			return nil, false
-		}
-		s.skipSpace()
-		if s.pos >= len(s.data) || s.data[s.pos] != ':' {
-			return nil, false
-		}
-		s.pos++
-		s.skipSpace()
-		start := s.pos
-		if err := s.skipValue(); err != nil {
-			return nil, false
+	s := jsonScanner{data: data}
+	err := s.members(func(k []byte, escaped bool, v []byte) error {
+		if escaped {
+			return errFallback
 		}
 		if string(k) == key {
-			raw = s.data[start:s.pos]
+			raw = v
 		}
-	}
-	if len(raw) < 2 || raw[0] != '"' {
+		return nil
+	})
+	if err != nil || len(raw) < 2 || raw[0] != '"' {
 		return nil, false
 	}
-	inner := raw[1 : len(raw)-1]
-	for _, c := range inner {
-		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
-			var v string
-			if json.Unmarshal(raw, &v) != nil {
-				return nil, false
-			}
-			return []byte(v), true
-		}
+	content := raw[1 : len(raw)-1]
+	if bytes.IndexByte(content, '\\') < 0 && utf8.Valid(content) {
+		return content, true
 	}
-	return inner, true
+	return []byte(unquote(content, true)), true
 }
 
 // foldsTo reports whether an unknown key matches one of names only

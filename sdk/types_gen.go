@@ -83,7 +83,7 @@ func (v *AgentAuthCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *AgentAuthCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AgentAuthCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -360,7 +360,7 @@ func (v AgentCapabilities) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes AgentCapabilities; a missing or null key takes its schema default.
 func (v *AgentCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AgentCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -520,7 +520,7 @@ func (v *AgentNotification) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *AgentNotification) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AgentNotification
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -624,7 +624,7 @@ func (v *AgentRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *AgentRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AgentRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -679,7 +679,7 @@ func (u *AgentResponse) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AgentResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -832,7 +832,7 @@ func (v *AgentResult) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *AgentResult) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AgentResult
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -985,7 +985,7 @@ func (v *Annotations) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *Annotations) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x Annotations
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -1108,7 +1108,7 @@ func (v *AudioContent) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *AudioContent) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AudioContent
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -1220,7 +1220,7 @@ func (v AuthCapabilities) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes AuthCapabilities; a missing or null key takes its schema default.
 func (v *AuthCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AuthCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -1399,7 +1399,7 @@ func (v AuthEnvVar) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes AuthEnvVar; a missing or null key takes its schema default.
 func (v *AuthEnvVar) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AuthEnvVar
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -1481,7 +1481,7 @@ func (u *AuthMethod) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AuthMethod
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -1735,7 +1735,7 @@ func (v *AuthMethodAgent) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *AuthMethodAgent) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AuthMethodAgent
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -1922,7 +1922,7 @@ func (v *AuthMethodEnvVar) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *AuthMethodEnvVar) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AuthMethodEnvVar
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -2122,7 +2122,7 @@ func (v *AuthMethodEnvVarInline) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *AuthMethodEnvVarInline) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AuthMethodEnvVarInline
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -2302,7 +2302,7 @@ func (v *AuthMethodTerminal) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *AuthMethodTerminal) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AuthMethodTerminal
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -2495,7 +2495,7 @@ func (v *AuthMethodTerminalInline) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *AuthMethodTerminalInline) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AuthMethodTerminalInline
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -2586,7 +2586,7 @@ func (v *AuthenticateRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *AuthenticateRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AuthenticateRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -2667,7 +2667,7 @@ func (v *AuthenticateResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *AuthenticateResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AuthenticateResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -2792,7 +2792,7 @@ func (v *AvailableCommand) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *AvailableCommand) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AvailableCommand
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -2836,7 +2836,7 @@ func (u *AvailableCommandInput) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AvailableCommandInput
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -2992,7 +2992,7 @@ func (v *AvailableCommandsUpdate) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *AvailableCommandsUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x AvailableCommandsUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -3117,7 +3117,7 @@ func (v *BlobResourceContents) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *BlobResourceContents) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x BlobResourceContents
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -3207,7 +3207,7 @@ func (v *CancelNotification) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *CancelNotification) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x CancelNotification
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -3520,7 +3520,7 @@ func (v ClientCapabilities) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes ClientCapabilities; a missing or null key takes its schema default.
 func (v *ClientCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ClientCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -3744,7 +3744,7 @@ func (v *ClientNesCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ClientNesCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ClientNesCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -3826,7 +3826,7 @@ func (v *ClientNotification) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ClientNotification) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ClientNotification
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -3930,7 +3930,7 @@ func (v *ClientRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ClientRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ClientRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -3985,7 +3985,7 @@ func (u *ClientResponse) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ClientResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -4138,7 +4138,7 @@ func (v *ClientResult) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ClientResult) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ClientResult
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -4232,7 +4232,7 @@ func (v *CloseSessionRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *CloseSessionRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x CloseSessionRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -4310,7 +4310,7 @@ func (v *CloseSessionResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *CloseSessionResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x CloseSessionResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -4419,7 +4419,7 @@ func (v *ConfigOptionUpdate) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ConfigOptionUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ConfigOptionUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -4503,7 +4503,7 @@ func (v *Content) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *Content) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x Content
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -4603,7 +4603,7 @@ func (u *ContentBlock) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ContentBlock
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -4948,7 +4948,7 @@ func (v *ContentBlockAudio) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ContentBlockAudio) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ContentBlockAudio
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -5110,7 +5110,7 @@ func (v *ContentBlockImage) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ContentBlockImage) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ContentBlockImage
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -5233,7 +5233,7 @@ func (v *ContentBlockResource) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ContentBlockResource) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ContentBlockResource
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -5461,7 +5461,7 @@ func (v *ContentBlockResourceLink) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ContentBlockResourceLink) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ContentBlockResourceLink
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -5587,7 +5587,7 @@ func (v *ContentBlockText) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ContentBlockText) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ContentBlockText
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -5701,7 +5701,7 @@ func (v *ContentChunk) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ContentChunk) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ContentChunk
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -5991,7 +5991,7 @@ func (v *CreateTerminalRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *CreateTerminalRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x CreateTerminalRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -6087,7 +6087,7 @@ func (v *CreateTerminalResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *CreateTerminalResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x CreateTerminalResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -6185,7 +6185,7 @@ func (v *CurrentModeUpdate) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *CurrentModeUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x CurrentModeUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -6314,7 +6314,7 @@ func (v *Diff) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *Diff) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x Diff
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -6431,7 +6431,7 @@ func (v *ElicitationCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ElicitationCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ElicitationCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -6508,7 +6508,7 @@ func (v *ElicitationFormCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ElicitationFormCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ElicitationFormCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -6585,7 +6585,7 @@ func (v *ElicitationUrlCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ElicitationUrlCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ElicitationUrlCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -6689,7 +6689,7 @@ func (v *EmbeddedResource) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *EmbeddedResource) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x EmbeddedResource
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -6738,7 +6738,7 @@ func (u *EmbeddedResourceResource) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x EmbeddedResourceResource
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -6908,7 +6908,7 @@ func (v *EnvVariable) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *EnvVariable) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x EnvVariable
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -7011,7 +7011,7 @@ func (v *Error) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *Error) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x Error
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -7095,7 +7095,7 @@ func (u *ErrorCode) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ErrorCode
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -7384,7 +7384,7 @@ func (v FileSystemCapabilities) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes FileSystemCapabilities; a missing or null key takes its schema default.
 func (v *FileSystemCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x FileSystemCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -7498,7 +7498,7 @@ func (v *HttpHeader) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *HttpHeader) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x HttpHeader
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -7640,7 +7640,7 @@ func (v *IdleStateUpdate) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *IdleStateUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x IdleStateUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -7819,7 +7819,7 @@ func (v *ImageContent) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ImageContent) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ImageContent
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -7951,7 +7951,7 @@ func (v *Implementation) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *Implementation) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x Implementation
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -8102,7 +8102,7 @@ func (v InitializeRequest) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes InitializeRequest; a missing or null key takes its schema default.
 func (v *InitializeRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x InitializeRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -8316,7 +8316,7 @@ func (v InitializeResponse) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes InitializeResponse; a missing or null key takes its schema default.
 func (v *InitializeResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x InitializeResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -8435,7 +8435,7 @@ func (v *KillTerminalRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *KillTerminalRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x KillTerminalRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -8516,7 +8516,7 @@ func (v *KillTerminalResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *KillTerminalResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x KillTerminalResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -8642,7 +8642,7 @@ func (v *LegacyModelInfo) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *LegacyModelInfo) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x LegacyModelInfo
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -8842,7 +8842,7 @@ func (v *ListSessionsRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ListSessionsRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ListSessionsRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -8977,7 +8977,7 @@ func (v *ListSessionsResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ListSessionsResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ListSessionsResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -9164,7 +9164,7 @@ func (v *LoadSessionRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *LoadSessionRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x LoadSessionRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -9322,7 +9322,7 @@ func (v *LoadSessionResponse) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *LoadSessionResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x LoadSessionResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -9421,7 +9421,7 @@ func (v *LogoutCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *LogoutCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x LogoutCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -9496,7 +9496,7 @@ func (v *LogoutRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *LogoutRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x LogoutRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -9574,7 +9574,7 @@ func (v *LogoutResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *LogoutResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x LogoutResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -9731,7 +9731,7 @@ func (v McpCapabilities) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes McpCapabilities; a missing or null key takes its schema default.
 func (v *McpCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x McpCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -9828,7 +9828,7 @@ func (u *McpServer) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x McpServer
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -10100,7 +10100,7 @@ func (v *McpServerAcp) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *McpServerAcp) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x McpServerAcp
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -10241,7 +10241,7 @@ func (v *McpServerAcpInline) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *McpServerAcpInline) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x McpServerAcpInline
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -10378,7 +10378,7 @@ func (v *McpServerHttp) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *McpServerHttp) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x McpServerHttp
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -10532,7 +10532,7 @@ func (v *McpServerHttpInline) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *McpServerHttpInline) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x McpServerHttpInline
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -10669,7 +10669,7 @@ func (v *McpServerSse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *McpServerSse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x McpServerSse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -10823,7 +10823,7 @@ func (v *McpServerSseInline) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *McpServerSseInline) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x McpServerSseInline
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -10996,7 +10996,7 @@ func (v *McpServerStdio) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *McpServerStdio) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x McpServerStdio
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -11109,7 +11109,7 @@ func (v *NesCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *NesCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NesCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -11302,7 +11302,7 @@ func (v *NesContextCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *NesContextCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NesContextCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -11375,7 +11375,7 @@ func (v *NesDiagnosticsCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *NesDiagnosticsCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NesDiagnosticsCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -11463,7 +11463,7 @@ func (v *NesDocumentDidChangeCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *NesDocumentDidChangeCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NesDocumentDidChangeCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -11536,7 +11536,7 @@ func (v *NesDocumentDidCloseCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *NesDocumentDidCloseCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NesDocumentDidCloseCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -11609,7 +11609,7 @@ func (v *NesDocumentDidFocusCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *NesDocumentDidFocusCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NesDocumentDidFocusCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -11682,7 +11682,7 @@ func (v *NesDocumentDidOpenCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *NesDocumentDidOpenCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NesDocumentDidOpenCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -11755,7 +11755,7 @@ func (v *NesDocumentDidSaveCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *NesDocumentDidSaveCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NesDocumentDidSaveCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -11928,7 +11928,7 @@ func (v *NesDocumentEventCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *NesDocumentEventCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NesDocumentEventCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -12023,7 +12023,7 @@ func (v *NesEditHistoryCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *NesEditHistoryCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NesEditHistoryCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -12116,7 +12116,7 @@ func (v *NesEventCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *NesEventCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NesEventCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -12189,7 +12189,7 @@ func (v *NesJumpCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *NesJumpCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NesJumpCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -12262,7 +12262,7 @@ func (v *NesOpenFilesCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *NesOpenFilesCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NesOpenFilesCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -12357,7 +12357,7 @@ func (v *NesRecentFilesCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *NesRecentFilesCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NesRecentFilesCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -12430,7 +12430,7 @@ func (v *NesRelatedSnippetsCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *NesRelatedSnippetsCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NesRelatedSnippetsCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -12503,7 +12503,7 @@ func (v *NesRenameCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *NesRenameCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NesRenameCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -12576,7 +12576,7 @@ func (v *NesSearchAndReplaceCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *NesSearchAndReplaceCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NesSearchAndReplaceCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -12671,7 +12671,7 @@ func (v *NesUserActionsCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *NesUserActionsCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NesUserActionsCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -12832,7 +12832,7 @@ func (v *NewSessionRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *NewSessionRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NewSessionRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -13009,7 +13009,7 @@ func (v *NewSessionResponse) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *NewSessionResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x NewSessionResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -13151,7 +13151,7 @@ func (v *PermissionOption) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *PermissionOption) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x PermissionOption
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -13291,7 +13291,7 @@ func (v *Plan) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *Plan) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x Plan
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -13368,7 +13368,7 @@ func (v *PlanCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *PlanCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x PlanCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -13491,7 +13491,7 @@ func (v *PlanEntry) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *PlanEntry) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x PlanEntry
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -13635,7 +13635,7 @@ func (v *PlanFile) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *PlanFile) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x PlanFile
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -13773,7 +13773,7 @@ func (v *PlanItems) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *PlanItems) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x PlanItems
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -13880,7 +13880,7 @@ func (v *PlanMarkdown) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *PlanMarkdown) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x PlanMarkdown
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -13972,7 +13972,7 @@ func (v *PlanRemoved) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *PlanRemoved) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x PlanRemoved
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -14060,7 +14060,7 @@ func (v *PlanUpdate) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *PlanUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x PlanUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -14124,7 +14124,7 @@ func (u *PlanUpdateContent) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x PlanUpdateContent
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -14383,7 +14383,7 @@ func (v *PlanUpdateContentFile) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *PlanUpdateContentFile) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x PlanUpdateContentFile
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -14523,7 +14523,7 @@ func (v *PlanUpdateContentItems) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *PlanUpdateContentItems) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x PlanUpdateContentItems
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -14641,7 +14641,7 @@ func (v *PlanUpdateContentMarkdown) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *PlanUpdateContentMarkdown) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x PlanUpdateContentMarkdown
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -14820,7 +14820,7 @@ func (v PromptCapabilities) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes PromptCapabilities; a missing or null key takes its schema default.
 func (v *PromptCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x PromptCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -14999,7 +14999,7 @@ func (v *PromptRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *PromptRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x PromptRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -15151,7 +15151,7 @@ func (v *PromptResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *PromptResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x PromptResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -15243,7 +15243,7 @@ func (v *ProvidersCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ProvidersCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ProvidersCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -15392,7 +15392,7 @@ func (v *ReadTextFileRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ReadTextFileRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ReadTextFileRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -15488,7 +15488,7 @@ func (v *ReadTextFileResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ReadTextFileResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ReadTextFileResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -15599,7 +15599,7 @@ func (v *ReleaseTerminalRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ReleaseTerminalRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ReleaseTerminalRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -15680,7 +15680,7 @@ func (v *ReleaseTerminalResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ReleaseTerminalResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ReleaseTerminalResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -15742,7 +15742,7 @@ func (u RequestId) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *RequestId) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x RequestId
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -15878,7 +15878,7 @@ func (u *RequestPermissionOutcome) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x RequestPermissionOutcome
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -16143,7 +16143,7 @@ func (v *RequestPermissionOutcomeSelected) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *RequestPermissionOutcomeSelected) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x RequestPermissionOutcomeSelected
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -16283,7 +16283,7 @@ func (v *RequestPermissionRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *RequestPermissionRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x RequestPermissionRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -16375,7 +16375,7 @@ func (v *RequestPermissionResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *RequestPermissionResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x RequestPermissionResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -16451,7 +16451,7 @@ func (v *RequiresActionStateUpdate) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *RequiresActionStateUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x RequiresActionStateUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -16681,7 +16681,7 @@ func (v *ResourceLink) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ResourceLink) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ResourceLink
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -16861,7 +16861,7 @@ func (v *ResumeSessionRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ResumeSessionRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ResumeSessionRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -17016,7 +17016,7 @@ func (v *ResumeSessionResponse) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *ResumeSessionResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ResumeSessionResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -17124,7 +17124,7 @@ func (v *RunningStateUpdate) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *RunningStateUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x RunningStateUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -17231,7 +17231,7 @@ func (v *SelectedPermissionOutcome) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SelectedPermissionOutcome) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SelectedPermissionOutcome
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -17309,7 +17309,7 @@ func (v *SessionAdditionalDirectoriesCapabilities) decodeFast(d *fastDecoder) er
 // fields stay exact (see decodeExact).
 func (v *SessionAdditionalDirectoriesCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionAdditionalDirectoriesCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -17431,7 +17431,7 @@ func (v *SessionAvailableCommandsUpdate) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionAvailableCommandsUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionAvailableCommandsUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -17510,7 +17510,7 @@ func (v *SessionCancelCapabilities) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionCancelCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionCancelCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -17745,7 +17745,7 @@ func (v *SessionCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -17820,7 +17820,7 @@ func (v *SessionCloseCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionCloseCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionCloseCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -17938,7 +17938,7 @@ func (u *SessionConfigOption) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionConfigOption
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -18228,7 +18228,7 @@ func (v *SessionConfigOptionBoolean) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionConfigOptionBoolean) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionConfigOptionBoolean
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -18439,7 +18439,7 @@ func (v *SessionConfigOptionSelect) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionConfigOptionSelect) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionConfigOptionSelect
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -18558,7 +18558,7 @@ func (v *SessionConfigOptionUpdate) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionConfigOptionUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionConfigOptionUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -18753,7 +18753,7 @@ func (v *SessionConfigSelectGroup) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionConfigSelectGroup) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionConfigSelectGroup
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -18878,7 +18878,7 @@ func (v *SessionConfigSelectOption) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionConfigSelectOption) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionConfigSelectOption
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -18927,7 +18927,7 @@ func (u *SessionConfigSelectOptions) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionConfigSelectOptions
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -19115,7 +19115,7 @@ func (v *SessionCurrentModeUpdate) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionCurrentModeUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionCurrentModeUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -19194,7 +19194,7 @@ func (v *SessionDeleteCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionDeleteCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionDeleteCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -19273,7 +19273,7 @@ func (v *SessionForkCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionForkCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionForkCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -19470,7 +19470,7 @@ func (v *SessionInfo) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionInfo) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionInfo
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -19590,7 +19590,7 @@ func (v *SessionInfoUpdate) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionInfoUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionInfoUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -19665,7 +19665,7 @@ func (v *SessionListCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionListCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionListCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -19857,7 +19857,7 @@ func (v *SessionMessage) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionMessage) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionMessage
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -20014,7 +20014,7 @@ func (v *SessionMessageChunk) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionMessageChunk) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionMessageChunk
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -20160,7 +20160,7 @@ func (v *SessionMode) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionMode) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionMode
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -20287,7 +20287,7 @@ func (v *SessionModeState) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionModeState) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionModeState
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -20390,7 +20390,7 @@ func (v *SessionNotification) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionNotification) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionNotification
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -20498,7 +20498,7 @@ func (v *SessionPlanUpdate) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionPlanUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionPlanUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -20573,7 +20573,7 @@ func (v *SessionResumeCapabilities) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionResumeCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionResumeCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -20705,7 +20705,7 @@ func (v *SessionSessionInfoUpdate) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionSessionInfoUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionSessionInfoUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -20948,7 +20948,7 @@ func (v *SessionSubagentUpdate) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionSubagentUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionSubagentUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -21272,7 +21272,7 @@ func (v *SessionToolCallUpdate) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionToolCallUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionToolCallUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -21480,7 +21480,7 @@ func (u *SessionUpdate) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -21945,7 +21945,7 @@ func (v *SessionUpdateAgentMessageChunk) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionUpdateAgentMessageChunk) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionUpdateAgentMessageChunk
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -22074,7 +22074,7 @@ func (v *SessionUpdateAgentThoughtChunk) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionUpdateAgentThoughtChunk) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionUpdateAgentThoughtChunk
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -22200,7 +22200,7 @@ func (v *SessionUpdatePlan) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionUpdatePlan) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionUpdatePlan
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -22307,7 +22307,7 @@ func (v *SessionUpdatePlanRemoved) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionUpdatePlanRemoved) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionUpdatePlanRemoved
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -22515,7 +22515,7 @@ func (v *SessionUpdateSessionMessage) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionUpdateSessionMessage) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionUpdateSessionMessage
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -22684,7 +22684,7 @@ func (v *SessionUpdateSessionMessageChunk) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionUpdateSessionMessageChunk) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionUpdateSessionMessageChunk
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -22969,7 +22969,7 @@ func (v *SessionUpdateToolCall) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionUpdateToolCall) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionUpdateToolCall
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -23117,7 +23117,7 @@ func (v *SessionUpdateUserMessageChunk) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionUpdateUserMessageChunk) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionUpdateUserMessageChunk
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -23259,7 +23259,7 @@ func (v *SessionUsageUpdate) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SessionUsageUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SessionUsageUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -23392,7 +23392,7 @@ func (v *SetSessionConfigOptionBoolean) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SetSessionConfigOptionBoolean) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SetSessionConfigOptionBoolean
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -23447,7 +23447,7 @@ func (u *SetSessionConfigOptionRequest) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SetSessionConfigOptionRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -23646,7 +23646,7 @@ func (v *SetSessionConfigOptionResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SetSessionConfigOptionResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SetSessionConfigOptionResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -23776,7 +23776,7 @@ func (v *SetSessionConfigOptionValueId) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SetSessionConfigOptionValueId) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SetSessionConfigOptionValueId
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -23879,7 +23879,7 @@ func (v *SetSessionModeRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SetSessionModeRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SetSessionModeRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -23957,7 +23957,7 @@ func (v *SetSessionModeResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *SetSessionModeResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SetSessionModeResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -24052,7 +24052,7 @@ func (u *StateUpdate) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x StateUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -24337,7 +24337,7 @@ func (v *StateUpdateIdle) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *StateUpdateIdle) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x StateUpdateIdle
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -24457,7 +24457,7 @@ func (v *StateUpdateRequiresAction) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *StateUpdateRequiresAction) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x StateUpdateRequiresAction
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -24562,7 +24562,7 @@ func (v *StateUpdateRunning) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *StateUpdateRunning) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x StateUpdateRunning
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -24669,7 +24669,7 @@ func (v *StateUpdateUnknown) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *StateUpdateUnknown) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x StateUpdateUnknown
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -24797,7 +24797,7 @@ func (v *SubagentCapabilities) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SubagentCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SubagentCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -24916,7 +24916,7 @@ func (v *SubagentSessionCapabilities) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SubagentSessionCapabilities) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SubagentSessionCapabilities
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -25187,7 +25187,7 @@ func (v *SubagentUpdate) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SubagentUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x SubagentUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -25318,7 +25318,7 @@ func (v *Terminal) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *Terminal) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x Terminal
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -25435,7 +25435,7 @@ func (v *TerminalExitStatus) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *TerminalExitStatus) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x TerminalExitStatus
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -25538,7 +25538,7 @@ func (v *TerminalOutputRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *TerminalOutputRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x TerminalOutputRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -25669,7 +25669,7 @@ func (v *TerminalOutputResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *TerminalOutputResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x TerminalOutputResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -25785,7 +25785,7 @@ func (v *TextContent) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *TextContent) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x TextContent
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -25923,7 +25923,7 @@ func (v *TextResourceContents) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *TextResourceContents) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x TextResourceContents
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -26179,7 +26179,7 @@ func (v *ToolCall) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *ToolCall) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ToolCall
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -26278,7 +26278,7 @@ func (u *ToolCallContent) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ToolCallContent
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -26550,7 +26550,7 @@ func (v *ToolCallContentContent) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ToolCallContentContent) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ToolCallContentContent
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -26690,7 +26690,7 @@ func (v *ToolCallContentDiff) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ToolCallContentDiff) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ToolCallContentDiff
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -26795,7 +26795,7 @@ func (v *ToolCallContentSession) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ToolCallContentSession) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ToolCallContentSession
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -26902,7 +26902,7 @@ func (v *ToolCallContentTerminal) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ToolCallContentTerminal) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ToolCallContentTerminal
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -27022,7 +27022,7 @@ func (v *ToolCallLocation) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *ToolCallLocation) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ToolCallLocation
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -27319,7 +27319,7 @@ func (v *ToolCallUpdate) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *ToolCallUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x ToolCallUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -27460,7 +27460,7 @@ func (v *UnknownStateUpdate) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *UnknownStateUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnknownStateUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -27582,7 +27582,7 @@ func (v *UnstableAcceptNesNotification) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableAcceptNesNotification) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableAcceptNesNotification
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -27683,7 +27683,7 @@ func (v *UnstableCancelRequestNotification) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableCancelRequestNotification) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableCancelRequestNotification
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -27779,7 +27779,7 @@ func (v *UnstableCloseNesRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableCloseNesRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableCloseNesRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -27857,7 +27857,7 @@ func (v *UnstableCloseNesResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableCloseNesResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableCloseNesResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -27954,7 +27954,7 @@ func (v *UnstableCompleteElicitationNotification) decodeFast(d *fastDecoder) err
 // fields stay exact (see decodeExact).
 func (v *UnstableCompleteElicitationNotification) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableCompleteElicitationNotification
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -28051,7 +28051,7 @@ func (v *UnstableConnectMcpRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableConnectMcpRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableConnectMcpRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -28148,7 +28148,7 @@ func (v *UnstableConnectMcpResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableConnectMcpResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableConnectMcpResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -28254,7 +28254,7 @@ func (v *UnstableCreateElicitationAccept) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableCreateElicitationAccept) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableCreateElicitationAccept
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -28342,7 +28342,7 @@ func (v *UnstableCreateElicitationCancel) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableCreateElicitationCancel) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableCreateElicitationCancel
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -28430,7 +28430,7 @@ func (v *UnstableCreateElicitationDecline) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableCreateElicitationDecline) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableCreateElicitationDecline
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -28547,7 +28547,7 @@ func (v *UnstableCreateElicitationForm) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableCreateElicitationForm) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableCreateElicitationForm
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -28608,7 +28608,7 @@ func (u *UnstableCreateElicitationRequest) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableCreateElicitationRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -28781,7 +28781,7 @@ func (u *UnstableCreateElicitationResponse) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableCreateElicitationResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -29055,7 +29055,7 @@ func (v *UnstableCreateElicitationUrl) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableCreateElicitationUrl) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableCreateElicitationUrl
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -29149,7 +29149,7 @@ func (v *UnstableDeleteSessionRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableDeleteSessionRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableDeleteSessionRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -29231,7 +29231,7 @@ func (v *UnstableDeleteSessionResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableDeleteSessionResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableDeleteSessionResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -29388,7 +29388,7 @@ func (v *UnstableDidChangeDocumentNotification) decodeFast(d *fastDecoder) error
 // fields stay exact (see decodeExact).
 func (v *UnstableDidChangeDocumentNotification) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableDidChangeDocumentNotification
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -29502,7 +29502,7 @@ func (v *UnstableDidCloseDocumentNotification) decodeFast(d *fastDecoder) error 
 // fields stay exact (see decodeExact).
 func (v *UnstableDidCloseDocumentNotification) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableDidCloseDocumentNotification
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -29656,7 +29656,7 @@ func (v *UnstableDidFocusDocumentNotification) decodeFast(d *fastDecoder) error 
 // fields stay exact (see decodeExact).
 func (v *UnstableDidFocusDocumentNotification) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableDidFocusDocumentNotification
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -29812,7 +29812,7 @@ func (v *UnstableDidOpenDocumentNotification) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableDidOpenDocumentNotification) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableDidOpenDocumentNotification
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -29929,7 +29929,7 @@ func (v *UnstableDidSaveDocumentNotification) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableDidSaveDocumentNotification) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableDidSaveDocumentNotification
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -30029,7 +30029,7 @@ func (v *UnstableDisableProviderRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableDisableProviderRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableDisableProviderRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -30114,7 +30114,7 @@ func (v *UnstableDisableProviderResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableDisableProviderResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableDisableProviderResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -30211,7 +30211,7 @@ func (v *UnstableDisconnectMcpRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableDisconnectMcpRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableDisconnectMcpRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -30293,7 +30293,7 @@ func (v *UnstableDisconnectMcpResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableDisconnectMcpResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableDisconnectMcpResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -30371,7 +30371,7 @@ func (v *UnstableElicitationAcceptAction) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableElicitationAcceptAction) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableElicitationAcceptAction
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -30425,7 +30425,7 @@ func (u *UnstableElicitationFormMode) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableElicitationFormMode
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -30747,7 +30747,7 @@ func (v UnstableElicitationSchema) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes UnstableElicitationSchema; a missing or null key takes its schema default.
 func (v *UnstableElicitationSchema) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableElicitationSchema
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -30900,7 +30900,7 @@ func (u *UnstableElicitationUrlMode) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableElicitationUrlMode
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -31150,7 +31150,7 @@ func (v *UnstableForkSessionRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableForkSessionRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableForkSessionRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -31324,7 +31324,7 @@ func (v *UnstableForkSessionResponse) decodeFast(d *fastDecoder) error {
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *UnstableForkSessionResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableForkSessionResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -31425,7 +31425,7 @@ func (v *UnstableListProvidersRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableListProvidersRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableListProvidersRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -31541,7 +31541,7 @@ func (v *UnstableListProvidersResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableListProvidersResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableListProvidersResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -31669,7 +31669,7 @@ func (u *UnstableMcpServer) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableMcpServer
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -31941,7 +31941,7 @@ func (v *UnstableMcpServerAcp) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableMcpServerAcp) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableMcpServerAcp
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -32082,7 +32082,7 @@ func (v *UnstableMcpServerAcpInline) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableMcpServerAcpInline) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableMcpServerAcpInline
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -32236,7 +32236,7 @@ func (v *UnstableMcpServerHttp) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableMcpServerHttp) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableMcpServerHttp
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -32390,7 +32390,7 @@ func (v *UnstableMcpServerSse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableMcpServerSse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableMcpServerSse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -32515,7 +32515,7 @@ func (v *UnstableMessageMcpNotification) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableMessageMcpNotification) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableMessageMcpNotification
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -32645,7 +32645,7 @@ func (v *UnstableMessageMcpRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableMessageMcpRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableMessageMcpRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -33941,7 +33941,7 @@ func (v *UnstableNesSuggestContext) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableNesSuggestContext) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableNesSuggestContext
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -34008,7 +34008,7 @@ func (u *UnstableNesSuggestion) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableNesSuggestion
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -35100,7 +35100,7 @@ func (v *UnstableProviderInfo) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableProviderInfo) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableProviderInfo
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -35285,7 +35285,7 @@ func (v *UnstableRejectNesNotification) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableRejectNesNotification) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableRejectNesNotification
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -35401,7 +35401,7 @@ func (u *UnstableSessionConfigOption) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableSessionConfigOption
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*u = x
@@ -35691,7 +35691,7 @@ func (v *UnstableSessionConfigOptionBoolean) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableSessionConfigOptionBoolean) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableSessionConfigOptionBoolean
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -35879,7 +35879,7 @@ func (v *UnstableSessionConfigOptionSelect) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableSessionConfigOptionSelect) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableSessionConfigOptionSelect
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -36017,7 +36017,7 @@ func (v *UnstableSetProviderRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableSetProviderRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableSetProviderRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -36105,7 +36105,7 @@ func (v *UnstableSetProviderResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableSetProviderResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableSetProviderResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -36210,7 +36210,7 @@ func (v *UnstableSetSessionModelRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableSetSessionModelRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableSetSessionModelRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -36287,7 +36287,7 @@ func (v *UnstableSetSessionModelResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableSetSessionModelResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableSetSessionModelResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -36441,7 +36441,7 @@ func (v *UnstableStartNesRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableStartNesRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableStartNesRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -36534,7 +36534,7 @@ func (v *UnstableStartNesResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableStartNesResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableStartNesResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -36726,7 +36726,7 @@ func (v *UnstableSuggestNesRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableSuggestNesRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableSuggestNesRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -36838,7 +36838,7 @@ func (v *UnstableSuggestNesResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstableSuggestNesResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstableSuggestNesResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -37066,7 +37066,7 @@ func (v *UnstructuredCommandInput) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UnstructuredCommandInput) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UnstructuredCommandInput
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -37340,7 +37340,7 @@ func (v *UsageUpdate) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *UsageUpdate) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x UsageUpdate
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -37443,7 +37443,7 @@ func (v *WaitForTerminalExitRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *WaitForTerminalExitRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x WaitForTerminalExitRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -37568,7 +37568,7 @@ func (v *WaitForTerminalExitResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *WaitForTerminalExitResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x WaitForTerminalExitResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -37693,7 +37693,7 @@ func (v *WriteTextFileRequest) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *WriteTextFileRequest) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x WriteTextFileRequest
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x
@@ -37777,7 +37777,7 @@ func (v *WriteTextFileResponse) decodeFast(d *fastDecoder) error {
 // fields stay exact (see decodeExact).
 func (v *WriteTextFileResponse) UnmarshalJSON(b []byte) error {
 	if !fastDecodeOff.Load() {
-		d := fastDecoder{data: b}
+		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
 		var x WriteTextFileResponse
 		if x.decodeFast(&d) == nil && d.atEnd() {
 			*v = x

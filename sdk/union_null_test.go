@@ -45,7 +45,7 @@ func TestUnionNullContentInSessionNotification(t *testing.T) {
 		}
 	})
 	// The one-pass decoder handles the null itself, without falling back.
-	d := fastDecoder{data: []byte(in)}
+	d := fastDecoder{jsonScanner: jsonScanner{data: []byte(in)}}
 	var n SessionNotification
 	if err := n.decodeFast(&d); err != nil || !d.atEnd() {
 		t.Fatalf("fast path gave up: %v", err)

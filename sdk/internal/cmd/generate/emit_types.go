@@ -373,7 +373,7 @@ func emitUnionUnmarshal(b *w, m *model, t *goType) {
 	if nullVariant == nil {
 		b.p("if isJSONNull(b) {\nreturn nil\n}")
 	}
-	b.p("if !fastDecodeOff.Load() {\nd := fastDecoder{data: b}\nvar x %s\nif x.decodeFast(&d) == nil && d.atEnd() {\n*u = x\nreturn nil\n}\n}", t.Name)
+	b.p("if !fastDecodeOff.Load() {\nd := fastDecoder{jsonScanner: jsonScanner{data: b}}\nvar x %s\nif x.decodeFast(&d) == nil && d.atEnd() {\n*u = x\nreturn nil\n}\n}", t.Name)
 	b.p("return u.unmarshalSlow(b)\n}\n")
 	emitUnionFast(b, m, t)
 	b.p("// unmarshalSlow decodes through encoding/json, following v0.13.5's rules")
@@ -559,5 +559,5 @@ func emitObjectDecode(b *w, m *model, t *goType, objects []*variant) {
 // emitFastEntry starts an UnmarshalJSON with the one-pass decoder; the rest
 // of the method is the general path it falls back to.
 func emitFastEntry(b *w, t *goType) {
-	b.p("if !fastDecodeOff.Load() {\nd := fastDecoder{data: b}\nvar x %s\nif x.decodeFast(&d) == nil && d.atEnd() {\n*v = x\nreturn nil\n}\n}", t.Name)
+	b.p("if !fastDecodeOff.Load() {\nd := fastDecoder{jsonScanner: jsonScanner{data: b}}\nvar x %s\nif x.decodeFast(&d) == nil && d.atEnd() {\n*v = x\nreturn nil\n}\n}", t.Name)
 }
