@@ -156,60 +156,47 @@ func isPlainUint(raw []byte) bool {
 // splitNumber parses a JSON number into sign, significant digits (leading
 // zeros removed) and a decimal exponent.
 func splitNumber(raw []byte) (negative bool, digits []byte, exp10 int, err error) {
+	if s := (jsonScanner{data: raw}); s.number() != nil || s.pos != len(raw) {
+		return false, nil, 0, errInvalidNumericID
+	}
+	// raw is one valid number: -?int(.frac)?([eE][+-]?exp)?
+	digitsFrom := func(i int) int {
+		for i < len(raw) && isDigit(raw[i]) {
+			i++
+		}
+		return i
+	}
 	i := 0
 	if raw[0] == '-' {
 		negative = true
 		i++
 	}
 	intStart := i
-	switch {
-	case i < len(raw) && raw[i] == '0':
-		i++
-	case i < len(raw) && raw[i] >= '1' && raw[i] <= '9':
-		for i < len(raw) && isDigit(raw[i]) {
-			i++
-		}
-	default:
-		return false, nil, 0, errInvalidNumericID
-	}
+	i = digitsFrom(i)
 	intDigits := raw[intStart:i]
 	var fracDigits []byte
 	if i < len(raw) && raw[i] == '.' {
-		i++
-		start := i
-		for i < len(raw) && isDigit(raw[i]) {
-			i++
-		}
-		if i == start {
-			return false, nil, 0, errInvalidNumericID
-		}
+		start := i + 1
+		i = digitsFrom(start)
 		fracDigits = raw[start:i]
 	}
 	exponent := 0
-	if i < len(raw) && (raw[i] == 'e' || raw[i] == 'E') {
+	if i < len(raw) { // 'e' or 'E'
 		i++
 		sign := 1
-		if i < len(raw) && (raw[i] == '+' || raw[i] == '-') {
+		if raw[i] == '+' || raw[i] == '-' {
 			if raw[i] == '-' {
 				sign = -1
 			}
 			i++
 		}
-		start := i
-		for i < len(raw) && isDigit(raw[i]) {
+		for ; i < len(raw); i++ {
 			exponent = exponent*10 + int(raw[i]-'0')
 			if exponent > maxIDAbsExponent {
 				return false, nil, 0, errNumericIDTooLarge
 			}
-			i++
-		}
-		if i == start {
-			return false, nil, 0, errInvalidNumericID
 		}
 		exponent *= sign
-	}
-	if i != len(raw) {
-		return false, nil, 0, errInvalidNumericID
 	}
 	all := make([]byte, 0, len(intDigits)+len(fracDigits))
 	all = append(append(all, intDigits...), fracDigits...)
