@@ -168,20 +168,77 @@ func (e postgresEngine) widen(ctx context.Context, s *Store) (bool, error) {
 	return err == nil, err
 }
 
-// prepare creates the metadata guard function once (no DDL when present).
+// zoneTimes turns observed_at, settled_at and updated_at from timestamp
+// (the shape older builds and the existing implementation created) into
+// timestamptz, reading each stored wall clock as UTC whatever the session
+// TimeZone. One ALTER in a transaction with a lock timeout; no DDL when
+// every column is already timestamptz.
+func (e postgresEngine) zoneTimes(ctx context.Context, s *Store) (bool, error) {
+	sh, err := e.probe(ctx, s.writer)
+	if err != nil || !sh.exists {
+		return false, err
+	}
+	var parts []string
+	for _, c := range []string{"observed_at", "settled_at", "updated_at"} {
+		if info, ok := sh.columns[c]; ok && info.dataType == "timestamp without time zone" {
+			parts = append(parts, fmt.Sprintf("ALTER COLUMN %[1]s TYPE TIMESTAMPTZ USING %[1]s AT TIME ZONE 'UTC'", c))
+		}
+	}
+	if len(parts) == 0 {
+		return false, nil
+	}
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SET LOCAL lock_timeout = '10s'`); err != nil {
+		return false, err
+	}
+	if _, err := tx.ExecContext(ctx, `ALTER TABLE task_session_subagents `+strings.Join(parts, ", ")); err != nil {
+		return false, err
+	}
+	if err := s.failpoint("timestamptz.alter"); err != nil {
+		return false, err
+	}
+	return true, tx.Commit()
+}
+
+// prepare creates the two functions the package needs, each once (no DDL
+// when present): the metadata guard pgJSONFunc and pgPairFunc, which a
+// messages table created in standalone mode uses for its generated column.
 // PostgreSQL 16+ checks validity with pg_input_is_valid; older servers
-// catch the cast error in an exception block.
+// catch the cast error in an exception block. Both functions are declared
+// IMMUTABLE (a generated column requires it; jsonb input is immutable).
 func (e postgresEngine) prepare(ctx context.Context, s *Store) error {
-	var exists bool
-	if err := s.writer.QueryRowContext(ctx, `SELECT EXISTS (
-	SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-	WHERE n.nspname = current_schema() AND p.proname = $1)`, e.jsonFunc).Scan(&exists); err != nil {
+	var schema string
+	if err := s.writer.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 		return err
 	}
-	if exists {
-		return nil
+	for _, f := range e.functionsDDL(quoteIdent(schema)) {
+		exists, err := queryBool(ctx, s.writer, `SELECT EXISTS (
+	SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+	WHERE n.nspname = current_schema() AND p.proname = $1)`, f.name)
+		if err != nil {
+			return err
+		}
+		if exists {
+			continue
+		}
+		if _, err := s.writer.ExecContext(ctx, f.ddl); err != nil && e.classify(err) != errAlreadyExists {
+			return err
+		}
 	}
-	body := `CREATE FUNCTION ` + e.jsonFunc + `(doc text) RETURNS jsonb
+	return nil
+}
+
+type pgFunction struct{ name, ddl string }
+
+// functionsDDL is the CREATE FUNCTION of each function, in dependency
+// order. pgPairFunc calls the guard schema-qualified, so a host session
+// with another search_path still computes the generated column.
+func (e postgresEngine) functionsDDL(schema string) []pgFunction {
+	guard := `CREATE FUNCTION ` + e.jsonFunc + `(doc text) RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE j jsonb;
 BEGIN
@@ -195,15 +252,20 @@ BEGIN
 	RETURN '{}'::jsonb;
 END $$`
 	if e.hasInputIsValid {
-		body = `CREATE FUNCTION ` + e.jsonFunc + `(doc text) RETURNS jsonb
+		guard = `CREATE FUNCTION ` + e.jsonFunc + `(doc text) RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 	SELECT CASE WHEN pg_input_is_valid(doc, 'jsonb') AND jsonb_typeof(doc::jsonb) = 'object'
 	            THEN doc::jsonb ELSE '{}'::jsonb END
 $$`
 	}
-	_, err := s.writer.ExecContext(ctx, body)
-	if err != nil && e.classify(err) == errAlreadyExists {
-		return nil
-	}
-	return err
+	pair := `CREATE FUNCTION ` + pgPairFunc + `(doc text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE md jsonb;
+BEGIN
+	-- Only text starting with '{' can be an object; the rest skips the cast.
+	IF doc IS NULL OR left(ltrim(doc, E' \t\n\r'), 1) <> '{' THEN RETURN NULL; END IF;
+	md := ` + schema + `.` + e.jsonFunc + `(doc);
+	RETURN ` + messagePairExpr(e, "md") + `;
+END $$`
+	return []pgFunction{{e.jsonFunc, guard}, {pgPairFunc, pair}}
 }

@@ -167,5 +167,8 @@ func (sqliteEngine) amend(ctx context.Context, s *Store, sh tableShape) (err err
 // widen has nothing to do on SQLite, whose INTEGER is 64-bit.
 func (sqliteEngine) widen(context.Context, *Store) (bool, error) { return false, nil }
 
+// zoneTimes has nothing to do on SQLite: its timestamps are UTC text.
+func (sqliteEngine) zoneTimes(context.Context, *Store) (bool, error) { return false, nil }
+
 // prepare has nothing to do on SQLite (json_valid is built in).
 func (sqliteEngine) prepare(context.Context, *Store) error { return nil }

@@ -50,6 +50,17 @@ type engine interface {
 	later(a, b string) string
 	// metricType is the SQL type of the three metric columns.
 	metricType() string
+	// timeType is the SQL type of every timestamp column the package
+	// creates: TIMESTAMP on SQLite (text, which mattn reads as a time when
+	// it sees that declared type), TIMESTAMPTZ on PostgreSQL.
+	timeType() string
+	// pairColumnDDL is the column definition of messagePairColumn, the
+	// (session, tool_call_id) pair's tool-call half derived from a
+	// message's metadata at write time, in a messages table the package
+	// creates (standalone mode).
+	pairColumnDDL() string
+	// hasColumn reports whether table (in the store's schema) has column.
+	hasColumn(ctx context.Context, q queryer, table, column string) (bool, error)
 	// metadataObject turns a metadata text column into a JSON object, or
 	// into the engine's "empty object" when it is NULL, empty, invalid or
 	// not an object.
@@ -84,6 +95,9 @@ type engine interface {
 	probe(ctx context.Context, q queryer) (tableShape, error)
 	amend(ctx context.Context, s *Store, sh tableShape) error
 	widen(ctx context.Context, s *Store) (bool, error)
+	// zoneTimes turns the table's timestamp-without-time-zone columns into
+	// timestamptz, reading the stored wall clock as UTC (PostgreSQL).
+	zoneTimes(ctx context.Context, s *Store) (bool, error)
 	prepare(ctx context.Context, s *Store) error
 	// fence keeps a subquery from being flattened into its parent, so an
 	// expensive per-row expression (the metadata guard) runs once per row.
@@ -119,6 +133,7 @@ func (sqliteEngine) kind() Engine              { return SQLite }
 func (sqliteEngine) rebind(q string) string    { return q }
 func (sqliteEngine) binary(expr string) string { return expr }
 func (sqliteEngine) metricType() string        { return "INTEGER" }
+func (sqliteEngine) timeType() string          { return "TIMESTAMP" }
 func (sqliteEngine) fence() string             { return " LIMIT -1 OFFSET 0" }
 func (sqliteEngine) markWithInsert() bool      { return false } // no data-modifying CTEs
 func (sqliteEngine) stored(c string) string    { return "(" + c + " || '+00:00')" }
@@ -157,6 +172,20 @@ const canonGlob = "[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9] [0-2][0-9]:[0-5][0
 
 func (sqliteEngine) totalGuard() (engine, bool) { return nil, false }
 func (sqliteEngine) tune() []string             { return nil }
+
+// pairColumnDDL is a virtual generated column: no storage, computed where
+// it is indexed (idx_task_session_messages_subagent), and read from that
+// index by the health query. The expression is the health query's own
+// message filter (messagePairExpr), total like the metadata guard, so a
+// malformed document yields NULL and never fails the host's insert.
+func (e sqliteEngine) pairColumnDDL() string {
+	return messagePairColumn + " TEXT GENERATED ALWAYS AS (" + messagePairExpr(e, e.metadataObject("metadata")) + ") VIRTUAL"
+}
+
+func (sqliteEngine) hasColumn(ctx context.Context, q queryer, table, column string) (bool, error) {
+	// table_xinfo, unlike table_info, lists generated columns.
+	return queryBool(ctx, q, `SELECT EXISTS (SELECT 1 FROM pragma_table_xinfo(?) WHERE name = ?)`, table, column)
+}
 
 // metadataObject is total on SQLite: json_valid never raises.
 func (sqliteEngine) metadataObject(col string) string {
@@ -245,8 +274,12 @@ type postgresEngine struct {
 // else (NULL, ”, 'null', '{', '[1]') reads as '{}'.
 const pgJSONFunc = "subagent_context_json_object"
 
+// pgPairFunc computes messagePairColumn from metadata text on PostgreSQL.
+const pgPairFunc = "subagent_context_message_pair"
+
 func (postgresEngine) kind() Engine           { return Postgres }
 func (postgresEngine) metricType() string     { return "BIGINT" }
+func (postgresEngine) timeType() string       { return "TIMESTAMPTZ" }
 func (postgresEngine) fence() string          { return " OFFSET 0" }
 func (postgresEngine) markWithInsert() bool   { return true }
 func (postgresEngine) stored(c string) string { return c }
@@ -293,14 +326,33 @@ func (e postgresEngine) metadataObject(col string) string {
 }
 
 // tune gives the window sort and the set operations of one transaction
-// enough memory to stay off disk at a million rows. synchronous_commit off
+// enough memory to stay off disk at a million rows. TimeZone UTC makes
+// every conversion between timestamp and timestamptz inside the
+// transaction read a wall clock as UTC, whatever the session's TimeZone:
+// the backfill copies a host's timestamp-without-time-zone created_at into
+// timestamptz columns (binds need nothing: a bound time.Time takes the
+// type of the column it is compared with). synchronous_commit off
 // (this transaction only; it changes nothing for the read-only health
 // transaction) lets the backfill's commit return before its WAL is flushed:
 // a crash in that window loses the whole transaction, rows and both keys
 // together, and the next open runs the backfill again, so atomicity (.36)
 // holds and only the wait for the disk goes.
 func (postgresEngine) tune() []string {
-	return []string{`SET LOCAL work_mem = '256MB'`, `SET LOCAL synchronous_commit = off`}
+	return []string{`SET LOCAL work_mem = '256MB'`, `SET LOCAL TimeZone = 'UTC'`, `SET LOCAL synchronous_commit = off`}
+}
+
+// pairColumnDDL is a stored generated column (PostgreSQL has no virtual
+// ones, and an index-only scan cannot read an indexed expression): the
+// function pgPairFunc, created by the migration, applies the total
+// metadata guard and messagePairExpr.
+func (postgresEngine) pairColumnDDL() string {
+	return messagePairColumn + " TEXT GENERATED ALWAYS AS (" + pgPairFunc + "(metadata)) STORED"
+}
+
+func (postgresEngine) hasColumn(ctx context.Context, q queryer, table, column string) (bool, error) {
+	return queryBool(ctx, q, `SELECT EXISTS (SELECT 1 FROM pg_attribute a
+	JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+	WHERE n.nspname = current_schema() AND c.relname = $1 AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped)`, table, column)
 }
 
 func (e postgresEngine) totalGuard() (engine, bool) {
@@ -358,6 +410,43 @@ func (postgresEngine) classify(err error) errClass {
 }
 
 // --- shared -----------------------------------------------------------------
+
+// messagePairColumn is the derived column of a messages table the package
+// creates: the message's tool_call_id when it counts for health (kind
+// subagent_task and a non-empty JSON string tool_call_id), else NULL.
+const messagePairColumn = "subagent_context_tool_call_id"
+
+// messagePairExpr is that value for a metadata object md (already through
+// the guard), as SQLite's generated column and PostgreSQL's pgPairFunc
+// compute it. The health query's JSON path composes the same two parts in
+// layers, so each message's metadata is read once per field.
+func messagePairExpr(e engine, md string) string {
+	return "CASE WHEN " + subagentKind(e, md) + " THEN " + pairToolCall(e, e.jsonRaw(md, "tool_call_id"), md) + " END"
+}
+
+// subagentKind is the condition that metadata object md is a subagent card.
+func subagentKind(e engine, md string) string {
+	return e.jsonText(md, "normalized", "kind") + " = 'subagent_task'"
+}
+
+// pairToolCall is the tool-call half of a message's pair: its raw
+// $.tool_call_id when that is a non-empty JSON string, else NULL.
+func pairToolCall(e engine, raw, md string) string { return e.asStr(raw, md, "tool_call_id") }
+
+func queryBool(ctx context.Context, q queryer, query string, args ...any) (bool, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	var b bool
+	if rows.Next() {
+		if err := rows.Scan(&b); err != nil {
+			return false, err
+		}
+	}
+	return b, rows.Err()
+}
 
 // normTime is the one time normalisation before every bind: UTC, truncated
 // to microseconds (the resolution both engines keep).

@@ -70,10 +70,9 @@ func (h HealthReport) Healthy() bool { return h.Compared && h.Problem == "" && h
 // healthCountsSQL computes, in one statement and one read of each table,
 // both directed anti-joins (.42), the collisions and MAX(observed_at)
 // (.45). msg holds the (session, tool_call_id) pairs of subagent messages
-// since the bound instant, with the validity guard applied; the rows are
-// those observed since the same instant. Grouping the union by pair marks,
-// for each pair, whether it has an identified message (M), any message
-// (M′) and how many rows (R); then
+// since the bound instant; the rows are those observed since the same
+// instant. Grouping the union by pair marks, for each pair, whether it has
+// an identified message (M), any message (M′) and how many rows (R); then
 //
 //	shortfall  = |M − R|   pairs with an identified message and no row
 //	excess     = |R − M′|  pairs with a row and no message at all
@@ -82,19 +81,37 @@ func (h HealthReport) Healthy() bool { return h.Compared && h.Problem == "" && h
 // Each count is its own direction: an excess never offsets a shortfall.
 // This equals two COUNT(*) FROM (… EXCEPT …) statements, at one read of
 // each table instead of two.
-func healthCountsSQL(e engine) string {
-	return `WITH src AS (
+//
+// msg comes from one of two sources with the same result. With
+// pairColumn, the messages table carries messagePairColumn and msg reads
+// it (from idx_task_session_messages_subagent alone, no metadata parsed).
+// Otherwise each message since the instant is parsed: the validity guard,
+// then the two parts of messagePairExpr, in fenced layers so each runs
+// once per message. A subagent message whose tool_call_id is not a
+// non-empty string is in M′ with a NULL tool call, which no row pair (its
+// tool_call_id is NOT NULL) can equal, so it changes no count and the
+// column path, whose index holds only non-NULL values, may leave it out.
+func healthCountsSQL(e engine, pairColumn bool) string {
+	msg := `msg AS (
+	SELECT task_session_id, task_id, ` + messagePairColumn + ` AS tcid
+	FROM task_session_messages
+	WHERE ` + messagePairColumn + ` IS NOT NULL AND ` + e.atOrAfter("created_at") + `
+)`
+	if !pairColumn {
+		msg = `src AS (
 	SELECT m.task_session_id, m.task_id, ` + e.metadataObject("m.metadata") + ` AS md
 	FROM task_session_messages m
 	WHERE ` + e.atOrAfter("m.created_at") + e.fence() + `
 ), a AS (
 	SELECT task_session_id, task_id, md, ` + e.jsonRaw("md", "tool_call_id") + ` AS r_tool_call_id
 	FROM src
-	WHERE ` + e.jsonText("md", "normalized", "kind") + ` = 'subagent_task'` + e.fence() + `
+	WHERE ` + subagentKind(e, "md") + e.fence() + `
 ), msg AS (
-	SELECT task_session_id, task_id, ` + e.asStr("r_tool_call_id", "md", "tool_call_id") + ` AS tcid
+	SELECT task_session_id, task_id, ` + pairToolCall(e, "r_tool_call_id", "md") + ` AS tcid
 	FROM a
-), pairs AS (
+)`
+	}
+	return `WITH ` + msg + `, pairs AS (
 	SELECT task_session_id, tcid AS tool_call_id,
 	       CASE WHEN task_session_id <> '' AND task_id <> '' AND tcid IS NOT NULL THEN 1 ELSE 0 END AS in_m,
 	       1 AS in_m2, 0 AS n_r, NULL AS observed
@@ -116,8 +133,10 @@ FROM flags`
 }
 
 // Health reads the activation keys and, when capture_since is present,
-// runs both directed anti-joins and MAX(observed_at) (one statement), all inside one read
-// transaction (REPEATABLE READ on PostgreSQL; a WAL snapshot on SQLite).
+// runs both directed anti-joins and MAX(observed_at) (one statement), all
+// inside one read transaction (REPEATABLE READ on PostgreSQL; a WAL
+// snapshot on SQLite). Instants are bound as timestamps, so the result
+// does not depend on the session TimeZone.
 func (s *Store) Health(ctx context.Context) (HealthReport, error) {
 	var h HealthReport
 	tx, err := s.reader.BeginTx(ctx, s.eng.snapshot())
@@ -177,9 +196,13 @@ func (s *Store) Health(ctx context.Context) (HealthReport, error) {
 	if s.hooks.betweenHealthQueries != nil {
 		s.hooks.betweenHealthQueries() // after the key read fixed the snapshot
 	}
+	pairColumn, err := s.eng.hasColumn(ctx, tx, "task_session_messages", messagePairColumn)
+	if err != nil {
+		return h, err
+	}
 	var maxObserved nullTime
 	if err := s.guarded(ctx, tx, func(e engine) error {
-		return tx.QueryRowContext(ctx, e.rebind(healthCountsSQL(e)), twice...).
+		return tx.QueryRowContext(ctx, e.rebind(healthCountsSQL(e, pairColumn)), twice...).
 			Scan(&h.Shortfall, &h.Excess, &h.Collisions, &maxObserved)
 	}); err != nil {
 		return h, err

@@ -36,7 +36,7 @@ func (e *env) msg(id, tc string, at any) {
 
 // S59 [.35, .34, .43, .39]
 func TestHealthStates(t *testing.T) {
-	engines(t, func(t *testing.T, e *env) {
+	layouts(t, func(t *testing.T, e *env) {
 		s := liveEnv(t, e)
 		ran := false
 		s.hooks.betweenHealthQueries = func() { ran = true }
@@ -76,7 +76,7 @@ func TestHealthStates(t *testing.T) {
 
 // S60 [.42]
 func TestHealthAgree(t *testing.T) {
-	engines(t, func(t *testing.T, e *env) {
+	layouts(t, func(t *testing.T, e *env) {
 		s := healthEnv(t, e, t0)
 		at := t0.Add(time.Second)
 		for i := range 3 {
@@ -94,7 +94,7 @@ func TestHealthAgree(t *testing.T) {
 
 // S61 [.42, .45]: an excess never masks a shortfall.
 func TestHealthNoMasking(t *testing.T) {
-	engines(t, func(t *testing.T, e *env) {
+	layouts(t, func(t *testing.T, e *env) {
 		s := healthEnv(t, e, t0)
 		at := t0.Add(time.Second)
 		e.row("orphan", "E", at)
@@ -117,9 +117,9 @@ func TestHealthNoMasking(t *testing.T) {
 // form (SQLite) or the session TimeZone (PostgreSQL).
 func TestHealthBoundary(t *testing.T) {
 	k := time.Date(2026, 8, 12, 10, 0, 0, 500000, time.UTC)
-	for _, tz := range []string{"UTC", "Pacific/Kiritimati", "Pacific/Honolulu"} {
+	for _, tz := range []string{"UTC", "Pacific/Kiritimati", "Pacific/Honolulu", "America/St_Johns"} {
 		t.Run(tz, func(t *testing.T) {
-			engines(t, func(t *testing.T, e *env) {
+			layouts(t, func(t *testing.T, e *env) {
 				if e.kind == Postgres {
 					e.dsn += "&timezone=" + tz
 				}
@@ -157,7 +157,7 @@ func TestHealthBoundary(t *testing.T) {
 
 // S63 [.44]: both counts come from one snapshot.
 func TestHealthSnapshot(t *testing.T) {
-	engines(t, func(t *testing.T, e *env) {
+	layouts(t, func(t *testing.T, e *env) {
 		s := healthEnv(t, e, t0)
 		at := t0.Add(time.Second)
 		e.msg("m1", "tc1", at)
@@ -180,7 +180,7 @@ func TestHealthSnapshot(t *testing.T) {
 
 // S64 [.45]
 func TestHealthWriterStopped(t *testing.T) {
-	engines(t, func(t *testing.T, e *env) {
+	layouts(t, func(t *testing.T, e *env) {
 		s := healthEnv(t, e, t0)
 		t2 := t0.Add(time.Minute)
 		for i, at := range []time.Time{t0.Add(time.Second), t2} {
@@ -305,5 +305,57 @@ func TestExpvarPublication(t *testing.T) {
 	body, _ := io.ReadAll(res.Body)
 	if !strings.Contains(string(body), `"`+ExpvarName+`"`) || !strings.Contains(string(body), `"unknown_execution"`) {
 		t.Fatalf("/debug/vars lacks the counters")
+	}
+}
+
+// Health's two message sources count the same: the derived pair column of
+// a standalone messages table (read from its index) and the metadata
+// parsed on a host's table, over the randomised history of the parity
+// test (every JSON type in tool_call_id and kind-bearing documents,
+// truncated and non-object metadata, which must neither fail the insert
+// into a table with the generated column nor abort health) plus rows that
+// match, miss and collide. Identical on both engines too.
+func TestHealthSourcesAgree(t *testing.T) {
+	t.Parallel()
+	history := randomHistory(400)
+	var reports []string
+	for _, host := range []bool{false, true} {
+		for _, kind := range []Engine{SQLite, Postgres} {
+			e := newEnv(t, kind)
+			e.hostShape = host
+			historyEnv(e)
+			for i, m := range history {
+				if i%3 == 0 {
+					m.Session, m.Task = "S", ""
+				}
+				if i%7 == 0 {
+					m.Metadata = strings.Replace(m.Metadata.(string), `"subagent_task"`, `"message"`, 1)
+				}
+				e.message(m)
+			}
+			s := e.store()
+			if has, err := s.eng.hasColumn(e.ctx, e.raw, "task_session_messages", messagePairColumn); err != nil || has == host {
+				t.Fatalf("host=%v: pair column present=%v %v", host, has, err)
+			}
+			e.exec(`DELETE FROM task_session_subagents WHERE tool_call_id IN ('tc3', 'tc5', 'tc8', 'tc13')`)
+			for i := range 12 {
+				e.row(fmt.Sprint("tc", 190+i%6), fmt.Sprint("E", i), t0.Add(time.Duration(10+i)*time.Second))
+			}
+			e.exec(`UPDATE kandev_meta SET value = ? WHERE key = ?`, keyText(t0.Add(10*time.Second)), KeyCaptureSince)
+			h, err := s.Health(e.ctx)
+			if err != nil || !h.Compared {
+				t.Fatalf("%v %+v", err, h)
+			}
+			reports = append(reports, fmt.Sprintf("shortfall=%d excess=%d collisions=%d max=%v", h.Shortfall, h.Excess, h.Collisions, h.MaxObserved))
+		}
+	}
+	t.Log(reports[0])
+	for i, r := range reports {
+		if r != reports[0] {
+			t.Fatalf("report %d differs:\n%s", i, strings.Join(reports, "\n"))
+		}
+	}
+	if !strings.Contains(reports[0], "shortfall=") || strings.HasPrefix(reports[0], "shortfall=0 excess=0") {
+		t.Fatalf("the fixture lost its teeth: %s", reports[0])
 	}
 }

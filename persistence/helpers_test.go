@@ -105,6 +105,10 @@ type env struct {
 	raw  *sql.DB // a raw handle for seeding and inspection, outside the store
 	logs *logBuffer
 	ctx  context.Context
+	// hostShape: hostTables creates the tables as the host (Kandev) does —
+	// timestamp without time zone, no derived pair column — instead of the
+	// standalone shape this package creates.
+	hostShape bool
 }
 
 // engines runs f once per engine as parallel subtests.
@@ -116,6 +120,28 @@ func engines(t *testing.T, f func(t *testing.T, e *env)) {
 			t.Parallel()
 			f(t, newEnv(t, kind))
 		})
+	}
+}
+
+// layouts runs f as parallel subtests on both engines, each once with the
+// messages table standalone mode creates (health reads the derived pair
+// column) and once with a host's (health parses metadata).
+func layouts(t *testing.T, f func(t *testing.T, e *env)) {
+	t.Helper()
+	t.Parallel()
+	for _, host := range []bool{false, true} {
+		for _, kind := range []Engine{SQLite, Postgres} {
+			name := string(kind) + "/standalone"
+			if host {
+				name = string(kind) + "/host"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				e := newEnv(t, kind)
+				e.hostShape = host
+				f(t, e)
+			})
+		}
 	}
 }
 
@@ -193,13 +219,48 @@ func (e *env) count(q string, args ...any) int64 {
 // ts is a time as the engine stores it.
 func (e *env) ts(t time.Time) any { return e.eng().bindTime(t) }
 
-// hostTables creates the surrounding tables only.
+// hostTables creates the surrounding tables only, in the standalone shape
+// (with what it needs on PostgreSQL: the functions) or, with e.hostShape,
+// in the host's.
 func (e *env) hostTables() {
 	e.t.Helper()
 	e.exec(metaDDL)
+	if e.hostShape {
+		for _, q := range kandevHostDDL {
+			e.exec(q)
+		}
+		return
+	}
+	if pg, ok := e.eng().(postgresEngine); ok {
+		var schema string
+		if err := e.raw.QueryRow(`SELECT current_schema()`).Scan(&schema); err != nil {
+			e.t.Fatal(err)
+		}
+		for _, f := range pg.functionsDDL(quoteIdent(schema)) {
+			if _, err := e.raw.Exec(f.ddl); err != nil && pg.classify(err) != errAlreadyExists {
+				e.t.Fatal(err)
+			}
+		}
+	}
 	for _, q := range hostTablesDDL(e.eng()) {
 		e.exec(q)
 	}
+	e.exec(messagesIndexDDL(true))
+}
+
+// kandevHostDDL is the host's own shape of the tables the package reads:
+// timestamp without time zone on PostgreSQL, no derived column, a
+// created_at index (as the README advises a host that runs health).
+var kandevHostDDL = []string{
+	`CREATE TABLE IF NOT EXISTS task_sessions (id TEXT PRIMARY KEY, task_id TEXT NOT NULL DEFAULT '', started_at TIMESTAMP, updated_at TIMESTAMP)`,
+	`CREATE TABLE IF NOT EXISTS task_session_turns (id TEXT PRIMARY KEY,
+	task_session_id TEXT NOT NULL REFERENCES task_sessions(id) ON DELETE CASCADE,
+	task_id TEXT NOT NULL DEFAULT '', started_at TIMESTAMP, created_at TIMESTAMP, updated_at TIMESTAMP)`,
+	`CREATE TABLE IF NOT EXISTS task_session_messages (id TEXT PRIMARY KEY,
+	task_session_id TEXT NOT NULL REFERENCES task_sessions(id) ON DELETE CASCADE,
+	task_id TEXT DEFAULT '', turn_id TEXT REFERENCES task_session_turns(id) ON DELETE CASCADE,
+	metadata TEXT DEFAULT '{}', created_at TIMESTAMP NOT NULL, updated_at TIMESTAMP NOT NULL)`,
+	`CREATE INDEX IF NOT EXISTS idx_task_session_messages_created_at ON task_session_messages (created_at)`,
 }
 
 func (e *env) session(id, task string) {

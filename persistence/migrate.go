@@ -18,6 +18,7 @@ const (
 	StepJSONGuard         = "task_session_subagents.json_guard"
 	StepSchema            = "task_session_subagents.schema"
 	StepWidenMetrics      = "task_session_subagents.widen_metrics"
+	StepTimestamptz       = "task_session_subagents.timestamptz"
 	StepExecutionIdentity = "task_session_subagents.execution_identity"
 	StepExecutionSince    = "task_session_subagents.execution_since"
 	StepBackfillGuard     = "task_session_subagents.backfill.guard"
@@ -82,11 +83,12 @@ func (s *Store) Migrate(ctx context.Context) MigrationReport {
 		return res
 	}
 	run(StepMeta, func() (bool, string, error) { return false, "", s.execDDL(ctx, metaDDL) })
-	if s.hostTables {
-		run(StepHostTables, func() (bool, string, error) { return false, "", s.execDDL(ctx, hostTablesDDL(s.eng)...) })
-	}
 	if s.eng.kind() == Postgres {
+		// Before the host tables: a messages table created now uses pgPairFunc.
 		run(StepJSONGuard, func() (bool, string, error) { return false, "", s.eng.prepare(ctx, s) })
+	}
+	if s.hostTables {
+		run(StepHostTables, func() (bool, string, error) { return false, "", s.createHostTables(ctx) })
 	}
 	run(StepSchema, func() (bool, string, error) {
 		return false, "", s.execDDL(ctx, append([]string{subagentsTableDDL(s.eng, "task_session_subagents")}, indexDDL...)...)
@@ -95,6 +97,12 @@ func (s *Store) Migrate(ctx context.Context) MigrationReport {
 		changed, err := s.eng.widen(ctx, s)
 		return !changed, "", err
 	})
+	if s.eng.kind() == Postgres {
+		run(StepTimestamptz, func() (bool, string, error) {
+			changed, err := s.eng.zoneTimes(ctx, s)
+			return !changed, "", err
+		})
+	}
 	run(StepExecutionIdentity, func() (bool, string, error) {
 		sh, err := s.eng.probe(ctx, s.writer)
 		switch {
@@ -215,22 +223,24 @@ const metaDDL = `CREATE TABLE IF NOT EXISTS kandev_meta (
 )`
 
 // hostTablesDDL creates the minimal host tables of standalone mode. The
-// messages table keeps metadata as JSON text on both engines.
+// messages table keeps metadata as JSON text on both engines, and carries
+// the derived messagePairColumn (see messagesIndexDDL).
 func hostTablesDDL(e engine) []string {
+	ts := e.timeType()
 	return []string{
 		`CREATE TABLE IF NOT EXISTS task_sessions (
 	id         TEXT PRIMARY KEY,
 	task_id    TEXT NOT NULL DEFAULT '',
-	started_at TIMESTAMP,
-	updated_at TIMESTAMP
+	started_at ` + ts + `,
+	updated_at ` + ts + `
 )`,
 		`CREATE TABLE IF NOT EXISTS task_session_turns (
 	id              TEXT PRIMARY KEY,
 	task_session_id TEXT NOT NULL REFERENCES task_sessions(id) ON DELETE CASCADE,
 	task_id         TEXT NOT NULL DEFAULT '',
-	started_at      TIMESTAMP,
-	created_at      TIMESTAMP,
-	updated_at      TIMESTAMP
+	started_at      ` + ts + `,
+	created_at      ` + ts + `,
+	updated_at      ` + ts + `
 )`,
 		`CREATE TABLE IF NOT EXISTS task_session_messages (
 	id              TEXT PRIMARY KEY,
@@ -238,12 +248,39 @@ func hostTablesDDL(e engine) []string {
 	task_id         TEXT DEFAULT '',
 	turn_id         TEXT REFERENCES task_session_turns(id) ON DELETE CASCADE,
 	metadata        TEXT DEFAULT '{}',
-	created_at      TIMESTAMP NOT NULL,
-	updated_at      TIMESTAMP NOT NULL
+	created_at      ` + ts + ` NOT NULL,
+	updated_at      ` + ts + ` NOT NULL,
+	` + e.pairColumnDDL() + `
 )`,
-		// Health reads only the messages since capture_since.
-		`CREATE INDEX IF NOT EXISTS idx_task_session_messages_created_at ON task_session_messages (created_at)`,
 	}
+}
+
+// messagesIndexDDL is the index health reads messages through. A messages
+// table with messagePairColumn (one this package created) gets a partial
+// index holding exactly what health needs of each subagent message, so
+// health reads the index alone and parses no metadata. A table without it
+// (a host's, or one an older build created; the package never alters an
+// existing table) gets a created_at index, so health parses only the
+// messages since capture_since.
+func messagesIndexDDL(hasPairColumn bool) string {
+	if hasPairColumn {
+		return `CREATE INDEX IF NOT EXISTS idx_task_session_messages_subagent ON task_session_messages
+	(created_at, task_session_id, ` + messagePairColumn + `, task_id) WHERE ` + messagePairColumn + ` IS NOT NULL`
+	}
+	return `CREATE INDEX IF NOT EXISTS idx_task_session_messages_created_at ON task_session_messages (created_at)`
+}
+
+// createHostTables is the standalone host-tables step: the tables when
+// absent, then the index that fits the messages table found.
+func (s *Store) createHostTables(ctx context.Context) error {
+	if err := s.execDDL(ctx, hostTablesDDL(s.eng)...); err != nil {
+		return err
+	}
+	has, err := s.eng.hasColumn(ctx, s.writer, "task_session_messages", messagePairColumn)
+	if err != nil {
+		return err
+	}
+	return s.execDDL(ctx, messagesIndexDDL(has))
 }
 
 // subagentsTableDDL is the final, execution-aware shape (22 columns). The
@@ -251,7 +288,7 @@ func hostTablesDDL(e engine) []string {
 // measurement. There are no CHECK constraints; the write API enforces the
 // rules.
 func subagentsTableDDL(e engine, name string) string {
-	m := e.metricType()
+	m, ts := e.metricType(), e.timeType()
 	return `CREATE TABLE IF NOT EXISTS ` + name + ` (
 	id                  TEXT NOT NULL PRIMARY KEY,
 	task_session_id     TEXT NOT NULL REFERENCES task_sessions(id) ON DELETE CASCADE,
@@ -272,9 +309,9 @@ func subagentsTableDDL(e engine, name string) string {
 	tool_use_count      ` + m + `,
 	duration_ms         ` + m + `,
 	source              TEXT NOT NULL DEFAULT 'live',
-	observed_at         TIMESTAMP NOT NULL,
-	settled_at          TIMESTAMP,
-	updated_at          TIMESTAMP NOT NULL,
+	observed_at         ` + ts + ` NOT NULL,
+	settled_at          ` + ts + `,
+	updated_at          ` + ts + ` NOT NULL,
 	UNIQUE (task_session_id, agent_execution_id, tool_call_id)
 )`
 }

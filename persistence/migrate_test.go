@@ -176,11 +176,21 @@ var wantShape = func() []string {
 }()
 
 func metricTypes(e *env) []string {
+	return columnTypes(e, "total_tokens", "tool_use_count", "duration_ms")
+}
+
+func timeTypes(e *env) []string { return columnTypes(e, "observed_at", "settled_at", "updated_at") }
+
+func columnTypes(e *env, cols ...string) []string {
 	sh, err := e.eng().probe(e.ctx, e.raw)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return []string{sh.columns["total_tokens"].dataType, sh.columns["tool_use_count"].dataType, sh.columns["duration_ms"].dataType}
+	var out []string
+	for _, c := range cols {
+		out = append(out, sh.columns[c].dataType)
+	}
+	return out
 }
 
 // S1 [.21, .49], S4 [.23]
@@ -264,7 +274,11 @@ func TestMigrateTwiceIsIdempotent(t *testing.T) {
 			if !rep.OK() {
 				t.Fatalf("%+v", rep)
 			}
-			for _, name := range []string{StepWidenMetrics, StepExecutionIdentity, StepExecutionSince, StepBackfillGuard} {
+			names := []string{StepWidenMetrics, StepExecutionIdentity, StepExecutionSince, StepBackfillGuard}
+			if e.kind == Postgres {
+				names = append(names, StepTimestamptz)
+			}
+			for _, name := range names {
 				if st, _ := rep.Step(name); !st.Skipped {
 					t.Fatalf("%s ran on a converged database: %+v", name, st)
 				}
@@ -444,8 +458,8 @@ func TestActivatedByExistingImplementation(t *testing.T) {
 		e.hostTables()
 		e.session("S", "T")
 		ddl := subagentsTableDDL(e.eng(), "task_session_subagents")
-		if e.kind == Postgres {
-			ddl = strings.Replace(ddl, "BIGINT", "INTEGER", 3)
+		if e.kind == Postgres { // int4 metrics, timestamp without time zone
+			ddl = strings.ReplaceAll(strings.Replace(ddl, "BIGINT", "INTEGER", 3), "TIMESTAMPTZ", "TIMESTAMP")
 		}
 		e.exec(ddl)
 		for _, q := range indexDDL {

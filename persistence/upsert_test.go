@@ -29,6 +29,9 @@ func frame(tc string, mods ...func(*Frame)) *Frame {
 
 // liveEnv is a migrated store with session S (task T) and turn U1.
 func liveEnv(t *testing.T, e *env) *Store {
+	if e.hostShape {
+		e.hostTables()
+	}
 	s := e.store()
 	e.session("S", "T")
 	e.turn("U1", "S")
