@@ -10,13 +10,39 @@
 // pipes), and returns only once all of them have stopped running and the
 // child has been waited for.
 //
-// The guard lives in the calling process rather than in a helper binary: a
-// library cannot rely on its host shipping a re-executable guard command.
-// See adapter/cursor/cli/README.md for what that leaves uncovered.
+// # Where the guard runs
+//
+// By default the guard runs inside the calling (host) process. That needs
+// nothing from the host, but if the host is SIGKILLed, Pdeathsig kills only
+// the direct child: its descendants survive.
+//
+// A program that calls EnableGuardProcess first thing in main opts into
+// guard processes: with Options.Mode left at ModeAuto, Start then re-executes
+// the program (/proc/self/exe) as a guard process, which starts the child
+// under the same in-process guard code, with the host's stdio, directory,
+// environment and extra files passed through. The guard is a child
+// subreaper and watches its host three ways: EOF on a control pipe only the
+// host holds, getppid() polled every 20 ms, and Pdeathsig (SIGTERM) on
+// itself. When the host dies, when the host asks (Terminate, Kill), or on
+// SIGTERM, SIGINT or SIGHUP, it tears the whole tree down and exits. The
+// host-side API (Signal, Terminate, Kill, Exited, ExitCode,
+// SignalledBeforeExit) behaves the same in both modes; Pid is the child's
+// pid, GuardPid the guard's. If the guard itself is killed, the child dies
+// of its Pdeathsig and the host tears the rest down itself (found by group,
+// token and pipes; ExitCode reports ErrGuardLost). ModeInProcess and
+// ModeGuardProcess force a mode.
+//
+// What stays out of reach in both modes: processes a separate daemon starts
+// for the child; descendants that both leave the group and clear the token
+// from their environment and hold no watched pipe, when a snapshot missed
+// them; a fork bomb that outruns the bounded SIGKILL rounds; the tiny
+// pid-reuse window of start-time fencing (no pidfds). A guard process that
+// is SIGKILLed together with its host (for example by an OOM kill of the
+// whole cgroup) cannot tear anything down.
 //
 // The full guard is Linux-only. On other systems a reduced guard keeps the
 // same API so that programs still build and run: the child gets its own
 // process group where the system has one, and teardown signals that group
-// (TERM, then KILL), without descendant tracking, Pdeathsig or reaping of
-// processes that left the group.
+// (TERM, then KILL), without descendant tracking, Pdeathsig, guard processes
+// or reaping of processes that left the group.
 package procguard

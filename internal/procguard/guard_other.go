@@ -31,6 +31,13 @@ type Process struct {
 // started.
 func Start(cmd *exec.Cmd, opt Options) (*Process, error) {
 	opt = opt.withDefaults()
+	switch opt.Mode {
+	case ModeAuto, ModeInProcess:
+	case ModeGuardProcess:
+		return nil, ErrGuardNotEnabled
+	default:
+		return nil, fmt.Errorf("procguard: unknown Mode %d", opt.Mode)
+	}
 	if err := ownGroup(cmd); err != nil {
 		return nil, err
 	}
@@ -59,6 +66,9 @@ func Start(cmd *exec.Cmd, opt Options) (*Process, error) {
 
 // Pid is the child's process id (and process group id where groups exist).
 func (p *Process) Pid() int { return p.pid }
+
+// GuardPid is 0: the reduced guard always runs in the calling process.
+func (p *Process) GuardPid() int { return 0 }
 
 // Exited is closed once the child has exited and been waited for.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
@@ -140,3 +150,7 @@ func (p *Process) Kill() {
 func EnableChildSubreaper() error {
 	return errors.New("procguard: child subreaper is only available on Linux")
 }
+
+// EnableGuardProcess does nothing here: guard processes are Linux-only, and
+// ModeAuto always selects the reduced in-process guard.
+func EnableGuardProcess() {}

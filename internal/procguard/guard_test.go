@@ -19,6 +19,11 @@ import (
 const testMarker = "PROCGUARD_TEST=1"
 
 func TestMain(m *testing.M) {
+	EnableGuardProcess()
+	// The race runtime sleeps a second at exit by default: guards would too.
+	if os.Getenv("GORACE") == "" {
+		_ = os.Setenv("GORACE", "atexit_sleep_ms=0")
+	}
 	if os.Getenv("PROCGUARD_ROLE") == "parent" {
 		os.Exit(parentMain())
 	}
@@ -28,18 +33,43 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// parentMain guards a long sleep, prints its pid and waits to be killed.
+// parentMain is a host that guards PROCGUARD_SCRIPT in PROCGUARD_MODE,
+// prints "GUARDPID CHILDPID PIDS…" (PIDS being the first
+// PROCGUARD_PIDS lines the script prints) and waits to be killed.
 func parentMain() int {
-	cmd := exec.Command("sleep", "300")
-	cmd.Env = append(os.Environ(), testMarker)
-	p, err := Start(cmd, Options{})
+	mode := ModeInProcess
+	if os.Getenv("PROCGUARD_MODE") == "guard" {
+		mode = ModeGuardProcess
+	}
+	n, _ := strconv.Atoi(os.Getenv("PROCGUARD_PIDS"))
+	r, w, err := os.Pipe()
 	if err != nil {
 		fmt.Println("error", err)
 		return 1
 	}
-	fmt.Println(p.Pid())
+	cmd := shell(os.Getenv("PROCGUARD_SCRIPT"))
+	cmd.Stdout = w
+	p, err := Start(cmd, Options{Mode: mode, WatchFiles: []*os.File{r}, ScanInterval: 10 * time.Millisecond})
+	w.Close()
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	line := []string{strconv.Itoa(p.GuardPid()), strconv.Itoa(p.Pid())}
+	sc := bufio.NewScanner(r)
+	for len(line) < n+2 && sc.Scan() {
+		line = append(line, strings.TrimSpace(sc.Text()))
+	}
+	fmt.Println(strings.Join(line, " "))
 	time.Sleep(time.Hour)
 	return 0
+}
+
+// modes runs f once with the guard in this process and once with a guard
+// process.
+func modes(t *testing.T, f func(t *testing.T, mode Mode)) {
+	t.Run("in-process", func(t *testing.T) { f(t, ModeInProcess) })
+	t.Run("guard-process", func(t *testing.T) { f(t, ModeGuardProcess) })
 }
 
 // checkNoLeftovers asserts that no marked process runs and no zombie child
@@ -123,73 +153,113 @@ func running(pid int) bool {
 // Scenario 36: the leader exits 0 leaving a same-group child and a detached
 // (setsid) child; both are torn down and reaped, and the exit code is 0.
 func TestNaturalExitLeftoversReaped(t *testing.T) {
-	checkNoLeftovers(t)
-	p, pids := startWithPids(t, `sleep 300 & echo $!; setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!; exit 0`, 2, Options{ScanInterval: 10 * time.Millisecond})
-	<-p.Exited()
-	if code, sig, _ := p.ExitCode(); code != 0 || sig {
-		t.Fatalf("exit = %d %t", code, sig)
-	}
-	p.Terminate()
-	for _, pid := range pids {
-		if running(pid) {
-			t.Errorf("pid %d survived", pid)
+	modes(t, func(t *testing.T, mode Mode) {
+		checkNoLeftovers(t)
+		p, pids := startWithPids(t, `sleep 300 & echo $!; setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!; exit 0`, 2, Options{Mode: mode, ScanInterval: 10 * time.Millisecond})
+		<-p.Exited()
+		if code, sig, err := p.ExitCode(); code != 0 || sig || err != nil {
+			t.Fatalf("exit = %d %t %v", code, sig, err)
 		}
-	}
-	if p.SignalledBeforeExit() {
-		t.Error("natural exit reported as caused by the guard")
-	}
+		p.Terminate()
+		for _, pid := range pids {
+			if running(pid) {
+				t.Errorf("pid %d survived", pid)
+			}
+		}
+		if p.SignalledBeforeExit() {
+			t.Error("natural exit reported as caused by the guard")
+		}
+	})
 }
 
 // Scenario 33: a stop signal is forwarded to the group; TERM then KILL for
 // members ignoring it.
 func TestTerminateEscalatesToKill(t *testing.T) {
-	checkNoLeftovers(t)
-	p, pids := startWithPids(t, `trap "" TERM; sh -c 'trap "" TERM; echo $$; exec sleep 300' & sleep 300 & echo $!; wait`, 2, Options{TermGrace: 100 * time.Millisecond})
-	p.Terminate()
-	code, sig, _ := p.ExitCode()
-	if !sig || code != 128+int(syscall.SIGKILL) || !p.SignalledBeforeExit() {
-		t.Fatalf("exit = %d signaled=%t", code, sig)
-	}
-	for _, pid := range pids {
-		if running(pid) {
-			t.Errorf("pid %d survived", pid)
+	modes(t, func(t *testing.T, mode Mode) {
+		checkNoLeftovers(t)
+		p, pids := startWithPids(t, `trap "" TERM; sh -c 'trap "" TERM; echo $$; exec sleep 300' & sleep 300 & echo $!; wait`, 2, Options{Mode: mode, TermGrace: 100 * time.Millisecond})
+		p.Terminate()
+		code, sig, _ := p.ExitCode()
+		if !sig || code != 128+int(syscall.SIGKILL) || !p.SignalledBeforeExit() {
+			t.Fatalf("exit = %d signaled=%t", code, sig)
 		}
-	}
+		for _, pid := range pids {
+			if running(pid) {
+				t.Errorf("pid %d survived", pid)
+			}
+		}
+	})
 }
 
 func TestSignalForwarded(t *testing.T) {
-	checkNoLeftovers(t)
-	p, _ := startWithPids(t, `trap 'exit 143' TERM; echo $$; while :; do sleep 0.05; done`, 1, Options{})
-	p.Signal(syscall.SIGTERM)
-	<-p.Exited()
-	if code, _, _ := p.ExitCode(); code != 143 && code != 128+int(syscall.SIGTERM) {
-		t.Fatalf("exit = %d", code)
-	}
-	p.Terminate()
+	modes(t, func(t *testing.T, mode Mode) {
+		checkNoLeftovers(t)
+		p, _ := startWithPids(t, `trap 'exit 143' TERM; echo $$; while :; do sleep 0.05; done`, 1, Options{Mode: mode})
+		p.Signal(syscall.SIGTERM)
+		<-p.Exited()
+		if code, _, _ := p.ExitCode(); code != 143 && code != 128+int(syscall.SIGTERM) {
+			t.Fatalf("exit = %d", code)
+		}
+		if !p.SignalledBeforeExit() {
+			t.Error("forwarded signal not recorded")
+		}
+		p.Terminate()
+	})
+}
+
+// The child's exit status, or the signal that killed it, reaches the host
+// unchanged.
+func TestExitStatusPropagated(t *testing.T) {
+	modes(t, func(t *testing.T, mode Mode) {
+		checkNoLeftovers(t)
+		for _, tc := range []struct {
+			script string
+			code   int
+			sig    bool
+		}{
+			{`echo $$; exit 7`, 7, false},
+			{`echo $$; kill -USR1 $$`, 128 + int(syscall.SIGUSR1), true},
+		} {
+			p, _ := startWithPids(t, tc.script, 1, Options{Mode: mode})
+			<-p.Exited()
+			code, sig, err := p.ExitCode()
+			p.Terminate()
+			if code != tc.code || sig != tc.sig || err != nil {
+				t.Errorf("%s: exit = %d %t %v, want %d %t", tc.script, code, sig, err, tc.code, tc.sig)
+			}
+			if p.SignalledBeforeExit() {
+				t.Errorf("%s: reported as caused by the guard", tc.script)
+			}
+		}
+	})
 }
 
 // A double fork whose middle exits at once, with periodic snapshots off,
 // is still found at teardown through the watched pipe it holds.
 func TestDoubleForkOrphanHoldingPipe(t *testing.T) {
-	checkNoLeftovers(t)
-	p, pids := startWithPids(t, `sh -c 'setsid sh -c "echo \$\$; exec sleep 300" &'; exit 0`, 1, Options{ScanInterval: -1})
-	<-p.Exited()
-	p.Terminate()
-	if running(pids[0]) {
-		t.Fatalf("orphan %d survived", pids[0])
-	}
+	modes(t, func(t *testing.T, mode Mode) {
+		checkNoLeftovers(t)
+		p, pids := startWithPids(t, `sh -c 'setsid sh -c "echo \$\$; exec sleep 300" &'; exit 0`, 1, Options{Mode: mode, ScanInterval: -1})
+		<-p.Exited()
+		p.Terminate()
+		if running(pids[0]) {
+			t.Fatalf("orphan %d survived", pids[0])
+		}
+	})
 }
 
-// Scenario 34 (in-process guard): when the process that started the CLI
-// dies, Pdeathsig kills the CLI.
-func TestParentDeathKillsChild(t *testing.T) {
-	checkNoLeftovers(t)
+// startParent starts a host process (this test binary) that guards script
+// in the given mode, and returns it with the pids it printed: the guard's
+// (0 in-process), the child's, and n more printed by the script.
+func startParent(t *testing.T, mode, script string, n int) (*exec.Cmd, []int) {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	parent := exec.Command(self)
-	parent.Env = append(os.Environ(), "PROCGUARD_ROLE=parent", testMarker)
+	parent.Env = append(os.Environ(), "PROCGUARD_ROLE=parent", testMarker, "PROCGUARD_MODE="+mode,
+		"PROCGUARD_SCRIPT="+script, "PROCGUARD_PIDS="+strconv.Itoa(n))
 	out, err := parent.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -198,41 +268,149 @@ func TestParentDeathKillsChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	line, err := bufio.NewReader(out).ReadString('\n')
+	var pids []int
+	for _, f := range strings.Fields(line) {
+		pid, perr := strconv.Atoi(f)
+		if perr != nil {
+			err = fmt.Errorf("parent printed %q", line)
+			break
+		}
+		pids = append(pids, pid)
+	}
+	if err == nil && len(pids) != n+2 {
+		err = fmt.Errorf("parent printed %q", line)
+	}
 	if err != nil {
 		_ = parent.Process.Kill()
 		_ = parent.Wait()
 		t.Fatalf("parent: %v", err)
 	}
-	child, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil {
-		t.Fatalf("parent printed %q", line)
+	return parent, pids
+}
+
+// awaitGone waits (hang guard only) until none of pids runs, fails for the
+// survivors, then reaps those that were reparented to this subreaper.
+func awaitGone(t *testing.T, pids []int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var left []int
+		for _, pid := range pids {
+			if pid > 0 && running(pid) {
+				left = append(left, pid)
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			for _, pid := range left {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Errorf("survived their host: %v", left)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, pid := range pids {
+		if pid <= 0 {
+			continue
+		}
+		var ws syscall.WaitStatus
+		for i := 0; i < 500; i++ {
+			wpid, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+			if wpid == pid || err != nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// Scenario 34 (in-process guard): when the process that started the CLI
+// dies, Pdeathsig kills the CLI.
+func TestParentDeathKillsChild(t *testing.T) {
+	checkNoLeftovers(t)
+	parent, pids := startParent(t, "inproc", "exec sleep 300", 0)
+	_ = parent.Process.Kill()
+	_ = parent.Wait()
+	awaitGone(t, pids[1:])
+}
+
+// Scenario 34 (guard process): when the host is SIGKILLed, the guard notices
+// and tears down the CLI, a grandchild in its group and a detached (setsid)
+// grandchild, both holding the CLI's stdout, then exits.
+func TestHostKilledGuardTearsDownTree(t *testing.T) {
+	checkNoLeftovers(t)
+	parent, pids := startParent(t, "guard",
+		`sleep 300 & echo $!; setsid sh -c 'trap "" TERM; exec sleep 300' & echo $!; exec sleep 300`, 2)
+	if pids[0] <= 0 || pids[0] == pids[1] {
+		t.Fatalf("no guard process: %v", pids)
 	}
 	_ = parent.Process.Kill()
 	_ = parent.Wait()
-	deadline := time.Now().Add(10 * time.Second) // hang guard only
-	for running(child) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if running(child) {
-		_ = syscall.Kill(child, syscall.SIGKILL)
-		t.Fatalf("child %d survived its parent", child)
-	}
-	// The dead child was reparented to this subreaper: reap it.
-	var ws syscall.WaitStatus
-	_, _ = syscall.Wait4(child, &ws, 0, nil)
+	awaitGone(t, pids)
 }
 
-// Scenario 35 (in-process guard): spawn failures are reported by Start.
-func TestStartFailures(t *testing.T) {
+// Scenario 33 (guard process): a stop signal sent to the guard itself tears
+// the tree down; the host sees the child's end and ErrGuardLost is not
+// reported.
+func TestGuardStopSignal(t *testing.T) {
 	checkNoLeftovers(t)
-	if _, err := Start(exec.Command("/nonexistent/cursor-agent"), Options{}); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("missing executable: %v", err)
+	p, pids := startWithPids(t, `setsid sleep 300 & echo $!; exec sleep 300`, 1, Options{Mode: ModeGuardProcess, TermGrace: 100 * time.Millisecond})
+	if err := syscall.Kill(p.GuardPid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
 	}
-	cmd := shell("exit 0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if _, err := Start(cmd, Options{}); !errors.Is(err, ErrSetsid) {
-		t.Fatalf("setsid: %v", err)
+	<-p.Exited()
+	p.Terminate()
+	code, sig, err := p.ExitCode()
+	if code != 128+int(syscall.SIGTERM) || !sig || err != nil || !p.SignalledBeforeExit() {
+		t.Fatalf("exit = %d %t %v", code, sig, err)
 	}
+	if running(pids[0]) || running(p.Pid()) {
+		t.Fatal("tree survived the guard's stop")
+	}
+}
+
+// A guard process killed outright: the child dies of Pdeathsig and the host
+// tears down what is left itself.
+func TestGuardKilledHostBackstop(t *testing.T) {
+	checkNoLeftovers(t)
+	p, pids := startWithPids(t, `setsid sleep 300 & echo $!; exec sleep 300`, 1, Options{Mode: ModeGuardProcess})
+	if err := syscall.Kill(p.GuardPid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.Exited()
+	p.Terminate()
+	if _, _, err := p.ExitCode(); !errors.Is(err, ErrGuardLost) {
+		t.Fatalf("err = %v", err)
+	}
+	awaitGone(t, []int{pids[0], p.Pid()})
+}
+
+// Scenario 35: spawn failures are reported by Start.
+func TestStartFailures(t *testing.T) {
+	modes(t, func(t *testing.T, mode Mode) {
+		checkNoLeftovers(t)
+		if _, err := Start(exec.Command("/nonexistent/cursor-agent"), Options{Mode: mode}); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("missing executable: %v", err)
+		}
+		cmd := shell("exit 0")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if _, err := Start(cmd, Options{Mode: mode}); !errors.Is(err, ErrSetsid) {
+			t.Fatalf("setsid: %v", err)
+		}
+	})
+	guardEnabled.Store(false)
+	defer guardEnabled.Store(true)
+	if _, err := Start(shell("exit 0"), Options{Mode: ModeGuardProcess}); !errors.Is(err, ErrGuardNotEnabled) {
+		t.Fatalf("not enabled: %v", err)
+	}
+	p, err := Start(shell("exit 0"), Options{})
+	if err != nil || p.GuardPid() != 0 {
+		t.Fatalf("auto without opt-in: %v guard=%d", err, p.GuardPid())
+	}
+	p.Terminate()
 }
 
 func TestParseStatOddComm(t *testing.T) {

@@ -33,7 +33,32 @@ type Options struct {
 	// WatchFiles are pipes (typically the child's stdout and stderr) whose
 	// holders teardown treats as descendants.
 	WatchFiles []*os.File
+	// Mode chooses where the guard runs; the zero value is ModeAuto.
+	Mode Mode
 }
+
+// Mode chooses where the guard of a child runs.
+type Mode int
+
+const (
+	// ModeAuto runs the guard in a separate guard process when the program
+	// called EnableGuardProcess, and in the calling process otherwise.
+	ModeAuto Mode = iota
+	// ModeInProcess runs the guard in the calling process. If that process
+	// is SIGKILLed, Pdeathsig kills the direct child, but descendants that
+	// left the child's process group survive.
+	ModeInProcess
+	// ModeGuardProcess runs the guard in a separate process (the program
+	// itself, re-executed), which tears the whole tree down when the calling
+	// process dies, however it dies. Start fails with ErrGuardNotEnabled
+	// unless the program called EnableGuardProcess (Linux only).
+	ModeGuardProcess
+)
+
+// ErrGuardNotEnabled is returned by Start for ModeGuardProcess when the
+// program did not call EnableGuardProcess, or on systems without the guard
+// process.
+var ErrGuardNotEnabled = errors.New("procguard: guard process not enabled (call procguard.EnableGuardProcess first thing in main; Linux only)")
 
 func (o Options) withDefaults() Options {
 	if o.TermGrace <= 0 {
