@@ -23,6 +23,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/kdlbs/acp-go-sdk/internal/procguard"
 )
 
 // version is acpscope's version, sent as clientInfo.version.
@@ -36,6 +38,9 @@ const (
 )
 
 func main() {
+	// Agents run under a guard process (this binary, re-executed), so that
+	// nothing they start survives acpscope, even when it is SIGKILLed.
+	procguard.EnableGuardProcess()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -170,6 +170,8 @@ type fakeRecord struct {
 //	spawn-detached [ignore-term]   start a setsid descendant holding stdout
 //	spawn-doublefork    a middle process starts a setsid descendant and exits at once
 //	spawn-child         a descendant in the same process group holding stdout
+//	pids <file>         write "PID PPID SPAWNED…" (this fake, its parent, the
+//	                    descendants spawned so far) to file, atomically
 //	retry-forever <ms>  emit a retry event every ms, forever
 //	hang                sleep for an hour
 func runScript(args []string) int {
@@ -184,6 +186,7 @@ func runScript(args []string) int {
 	}
 	w := bufio.NewWriterSize(os.Stdout, 1<<16)
 	flush := func() { _ = w.Flush() }
+	var spawned []int
 	for _, step := range strings.Split(script, "\n") {
 		verb, rest, _ := strings.Cut(strings.TrimLeft(step, " \t"), " ")
 		switch verb {
@@ -244,9 +247,17 @@ func runScript(args []string) int {
 				n -= k
 			}
 		case "spawn-detached":
-			spawnSleeper(true, rest == "ignore-term")
+			spawned = append(spawned, spawnSleeper(true, rest == "ignore-term"))
 		case "spawn-child":
-			spawnSleeper(false, false)
+			spawned = append(spawned, spawnSleeper(false, false))
+		case "pids":
+			line := fmt.Sprint(os.Getpid(), " ", os.Getppid())
+			for _, pid := range spawned {
+				line += " " + strconv.Itoa(pid)
+			}
+			if err := os.WriteFile(rest+".tmp", []byte(line+"\n"), 0o600); err == nil {
+				_ = os.Rename(rest+".tmp", rest)
+			}
 		case "spawn-doublefork":
 			self, _ := os.Executable()
 			cmd := exec.Command(self)
@@ -275,8 +286,9 @@ func runScript(args []string) int {
 }
 
 // spawnSleeper starts a descendant holding stdout: in a new session when
-// detached, else in the fake's own process group.
-func spawnSleeper(detached, ignoreTerm bool) {
+// detached, else in the fake's own process group. It returns its pid (0 on
+// failure).
+func spawnSleeper(detached, ignoreTerm bool) int {
 	self, _ := os.Executable()
 	cmd := exec.Command(self)
 	cmd.Env = append(os.Environ(), fakeRoleEnv+"=sleeper")
@@ -289,16 +301,18 @@ func spawnSleeper(detached, ignoreTerm bool) {
 	}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "fake: spawn:", err)
-		return
+		return 0
 	}
+	pid := cmd.Process.Pid
 	// Not waited for: the descendant outlives the fake on purpose.
 	_ = cmd.Process.Release()
+	return pid
 }
 
 // middleMain is the middle process of spawn-doublefork: it starts a
 // detached sleeper and exits at once, so the sleeper is orphaned before any
 // snapshot can link it to the fake.
 func middleMain() int {
-	spawnSleeper(true, false)
+	_ = spawnSleeper(true, false)
 	return 0
 }

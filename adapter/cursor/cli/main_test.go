@@ -16,12 +16,22 @@ import (
 	"github.com/kdlbs/acp-go-sdk/internal/procguard"
 )
 
-// TestMain turns the test binary into the fake CLI when FakeEnv is set, and
+// TestMain opts into guard processes (so every turn and probe runs under a
+// guard process, re-executing this binary), turns the test binary into the
+// fake CLI when FakeEnv is set or into a host when hostEnv is set, and
 // otherwise makes the test process a child subreaper so that the guard's
 // reaping of orphaned descendants is exercised (and checked) too.
 func TestMain(m *testing.M) {
+	procguard.EnableGuardProcess()
+	// The race runtime sleeps a second at exit by default: guards would too.
+	if os.Getenv("GORACE") == "" {
+		_ = os.Setenv("GORACE", "atexit_sleep_ms=0")
+	}
 	if os.Getenv(fakeEnv) == "1" {
 		os.Exit(fakeMain())
+	}
+	if os.Getenv(hostEnv) == "1" {
+		os.Exit(hostMain())
 	}
 	if err := procguard.EnableChildSubreaper(); err != nil {
 		fmt.Fprintln(os.Stderr, "warning:", err)

@@ -521,7 +521,7 @@ func TestRunSpawnsAdmittedPathDespitePATHChange(t *testing.T) {
 	}
 }
 
-// Scenario 35 (in-process guard): a vanished executable is spawn_failed
+// Scenario 35: a vanished executable is spawn_failed
 // and the probe verdict is dropped; an over-long argv prompt is refused
 // before spawning.
 func TestRunSpawnFailures(t *testing.T) {
