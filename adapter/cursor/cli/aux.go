@@ -72,6 +72,15 @@ func runAux(ctx context.Context, path string, args []string, timeout time.Durati
 	return out, code, nil
 }
 
+// EnableGuardProcess opts the host program into guard processes: call it
+// first thing in main (and in TestMain of tests that run turns). A process
+// started as a guard runs the guard and exits here, never returning; in the
+// host it returns at once, and from then on every CLI turn and probe runs
+// under a guard process that tears the CLI and all its descendants down
+// when the host dies, even by SIGKILL. Without it, the guard runs in the
+// host process (see README, "The process guard").
+func EnableGuardProcess() { procguard.EnableGuardProcess() }
+
 // childEnv is the environment of every spawned CLI process: the host's,
 // plus NO_COLOR=1, plus the configured extras (later entries win).
 func childEnv(extra []string) []string {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,7 +24,7 @@ const (
 )
 
 // hostMain is a host program that opted into guard processes (TestMain
-// called procguard.EnableGuardProcess): it admits the fake named by
+// called EnableGuardProcess): it admits the fake named by
 // hostBinEnv and runs one turn with it, which hangs until the host is
 // killed.
 func hostMain() int {
@@ -50,6 +51,7 @@ func hostMain() int {
 // process notices and tears down the CLI, a grandchild in its process group
 // and a detached (setsid) one ignoring SIGTERM, both holding stdout.
 func TestRunHostKilledGuardTearsDownTree(t *testing.T) {
+	skipWithoutGuardProcess(t)
 	checkNoLeftovers(t)
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pids")
@@ -91,6 +93,12 @@ func TestRunHostKilledGuardTearsDownTree(t *testing.T) {
 		t.Fatalf("the fake's parent is the host, not a guard process")
 	}
 	awaitGone(t, pids)
+}
+
+func skipWithoutGuardProcess(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("guard processes are Linux-only")
+	}
 }
 
 func slicesContainsNonPositive(pids []int) bool {
@@ -141,6 +149,7 @@ func awaitGone(t *testing.T, pids []int) {
 // A stop (context cancelled) reaches the CLI through the guard process, and
 // the CLI's own exit status comes back through it.
 func TestRunThroughGuardProcessStopAndExitStatus(t *testing.T) {
+	skipWithoutGuardProcess(t)
 	f := newFixture(t, out(lineInit), out(lineAssistant), "exit 5")
 	f.runner.Guard.Mode = procguard.ModeGuardProcess
 	res := f.run(SessionState{}, "x")

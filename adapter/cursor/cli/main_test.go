@@ -22,7 +22,7 @@ import (
 // otherwise makes the test process a child subreaper so that the guard's
 // reaping of orphaned descendants is exercised (and checked) too.
 func TestMain(m *testing.M) {
-	procguard.EnableGuardProcess()
+	EnableGuardProcess()
 	// The race runtime sleeps a second at exit by default: guards would too.
 	if os.Getenv("GORACE") == "" {
 		_ = os.Setenv("GORACE", "atexit_sleep_ms=0")

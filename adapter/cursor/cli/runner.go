@@ -47,7 +47,9 @@ type Runner struct {
 	Env []string
 	// KnownModels, when set, restricts Turn.Model to these ids.
 	KnownModels []Model
-	// Guard tunes the process guard (descendant scan interval).
+	// Guard tunes the process guard (descendant scan interval; Mode, whose
+	// default runs the CLI under a guard process once the host called
+	// EnableGuardProcess).
 	Guard procguard.Options
 	// Logger receives redacted diagnostics; nil discards them.
 	Logger *slog.Logger
