@@ -30,7 +30,8 @@
 // pid, GuardPid the guard's. If the guard itself is killed, the child dies
 // of its Pdeathsig and the host tears the rest down itself (found by group,
 // token and pipes; ExitCode reports ErrGuardLost). ModeInProcess and
-// ModeGuardProcess force a mode.
+// ModeGuardProcess force a mode. Without a readable /proc/self/exe the
+// opt-in has no effect. The guard process costs one extra exec per child.
 //
 // What stays out of reach in both modes: processes a separate daemon starts
 // for the child; descendants that both leave the group and clear the token

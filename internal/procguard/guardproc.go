@@ -31,6 +31,7 @@ import (
 const (
 	guardEnv   = "ACP_PROCGUARD_GUARD"
 	guardArgv0 = "acp-procguard"
+	selfExe    = "/proc/self/exe"
 )
 
 // Exit codes of a guard process that could not report to its host.
@@ -66,12 +67,15 @@ var guardEnabled atomic.Bool
 // exits: it never returns. Otherwise it returns at once, and from then on
 // Start with ModeAuto runs each child under its own guard process, which
 // tears the child and all its descendants down (TERM, then KILL) when the
-// host dies, even by SIGKILL.
+// host dies, even by SIGKILL. Where /proc/self/exe cannot be found (no
+// /proc), the opt-in has no effect and the guard stays in-process.
 func EnableGuardProcess() {
 	if spec, ok := os.LookupEnv(guardEnv); ok {
 		os.Exit(serveGuard(spec))
 	}
-	guardEnabled.Store(true)
+	if _, err := os.Stat(selfExe); err == nil {
+		guardEnabled.Store(true)
+	}
 }
 
 // guardSpec is what the host tells the guard process through guardEnv. The
@@ -180,7 +184,7 @@ func startRemote(cmd *exec.Cmd, opt Options) (*Process, error) {
 		args = []string{cmd.Path}
 	}
 	cmd.Args = append([]string{guardArgv0}, args...)
-	cmd.Path = "/proc/self/exe"
+	cmd.Path = selfExe
 	cmd.Env = withEnv(cmd, guardEnv+"="+string(b))
 	n := len(cmd.ExtraFiles)
 	cmd.ExtraFiles = append(cmd.ExtraFiles[:n:n], ctlR, repW)

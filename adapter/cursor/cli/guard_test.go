@@ -84,13 +84,18 @@ func TestRunHostKilledGuardTearsDownTree(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// pids: the fake, its parent (the guard), the detached grandchild and
+	// the same-group one.
+	cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pids[1]) + "/cmdline")
 	_ = host.Process.Kill()
 	_ = host.Wait()
 	if len(pids) != 4 || slicesContainsNonPositive(pids) {
+		awaitGone(t, pids)
 		t.Fatalf("fake reported %v", pids)
 	}
-	if pids[1] == host.Process.Pid {
-		t.Fatalf("the fake's parent is the host, not a guard process")
+	if pids[1] == host.Process.Pid || !strings.HasPrefix(string(cmdline), "acp-procguard\x00") {
+		awaitGone(t, pids)
+		t.Fatalf("the fake's parent %d (%q) is not a guard process", pids[1], cmdline)
 	}
 	awaitGone(t, pids)
 }
