@@ -426,3 +426,23 @@ func TestParseStatOddComm(t *testing.T) {
 		t.Fatal("token name")
 	}
 }
+
+// BenchmarkStartTerminate measures the cost of guarding one short-lived
+// child in each mode (the guard process adds an exec of this binary).
+func BenchmarkStartTerminate(b *testing.B) {
+	for _, m := range []struct {
+		name string
+		mode Mode
+	}{{"in-process", ModeInProcess}, {"guard-process", ModeGuardProcess}} {
+		b.Run(m.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				p, err := Start(exec.Command("/bin/true"), Options{Mode: m.mode})
+				if err != nil {
+					b.Fatal(err)
+				}
+				<-p.Exited()
+				p.Terminate()
+			}
+		})
+	}
+}
