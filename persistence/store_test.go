@@ -68,7 +68,9 @@ func TestHostedMode(t *testing.T) {
 			t.Fatalf("hosted mode created a host table (%d, %v)", n, err)
 		}
 		s.Close()
-		// With the host's tables in place, a pass converges.
+		// With the host's tables (its shape: timestamp, no derived column)
+		// in place, a pass converges and alters none of them.
+		e.hostShape = true
 		e.hostTables()
 		e.session("S", "T")
 		s, err = OpenDB(e.ctx, e.kind, e.raw, e.raw)
@@ -85,6 +87,9 @@ func TestHostedMode(t *testing.T) {
 		}
 		if n := e.count(`SELECT COUNT(*) FROM task_session_subagents`); n != 1 {
 			t.Fatalf("%d rows", n)
+		}
+		if has, err := e.eng().hasColumn(e.ctx, e.raw, "task_session_messages", messagePairColumn); has || err != nil {
+			t.Fatalf("hosted mode altered the messages table (%v, %v)", has, err)
 		}
 	})
 }
