@@ -100,6 +100,14 @@ func TestRunHostKilledGuardTearsDownTree(t *testing.T) {
 	awaitGone(t, pids)
 }
 
+// slowSpawns gives a script that starts descendants (each an exec of this
+// race-instrumented binary, slow on a loaded machine) room before its next
+// line: the idle timer is not what those tests are about.
+func (f *turnFixture) slowSpawns() {
+	f.runner.Timeouts.IdleWarning = 10 * time.Second
+	f.runner.Timeouts.Idle = 15 * time.Second
+}
+
 func skipWithoutGuardProcess(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("guard processes are Linux-only")

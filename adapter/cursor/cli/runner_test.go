@@ -411,6 +411,7 @@ func TestRunLingerAfterResultIgnoringTERMStaysSuccess(t *testing.T) {
 // holding stdout (one ignoring SIGTERM, one orphaned by a double fork).
 func TestRunDetachedGrandchildrenHoldingStdout(t *testing.T) {
 	f := newFixture(t, out(lineInit), "spawn-detached ignore-term", "spawn-doublefork", "spawn-child", out(lineResultOK), "exit 0")
+	f.slowSpawns()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := f.runner.Run(ctx, f.turn(SessionState{}, "x"))
@@ -502,6 +503,7 @@ func TestRunParallelCallsMatchByCallID(t *testing.T) {
 // fork are still found at teardown (environment token, pipe holders).
 func TestRunDetachedGrandchildrenFoundWithoutSnapshots(t *testing.T) {
 	f := newFixture(t, out(lineInit), "spawn-doublefork", "spawn-detached ignore-term", out(lineResultOK), "exit 0")
+	f.slowSpawns()
 	f.runner.Guard.ScanInterval = -1
 	res := f.run(SessionState{}, "x")
 	if !res.Success() {
