@@ -70,6 +70,40 @@ func (e Event) Clone() Event {
 	return e
 }
 
+// Size estimates the bytes e holds: the length of every string and raw
+// JSON value in it, nested ones included. A consumer that keeps events (a
+// view, a buffer) can bound its memory with it; the Tracker caps each field
+// at MaxFieldBytes, so one event stays within a few MiB.
+func (e Event) Size() int {
+	n := len(e.Kind) + len(e.Status) + len(e.SessionID) + len(e.ParentSessionID) + len(e.ToolCallID) + len(e.ParentToolCallID) + len(e.Title)
+	if p := e.Payload; p != nil {
+		n += len(p.Kind)
+		if t := p.SubagentTask; t != nil {
+			n += len(t.Description) + len(t.Prompt) + len(t.SubagentType) + len(t.Status) + len(t.AgentID) +
+				len(t.Model) + len(t.ChildSessionID) + len(t.ResultText) + len(t.OutputFile)
+		}
+		if w := p.BackgroundWork; w != nil {
+			n += len(w.Kind) + len(w.WorkID)
+		}
+	}
+	if c := e.Child; c != nil {
+		n += len(c.SessionID) + len(c.ParentSessionID) + len(c.Title) + len(c.Description) + len(c.State) +
+			len(c.StopReason) + len(c.StateRaw) + len(c.Cwd) + len(c.Usage)
+		for _, d := range c.AdditionalDirectories {
+			n += len(d)
+		}
+	}
+	if m := e.Message; m != nil {
+		n += len(m.SessionID) + len(m.MessageID) + len(m.SenderSessionID) + len(m.RecipientSessionID) +
+			len(m.SenderMessageID) + len(m.RecipientMessageID) + len(m.Direction) + len(m.Text) +
+			len(m.LinkedSessionID) + len(m.LinkedMessageID)
+	}
+	for _, r := range e.SessionRefs {
+		n += len(r.SessionID)
+	}
+	return n
+}
+
 // ChildSession is the client-side view of a child session announced by
 // subagent_update (subagent-session form), after patch semantics.
 type ChildSession struct {

@@ -34,11 +34,20 @@ func (c *Card) IsSubagent() bool {
 // forgotten. Subagent cards are always kept.
 const MaxToolCards = 10000
 
-// Board holds every subagent card of a connection and its latest tool
-// calls (up to MaxToolCards), in first-seen order.
+// MaxBoardBytes bounds the bytes a Board's cards hold (adapter.Event.Size).
+// Beyond it the oldest cards are forgotten: tool calls and finished
+// subagents first, then any card but the one just shown. Forgotten counts
+// them; the summary says so. The store (--db) keeps every subagent anyway.
+const MaxBoardBytes = 64 << 20
+
+// Board holds the subagent cards of a connection and its latest tool calls
+// (up to MaxToolCards, and MaxBoardBytes in all), in first-seen order.
 type Board struct {
 	cards map[cardKey]*Card
 	next  int
+	bytes int
+	// Forgotten counts the cards dropped to stay within MaxBoardBytes.
+	Forgotten int
 	// toolOrder lists card keys in first-seen order, for forgetting the
 	// oldest tool call; toolCards counts the cards that are not subagents.
 	toolOrder []cardKey
@@ -65,6 +74,7 @@ func (b *Board) Apply(ev adapter.Event) *Card {
 		b.cards[k] = c
 		b.toolOrder = append(b.toolOrder, k)
 	}
+	b.bytes += ev.Size() - c.Event.Size()
 	c.Event = ev.Clone()
 	if ev.Status != adapter.ToolStatusUnchanged {
 		c.Status = ev.Status
@@ -77,7 +87,39 @@ func (b *Board) Apply(ev adapter.Event) *Card {
 		}
 	}
 	b.forgetOldTools(c)
+	b.forgetOverBudget(c)
 	return c
+}
+
+// forgetOverBudget drops the oldest cards while the board holds more than
+// MaxBoardBytes: first those that are not running subagents, then any but
+// keep (the card just applied).
+func (b *Board) forgetOverBudget(keep *Card) {
+	if b.bytes <= MaxBoardBytes {
+		return
+	}
+	for _, anyCard := range []bool{false, true} {
+		for _, c := range b.Cards() {
+			if b.bytes <= MaxBoardBytes {
+				return
+			}
+			if c == keep || (!anyCard && c.IsSubagent() && !c.Status.Terminal()) {
+				continue
+			}
+			b.forget(c)
+		}
+	}
+}
+
+// forget removes c from the board.
+func (b *Board) forget(c *Card) {
+	k := cardKey{c.Event.SessionID, c.Event.ToolCallID}
+	delete(b.cards, k)
+	b.bytes -= c.Event.Size()
+	if !c.IsSubagent() {
+		b.toolCards--
+	}
+	b.Forgotten++
 }
 
 // forgetOldTools drops the oldest tool calls that are not subagents while
@@ -89,6 +131,7 @@ func (b *Board) forgetOldTools(keep *Card) {
 		b.toolOrder = b.toolOrder[1:]
 		if c := b.cards[k]; c != nil && c != keep && !c.IsSubagent() {
 			delete(b.cards, k)
+			b.bytes -= c.Event.Size()
 			b.toolCards--
 		}
 	}

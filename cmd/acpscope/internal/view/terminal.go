@@ -54,12 +54,19 @@ func (t *Terminal) WriteJSON(w io.Writer, agent string) error {
 // a longer line is shown in pieces of this size.
 const maxPendingText = 64 << 10
 
+// maxPendingSessions bounds the sessions with text held at once: a chunk
+// for one more session first shows what every other session holds.
+const maxPendingSessions = 64
+
 // AgentText appends a chunk of the agent's message in a session. Text is
 // shown a line at a time; Flush shows what is left.
 func (t *Terminal) AgentText(sessionID, chunk string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b, ok := t.text[sessionID]
+	if !ok && len(t.text) >= maxPendingSessions {
+		t.flushTextLocked()
+	}
 	if !ok {
 		b = &strings.Builder{}
 		t.text[sessionID] = b
@@ -259,6 +266,9 @@ func (t *Terminal) Summary() {
 func WriteCards(w io.Writer, b *Board) {
 	subs := b.Subagents()
 	fmt.Fprintf(w, "\nSubagents (%d)\n", len(subs))
+	if b.Forgotten > 0 {
+		fmt.Fprintf(w, "(%d older cards were dropped to bound memory; --db keeps every subagent)\n", b.Forgotten)
+	}
 	for _, c := range subs {
 		children := b.Children(c)
 		fmt.Fprintf(w, "\n◆ %s [%s]\n", printable(Header(c)), printable(cardStatus(c)))

@@ -148,6 +148,58 @@ func TestBoardKeepsSubagentsAndBoundsToolCalls(t *testing.T) {
 	}
 }
 
+// An agent that sends subagents with huge fields cannot make the board
+// grow without bound: the oldest finished cards go first, running ones and
+// the latest card stay, and the summary says cards were dropped.
+func TestBoardBoundsItsBytes(t *testing.T) {
+	b := NewBoard()
+	big := strings.Repeat("x", 1<<20)
+	b.Apply(sub(adapter.EventToolCall, "running", "", adapter.ToolStatusInProgress, adapter.SubagentTask{Prompt: big}))
+	n := MaxBoardBytes/(1<<20) + 20
+	for i := range n {
+		b.Apply(sub(adapter.EventToolCall, fmt.Sprintf("done-%d", i), "", adapter.ToolStatusComplete, adapter.SubagentTask{Prompt: big}))
+	}
+	if b.bytes > MaxBoardBytes {
+		t.Fatalf("board holds %d bytes, bound %d", b.bytes, MaxBoardBytes)
+	}
+	total := 0
+	for _, c := range b.Cards() {
+		total += c.Event.Size()
+	}
+	if total != b.bytes {
+		t.Fatalf("accounted %d bytes, cards hold %d", b.bytes, total)
+	}
+	cards := b.Cards()
+	if cards[0].Event.ToolCallID != "running" || cards[len(cards)-1].Event.ToolCallID != fmt.Sprintf("done-%d", n-1) {
+		t.Fatalf("kept %s … %s: want the running card and the latest", cards[0].Event.ToolCallID, cards[len(cards)-1].Event.ToolCallID)
+	}
+	if b.Forgotten != n+1-len(cards) {
+		t.Fatalf("Forgotten = %d, want %d", b.Forgotten, n+1-len(cards))
+	}
+	var out bytes.Buffer
+	WriteCards(&out, b)
+	if !strings.Contains(out.String(), "dropped to bound memory") {
+		t.Fatalf("summary does not say cards were dropped:\n%.300s", out.String())
+	}
+}
+
+// Agent text for many sessions, none ending its line, is shown early rather
+// than held: at most maxPendingSessions sessions hold text at once.
+func TestTerminalBoundsPendingTextSessions(t *testing.T) {
+	var out bytes.Buffer
+	term := NewTerminal(&out, false)
+	for i := range 10 * maxPendingSessions {
+		term.AgentText(fmt.Sprintf("s%d", i), "partial")
+		if len(term.text) > maxPendingSessions {
+			t.Fatalf("%d sessions hold text", len(term.text))
+		}
+	}
+	term.Flush()
+	if got := strings.Count(out.String(), "agent: partial"); got != 10*maxPendingSessions {
+		t.Fatalf("%d text lines shown, want %d", got, 10*maxPendingSessions)
+	}
+}
+
 // TestChildNotConfirmedLiveIsNotShownRunning pins subagents.md §4.8: after
 // unknown (or an unrecognised state) a child session is neither shown as
 // running nor counted by the progress line; a last-known running after a
