@@ -41,6 +41,9 @@ type engine interface {
 	// or session time zone (PostgreSQL).
 	atOrAfter(col string) string
 	atOrAfterArgs(t time.Time) []any
+	// canonArg is the instant bound for a comparison with a canon()
+	// expression (canon(col) >= ?).
+	canonArg(t time.Time) any
 	// canon is an expression that compares and orders a timestamp column
 	// correctly whatever text form it holds.
 	canon(expr string) string
@@ -147,9 +150,11 @@ func (e sqliteEngine) atOrAfter(col string) string {
 	return fmt.Sprintf("(%s >= ? AND %s >= ?)", col, e.canon(col))
 }
 
-func (sqliteEngine) atOrAfterArgs(t time.Time) []any {
-	return []any{normTime(t).AddDate(0, 0, -1).Format("2006-01-02"), sqliteCanonText(t)}
+func (e sqliteEngine) atOrAfterArgs(t time.Time) []any {
+	return []any{normTime(t).AddDate(0, 0, -1).Format("2006-01-02"), e.canonArg(t)}
 }
+
+func (sqliteEngine) canonArg(t time.Time) any { return sqliteCanonText(t) }
 func (e sqliteEngine) later(a, b string) string {
 	return fmt.Sprintf("CASE WHEN %s > %s THEN %s ELSE %s END", e.canon(a), e.canon(b), a, b)
 }
@@ -289,6 +294,7 @@ func (postgresEngine) snapshot() *sql.TxOptions {
 func (postgresEngine) bindTime(t time.Time) any        { return normTime(t) }
 func (postgresEngine) atOrAfter(col string) string     { return col + " >= ?" }
 func (postgresEngine) atOrAfterArgs(t time.Time) []any { return []any{normTime(t)} }
+func (postgresEngine) canonArg(t time.Time) any        { return normTime(t) }
 func (postgresEngine) canon(expr string) string        { return expr }
 func (postgresEngine) binary(expr string) string       { return expr + ` COLLATE "C"` }
 func (postgresEngine) later(a, b string) string        { return fmt.Sprintf("GREATEST(%s, %s)", a, b) }

@@ -80,7 +80,9 @@ func (h HealthReport) Healthy() bool { return h.Compared && h.Problem == "" && h
 //
 // Each count is its own direction: an excess never offsets a shortfall.
 // This equals two COUNT(*) FROM (… EXCEPT …) statements, at one read of
-// each table instead of two.
+// each table instead of two. recorded canonicalises each row's
+// observed_at once (fenced), for both the bound and MAX; the table has no
+// observed_at index for a prefilter to serve.
 //
 // msg comes from one of two sources with the same result. With
 // pairColumn, the messages table carries messagePairColumn and msg reads
@@ -111,15 +113,18 @@ func healthCountsSQL(e engine, pairColumn bool) string {
 	FROM a
 )`
 	}
-	return `WITH ` + msg + `, pairs AS (
+	return `WITH ` + msg + `, recorded AS (
+	SELECT task_session_id, tool_call_id, ` + e.canon("observed_at") + ` AS observed
+	FROM task_session_subagents` + e.fence() + `
+), pairs AS (
 	SELECT task_session_id, tcid AS tool_call_id,
 	       CASE WHEN task_session_id <> '' AND task_id <> '' AND tcid IS NOT NULL THEN 1 ELSE 0 END AS in_m,
 	       1 AS in_m2, 0 AS n_r, NULL AS observed
 	FROM msg
 	UNION ALL
-	SELECT task_session_id, tool_call_id, 0, 0, 1, ` + e.canon("observed_at") + `
-	FROM task_session_subagents
-	WHERE ` + e.atOrAfter("observed_at") + `
+	SELECT task_session_id, tool_call_id, 0, 0, 1, observed
+	FROM recorded
+	WHERE observed >= ?
 ), flags AS (
 	SELECT MAX(in_m) AS in_m, MAX(in_m2) AS in_m2, SUM(n_r) AS n_r, MAX(observed) AS observed
 	FROM pairs
@@ -186,8 +191,7 @@ func (s *Store) Health(ctx context.Context) (HealthReport, error) {
 	if !hasThrough {
 		h.Problem = "capture_since without backfill_through (inconsistent)"
 	}
-	bound := s.eng.atOrAfterArgs(since)
-	twice := append(append([]any{}, bound...), bound...)
+	args := append(s.eng.atOrAfterArgs(since), s.eng.canonArg(since))
 	for _, q := range s.eng.tune() {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return h, err
@@ -202,7 +206,7 @@ func (s *Store) Health(ctx context.Context) (HealthReport, error) {
 	}
 	var maxObserved nullTime
 	if err := s.guarded(ctx, tx, func(e engine) error {
-		return tx.QueryRowContext(ctx, e.rebind(healthCountsSQL(e, pairColumn)), twice...).
+		return tx.QueryRowContext(ctx, e.rebind(healthCountsSQL(e, pairColumn)), args...).
 			Scan(&h.Shortfall, &h.Excess, &h.Collisions, &maxObserved)
 	}); err != nil {
 		return h, err
