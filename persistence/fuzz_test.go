@@ -25,7 +25,9 @@ func fuzzStore(f *testing.F) *Store {
 
 // FuzzBackfillMetadata feeds agent-originated message metadata (the JSON
 // the backfill derives rows from) through the backfill and the health
-// check: neither may fail, and any row derived must obey the field rules.
+// check: neither may fail, any row derived must obey the field rules, and
+// health counts the same from the derived pair column as from the parsed
+// metadata.
 func FuzzBackfillMetadata(f *testing.F) {
 	for _, seed := range []string{
 		subagentMeta("tc1", "completed", map[string]any{"total_tokens": 5, "tool_use_count": 0, "is_async": true}),
@@ -63,6 +65,20 @@ VALUES ('m', 'S', 'T', ?, ?, ?)`, metadata, sqliteText(t0), sqliteText(t0.Add(ti
 		}
 		if _, err := s.Health(ctx); err != nil {
 			t.Fatalf("health failed on %q: %v", metadata, err)
+		}
+		// The derived pair column and the parsed metadata count alike.
+		since := t0.Add(-time.Second)
+		args := append(s.eng.atOrAfterArgs(since), s.eng.canonArg(since))
+		var counts [2][3]int64
+		for i, pairColumn := range []bool{true, false} {
+			var max nullTime
+			if err := s.reader.QueryRow(healthCountsSQL(s.eng, pairColumn), args...).
+				Scan(&counts[i][0], &counts[i][1], &counts[i][2], &max); err != nil {
+				t.Fatalf("counts (pair column %v) on %q: %v", pairColumn, metadata, err)
+			}
+		}
+		if counts[0] != counts[1] {
+			t.Fatalf("derived column counts %v, parsed metadata %v, on %q", counts[0], counts[1], metadata)
 		}
 	})
 }
