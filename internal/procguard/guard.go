@@ -125,14 +125,9 @@ func pipeIDs(files []*os.File) map[string]bool {
 // prepare gives cmd its own process group, deathSig on the death of the
 // thread that starts it, and a WaitDelay.
 func prepare(cmd *exec.Cmd, opt Options, deathSig syscall.Signal) error {
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	if err := ownGroup(cmd); err != nil {
+		return err
 	}
-	if cmd.SysProcAttr.Setsid {
-		return ErrSetsid
-	}
-	cmd.SysProcAttr.Setpgid = true
-	cmd.SysProcAttr.Pgid = 0
 	cmd.SysProcAttr.Pdeathsig = deathSig
 	if cmd.WaitDelay == 0 {
 		cmd.WaitDelay = opt.WaitDelay
