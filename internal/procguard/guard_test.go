@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kdlbs/acp-go-sdk/internal/proctest"
 )
 
 const testMarker = "PROCGUARD_TEST=1"
@@ -288,45 +290,6 @@ func startParent(t *testing.T, mode, script string, n int) (*exec.Cmd, []int) {
 	return parent, pids
 }
 
-// awaitGone waits (hang guard only) until none of pids runs, fails for the
-// survivors, then reaps those that were reparented to this subreaper.
-func awaitGone(t *testing.T, pids []int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var left []int
-		for _, pid := range pids {
-			if pid > 0 && running(pid) {
-				left = append(left, pid)
-			}
-		}
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			for _, pid := range left {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-			t.Errorf("survived their host: %v", left)
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	for _, pid := range pids {
-		if pid <= 0 {
-			continue
-		}
-		var ws syscall.WaitStatus
-		for i := 0; i < 500; i++ {
-			wpid, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
-			if wpid == pid || err != nil {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-}
-
 // Scenario 34 (in-process guard): when the process that started the CLI
 // dies, Pdeathsig kills the CLI.
 func TestParentDeathKillsChild(t *testing.T) {
@@ -334,7 +297,7 @@ func TestParentDeathKillsChild(t *testing.T) {
 	parent, pids := startParent(t, "inproc", "exec sleep 300", 0)
 	_ = parent.Process.Kill()
 	_ = parent.Wait()
-	awaitGone(t, pids[1:])
+	proctest.AwaitGone(t, pids[1:])
 }
 
 // Scenario 34 (guard process): when the host is SIGKILLed, the guard notices
@@ -349,7 +312,7 @@ func TestHostKilledGuardTearsDownTree(t *testing.T) {
 	}
 	_ = parent.Process.Kill()
 	_ = parent.Wait()
-	awaitGone(t, pids)
+	proctest.AwaitGone(t, pids)
 }
 
 // Scenario 33 (guard process): a stop signal sent to the guard itself tears
@@ -385,7 +348,7 @@ func TestGuardKilledHostBackstop(t *testing.T) {
 	if _, _, err := p.ExitCode(); !errors.Is(err, ErrGuardLost) {
 		t.Fatalf("err = %v", err)
 	}
-	awaitGone(t, []int{pids[0], p.Pid()})
+	proctest.AwaitGone(t, []int{pids[0], p.Pid()})
 }
 
 // Scenario 35: spawn failures are reported by Start.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/internal/procguard"
+	"github.com/kdlbs/acp-go-sdk/internal/proctest"
 )
 
 // hostEnv makes the test binary a host (see hostMain); hostBinEnv names the
@@ -90,14 +91,14 @@ func TestRunHostKilledGuardTearsDownTree(t *testing.T) {
 	_ = host.Process.Kill()
 	_ = host.Wait()
 	if len(pids) != 4 || slicesContainsNonPositive(pids) {
-		awaitGone(t, pids)
+		proctest.AwaitGone(t, pids)
 		t.Fatalf("fake reported %v", pids)
 	}
 	if pids[1] == host.Process.Pid || !strings.HasPrefix(string(cmdline), "acp-procguard\x00") {
-		awaitGone(t, pids)
+		proctest.AwaitGone(t, pids)
 		t.Fatalf("the fake's parent %d (%q) is not a guard process", pids[1], cmdline)
 	}
-	awaitGone(t, pids)
+	proctest.AwaitGone(t, pids)
 }
 
 // slowSpawns gives a script that starts descendants (each an exec of this
@@ -121,42 +122,6 @@ func slicesContainsNonPositive(pids []int) bool {
 		}
 	}
 	return false
-}
-
-// awaitGone waits (hang guard only) until none of pids runs, fails for the
-// survivors, then reaps those reparented to this subreaper.
-func awaitGone(t *testing.T, pids []int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var left []int
-		for _, pid := range pids {
-			if st, ok := readProcStat(pid); ok && st.state != 'Z' {
-				left = append(left, pid)
-			}
-		}
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("survived their host: %v", left)
-			for _, pid := range left {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	for _, pid := range pids {
-		var ws syscall.WaitStatus
-		for i := 0; i < 500; i++ {
-			wpid, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
-			if wpid == pid || err != nil {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
 }
 
 // A stop (context cancelled) reaches the CLI through the guard process, and

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/internal/procguard"
+	"github.com/kdlbs/acp-go-sdk/internal/proctest"
 )
 
 // TestMain opts into guard processes (so every turn and probe runs under a
@@ -84,17 +85,17 @@ func checkNoLeftovers(t *testing.T) {
 		for {
 			left = left[:0]
 			for _, pid := range listPids() {
-				st, ok := readProcStat(pid)
+				st, ok := proctest.ReadStat(pid)
 				if !ok {
 					continue
 				}
-				zombie := st.state == 'Z'
-				if zombie && st.ppid == os.Getpid() {
+				zombie := st.State == 'Z'
+				if zombie && st.PPid == os.Getpid() {
 					left = append(left, fmt.Sprintf("zombie child %d", pid))
 					continue
 				}
 				if !zombie && pid != os.Getpid() && environContains(pid, marker) {
-					left = append(left, fmt.Sprintf("live %d (ppid %d, pgid %d, state %c)", pid, st.ppid, st.pgid, st.state))
+					left = append(left, fmt.Sprintf("live %d (ppid %d, pgid %d, state %c)", pid, st.PPid, st.PGid, st.State))
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}
 			}
@@ -113,11 +114,6 @@ func checkNoLeftovers(t *testing.T) {
 	})
 }
 
-type procStat struct {
-	state      byte
-	ppid, pgid int
-}
-
 func listPids() []int {
 	ents, _ := os.ReadDir("/proc")
 	var out []int
@@ -127,24 +123,6 @@ func listPids() []int {
 		}
 	}
 	return out
-}
-
-func readProcStat(pid int) (procStat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return procStat{}, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procStat{}, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 3 {
-		return procStat{}, false
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	pgid, _ := strconv.Atoi(f[2])
-	return procStat{state: f[0][0], ppid: ppid, pgid: pgid}, true
 }
 
 func environContains(pid int, kv []byte) bool {
