@@ -11,10 +11,9 @@ import (
 // UnmarshalJSON decodes AgentAuthCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AgentAuthCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AgentAuthCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -41,10 +40,9 @@ func (v AgentCapabilities) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes AgentCapabilities; a missing or null key takes its schema default.
 func (v *AgentCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AgentCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -85,10 +83,9 @@ func (*AgentCapabilities) decodesItselfUpstream() {}
 // UnmarshalJSON decodes AgentNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AgentNotification) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AgentNotification
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -109,10 +106,9 @@ type fieldsOfAgentNotification = AgentNotification
 // UnmarshalJSON decodes AgentRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AgentRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AgentRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -148,10 +144,9 @@ func (u *AgentResponse) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AgentResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -211,10 +206,9 @@ func (*AgentResponse) decodesItselfUpstream() {}
 // UnmarshalJSON decodes AgentResult; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AgentResult) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AgentResult
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -235,10 +229,9 @@ type fieldsOfAgentResult = AgentResult
 // UnmarshalJSON decodes Annotations; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *Annotations) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x Annotations
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -259,10 +252,9 @@ type fieldsOfAnnotations = Annotations
 // UnmarshalJSON decodes AudioContent; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AudioContent) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AudioContent
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -289,10 +281,9 @@ func (v AuthCapabilities) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes AuthCapabilities; a missing or null key takes its schema default.
 func (v *AuthCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AuthCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -327,10 +318,9 @@ func (v AuthEnvVar) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes AuthEnvVar; a missing or null key takes its schema default.
 func (v *AuthEnvVar) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AuthEnvVar
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -384,10 +374,9 @@ func (u *AuthMethod) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AuthMethod
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -484,10 +473,9 @@ func (*AuthMethod) decodesItselfUpstream() {}
 // UnmarshalJSON decodes AuthMethodAgent; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AuthMethodAgent) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AuthMethodAgent
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -508,10 +496,9 @@ type fieldsOfAuthMethodAgent = AuthMethodAgent
 // UnmarshalJSON decodes AuthMethodEnvVar; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AuthMethodEnvVar) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AuthMethodEnvVar
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -532,10 +519,9 @@ type fieldsOfAuthMethodEnvVar = AuthMethodEnvVar
 // UnmarshalJSON decodes AuthMethodEnvVarInline; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AuthMethodEnvVarInline) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AuthMethodEnvVarInline
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -556,10 +542,9 @@ type fieldsOfAuthMethodEnvVarInline = AuthMethodEnvVarInline
 // UnmarshalJSON decodes AuthMethodTerminal; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AuthMethodTerminal) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AuthMethodTerminal
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -580,10 +565,9 @@ type fieldsOfAuthMethodTerminal = AuthMethodTerminal
 // UnmarshalJSON decodes AuthMethodTerminalInline; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AuthMethodTerminalInline) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AuthMethodTerminalInline
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -604,10 +588,9 @@ type fieldsOfAuthMethodTerminalInline = AuthMethodTerminalInline
 // UnmarshalJSON decodes AuthenticateRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AuthenticateRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AuthenticateRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -628,10 +611,9 @@ type fieldsOfAuthenticateRequest = AuthenticateRequest
 // UnmarshalJSON decodes AuthenticateResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AuthenticateResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AuthenticateResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -652,10 +634,9 @@ type fieldsOfAuthenticateResponse = AuthenticateResponse
 // UnmarshalJSON decodes AvailableCommand; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AvailableCommand) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AvailableCommand
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -688,10 +669,9 @@ func (u *AvailableCommandInput) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AvailableCommandInput
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -736,10 +716,9 @@ func (*AvailableCommandInput) decodesItselfUpstream() {}
 // UnmarshalJSON decodes AvailableCommandsUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *AvailableCommandsUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x AvailableCommandsUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -760,10 +739,9 @@ type fieldsOfAvailableCommandsUpdate = AvailableCommandsUpdate
 // UnmarshalJSON decodes BlobResourceContents; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *BlobResourceContents) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x BlobResourceContents
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -784,10 +762,9 @@ type fieldsOfBlobResourceContents = BlobResourceContents
 // UnmarshalJSON decodes CancelNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *CancelNotification) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x CancelNotification
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -814,10 +791,9 @@ func (v ClientCapabilities) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes ClientCapabilities; a missing or null key takes its schema default.
 func (v *ClientCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ClientCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -871,10 +847,9 @@ func (*ClientCapabilities) decodesItselfUpstream() {}
 // UnmarshalJSON decodes ClientNesCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ClientNesCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ClientNesCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -895,10 +870,9 @@ type fieldsOfClientNesCapabilities = ClientNesCapabilities
 // UnmarshalJSON decodes ClientNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ClientNotification) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ClientNotification
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -919,10 +893,9 @@ type fieldsOfClientNotification = ClientNotification
 // UnmarshalJSON decodes ClientRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ClientRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ClientRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -958,10 +931,9 @@ func (u *ClientResponse) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ClientResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -1021,10 +993,9 @@ func (*ClientResponse) decodesItselfUpstream() {}
 // UnmarshalJSON decodes ClientResult; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ClientResult) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ClientResult
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1045,10 +1016,9 @@ type fieldsOfClientResult = ClientResult
 // UnmarshalJSON decodes CloseSessionRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *CloseSessionRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x CloseSessionRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1069,10 +1039,9 @@ type fieldsOfCloseSessionRequest = CloseSessionRequest
 // UnmarshalJSON decodes CloseSessionResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *CloseSessionResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x CloseSessionResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1093,10 +1062,9 @@ type fieldsOfCloseSessionResponse = CloseSessionResponse
 // UnmarshalJSON decodes ConfigOptionUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ConfigOptionUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ConfigOptionUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1117,10 +1085,9 @@ type fieldsOfConfigOptionUpdate = ConfigOptionUpdate
 // UnmarshalJSON decodes Content; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *Content) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x Content
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1175,10 +1142,9 @@ func (u *ContentBlock) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ContentBlock
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -1326,10 +1292,9 @@ func (*ContentBlock) decodesItselfUpstream() {}
 // UnmarshalJSON decodes ContentBlockAudio; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ContentBlockAudio) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ContentBlockAudio
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1350,10 +1315,9 @@ type fieldsOfContentBlockAudio = ContentBlockAudio
 // UnmarshalJSON decodes ContentBlockImage; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ContentBlockImage) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ContentBlockImage
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1374,10 +1338,9 @@ type fieldsOfContentBlockImage = ContentBlockImage
 // UnmarshalJSON decodes ContentBlockResource; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ContentBlockResource) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ContentBlockResource
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1398,10 +1361,9 @@ type fieldsOfContentBlockResource = ContentBlockResource
 // UnmarshalJSON decodes ContentBlockResourceLink; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ContentBlockResourceLink) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ContentBlockResourceLink
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1422,10 +1384,9 @@ type fieldsOfContentBlockResourceLink = ContentBlockResourceLink
 // UnmarshalJSON decodes ContentBlockText; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ContentBlockText) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ContentBlockText
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1446,10 +1407,9 @@ type fieldsOfContentBlockText = ContentBlockText
 // UnmarshalJSON decodes ContentChunk; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ContentChunk) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ContentChunk
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1470,10 +1430,9 @@ type fieldsOfContentChunk = ContentChunk
 // UnmarshalJSON decodes CreateTerminalRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *CreateTerminalRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x CreateTerminalRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1494,10 +1453,9 @@ type fieldsOfCreateTerminalRequest = CreateTerminalRequest
 // UnmarshalJSON decodes CreateTerminalResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *CreateTerminalResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x CreateTerminalResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1518,10 +1476,9 @@ type fieldsOfCreateTerminalResponse = CreateTerminalResponse
 // UnmarshalJSON decodes CurrentModeUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *CurrentModeUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x CurrentModeUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1542,10 +1499,9 @@ type fieldsOfCurrentModeUpdate = CurrentModeUpdate
 // UnmarshalJSON decodes Diff; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *Diff) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x Diff
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1566,10 +1522,9 @@ type fieldsOfDiff = Diff
 // UnmarshalJSON decodes ElicitationCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ElicitationCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ElicitationCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1590,10 +1545,9 @@ type fieldsOfElicitationCapabilities = ElicitationCapabilities
 // UnmarshalJSON decodes ElicitationFormCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ElicitationFormCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ElicitationFormCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1614,10 +1568,9 @@ type fieldsOfElicitationFormCapabilities = ElicitationFormCapabilities
 // UnmarshalJSON decodes ElicitationUrlCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ElicitationUrlCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ElicitationUrlCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1638,10 +1591,9 @@ type fieldsOfElicitationUrlCapabilities = ElicitationUrlCapabilities
 // UnmarshalJSON decodes EmbeddedResource; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *EmbeddedResource) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x EmbeddedResource
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1677,10 +1629,9 @@ func (u *EmbeddedResourceResource) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x EmbeddedResourceResource
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -1740,10 +1691,9 @@ func (*EmbeddedResourceResource) decodesItselfUpstream() {}
 // UnmarshalJSON decodes EnvVariable; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *EnvVariable) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x EnvVariable
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1764,10 +1714,9 @@ type fieldsOfEnvVariable = EnvVariable
 // UnmarshalJSON decodes Error; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *Error) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x Error
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1821,10 +1770,9 @@ func (u *ErrorCode) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ErrorCode
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -1898,10 +1846,9 @@ func (v FileSystemCapabilities) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes FileSystemCapabilities; a missing or null key takes its schema default.
 func (v *FileSystemCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x FileSystemCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1933,10 +1880,9 @@ func (*FileSystemCapabilities) decodesItselfUpstream() {}
 // UnmarshalJSON decodes HttpHeader; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *HttpHeader) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x HttpHeader
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -1957,10 +1903,9 @@ type fieldsOfHttpHeader = HttpHeader
 // UnmarshalJSON decodes IdleStateUpdate. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *IdleStateUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x IdleStateUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2015,10 +1960,9 @@ type fieldsOfIdleStateUpdate = IdleStateUpdate
 // UnmarshalJSON decodes ImageContent; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ImageContent) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ImageContent
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2039,10 +1983,9 @@ type fieldsOfImageContent = ImageContent
 // UnmarshalJSON decodes Implementation; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *Implementation) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x Implementation
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2069,10 +2012,9 @@ func (v InitializeRequest) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes InitializeRequest; a missing or null key takes its schema default.
 func (v *InitializeRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x InitializeRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2110,10 +2052,9 @@ func (v InitializeResponse) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes InitializeResponse; a missing or null key takes its schema default.
 func (v *InitializeResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x InitializeResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2145,10 +2086,9 @@ func (*InitializeResponse) decodesItselfUpstream() {}
 // UnmarshalJSON decodes KillTerminalRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *KillTerminalRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x KillTerminalRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2169,10 +2109,9 @@ type fieldsOfKillTerminalRequest = KillTerminalRequest
 // UnmarshalJSON decodes KillTerminalResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *KillTerminalResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x KillTerminalResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2193,10 +2132,9 @@ type fieldsOfKillTerminalResponse = KillTerminalResponse
 // UnmarshalJSON decodes LegacyModelInfo; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *LegacyModelInfo) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x LegacyModelInfo
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2217,10 +2155,9 @@ type fieldsOfLegacyModelInfo = LegacyModelInfo
 // UnmarshalJSON decodes ListSessionsRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ListSessionsRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ListSessionsRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2241,10 +2178,9 @@ type fieldsOfListSessionsRequest = ListSessionsRequest
 // UnmarshalJSON decodes ListSessionsResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ListSessionsResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ListSessionsResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2265,10 +2201,9 @@ type fieldsOfListSessionsResponse = ListSessionsResponse
 // UnmarshalJSON decodes LoadSessionRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *LoadSessionRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x LoadSessionRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2289,10 +2224,9 @@ type fieldsOfLoadSessionRequest = LoadSessionRequest
 // UnmarshalJSON decodes LoadSessionResponse. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *LoadSessionResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x LoadSessionResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2332,10 +2266,9 @@ type fieldsOfLoadSessionResponse = LoadSessionResponse
 // UnmarshalJSON decodes LogoutCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *LogoutCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x LogoutCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2356,10 +2289,9 @@ type fieldsOfLogoutCapabilities = LogoutCapabilities
 // UnmarshalJSON decodes LogoutRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *LogoutRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x LogoutRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2380,10 +2312,9 @@ type fieldsOfLogoutRequest = LogoutRequest
 // UnmarshalJSON decodes LogoutResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *LogoutResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x LogoutResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2410,10 +2341,9 @@ func (v McpCapabilities) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes McpCapabilities; a missing or null key takes its schema default.
 func (v *McpCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x McpCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2475,10 +2405,9 @@ func (u *McpServer) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x McpServer
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -2597,10 +2526,9 @@ func (*McpServer) decodesItselfUpstream() {}
 // UnmarshalJSON decodes McpServerAcp; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *McpServerAcp) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x McpServerAcp
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2621,10 +2549,9 @@ type fieldsOfMcpServerAcp = McpServerAcp
 // UnmarshalJSON decodes McpServerAcpInline; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *McpServerAcpInline) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x McpServerAcpInline
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2645,10 +2572,9 @@ type fieldsOfMcpServerAcpInline = McpServerAcpInline
 // UnmarshalJSON decodes McpServerHttp; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *McpServerHttp) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x McpServerHttp
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2669,10 +2595,9 @@ type fieldsOfMcpServerHttp = McpServerHttp
 // UnmarshalJSON decodes McpServerHttpInline; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *McpServerHttpInline) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x McpServerHttpInline
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2693,10 +2618,9 @@ type fieldsOfMcpServerHttpInline = McpServerHttpInline
 // UnmarshalJSON decodes McpServerSse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *McpServerSse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x McpServerSse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2717,10 +2641,9 @@ type fieldsOfMcpServerSse = McpServerSse
 // UnmarshalJSON decodes McpServerSseInline; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *McpServerSseInline) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x McpServerSseInline
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2741,10 +2664,9 @@ type fieldsOfMcpServerSseInline = McpServerSseInline
 // UnmarshalJSON decodes McpServerStdio; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *McpServerStdio) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x McpServerStdio
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2765,10 +2687,9 @@ type fieldsOfMcpServerStdio = McpServerStdio
 // UnmarshalJSON decodes NesCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NesCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2789,10 +2710,9 @@ type fieldsOfNesCapabilities = NesCapabilities
 // UnmarshalJSON decodes NesContextCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesContextCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NesContextCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2813,10 +2733,9 @@ type fieldsOfNesContextCapabilities = NesContextCapabilities
 // UnmarshalJSON decodes NesDiagnosticsCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesDiagnosticsCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NesDiagnosticsCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2837,10 +2756,9 @@ type fieldsOfNesDiagnosticsCapabilities = NesDiagnosticsCapabilities
 // UnmarshalJSON decodes NesDocumentDidChangeCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesDocumentDidChangeCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NesDocumentDidChangeCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2861,10 +2779,9 @@ type fieldsOfNesDocumentDidChangeCapabilities = NesDocumentDidChangeCapabilities
 // UnmarshalJSON decodes NesDocumentDidCloseCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesDocumentDidCloseCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NesDocumentDidCloseCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2885,10 +2802,9 @@ type fieldsOfNesDocumentDidCloseCapabilities = NesDocumentDidCloseCapabilities
 // UnmarshalJSON decodes NesDocumentDidFocusCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesDocumentDidFocusCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NesDocumentDidFocusCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2909,10 +2825,9 @@ type fieldsOfNesDocumentDidFocusCapabilities = NesDocumentDidFocusCapabilities
 // UnmarshalJSON decodes NesDocumentDidOpenCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesDocumentDidOpenCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NesDocumentDidOpenCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2933,10 +2848,9 @@ type fieldsOfNesDocumentDidOpenCapabilities = NesDocumentDidOpenCapabilities
 // UnmarshalJSON decodes NesDocumentDidSaveCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesDocumentDidSaveCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NesDocumentDidSaveCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2957,10 +2871,9 @@ type fieldsOfNesDocumentDidSaveCapabilities = NesDocumentDidSaveCapabilities
 // UnmarshalJSON decodes NesDocumentEventCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesDocumentEventCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NesDocumentEventCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -2981,10 +2894,9 @@ type fieldsOfNesDocumentEventCapabilities = NesDocumentEventCapabilities
 // UnmarshalJSON decodes NesEditHistoryCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesEditHistoryCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NesEditHistoryCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3005,10 +2917,9 @@ type fieldsOfNesEditHistoryCapabilities = NesEditHistoryCapabilities
 // UnmarshalJSON decodes NesEventCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesEventCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NesEventCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3029,10 +2940,9 @@ type fieldsOfNesEventCapabilities = NesEventCapabilities
 // UnmarshalJSON decodes NesJumpCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesJumpCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NesJumpCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3053,10 +2963,9 @@ type fieldsOfNesJumpCapabilities = NesJumpCapabilities
 // UnmarshalJSON decodes NesOpenFilesCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesOpenFilesCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NesOpenFilesCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3077,10 +2986,9 @@ type fieldsOfNesOpenFilesCapabilities = NesOpenFilesCapabilities
 // UnmarshalJSON decodes NesRecentFilesCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesRecentFilesCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NesRecentFilesCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3101,10 +3009,9 @@ type fieldsOfNesRecentFilesCapabilities = NesRecentFilesCapabilities
 // UnmarshalJSON decodes NesRelatedSnippetsCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesRelatedSnippetsCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NesRelatedSnippetsCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3125,10 +3032,9 @@ type fieldsOfNesRelatedSnippetsCapabilities = NesRelatedSnippetsCapabilities
 // UnmarshalJSON decodes NesRenameCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesRenameCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NesRenameCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3149,10 +3055,9 @@ type fieldsOfNesRenameCapabilities = NesRenameCapabilities
 // UnmarshalJSON decodes NesSearchAndReplaceCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesSearchAndReplaceCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NesSearchAndReplaceCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3173,10 +3078,9 @@ type fieldsOfNesSearchAndReplaceCapabilities = NesSearchAndReplaceCapabilities
 // UnmarshalJSON decodes NesUserActionsCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NesUserActionsCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NesUserActionsCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3197,10 +3101,9 @@ type fieldsOfNesUserActionsCapabilities = NesUserActionsCapabilities
 // UnmarshalJSON decodes NewSessionRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *NewSessionRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NewSessionRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3221,10 +3124,9 @@ type fieldsOfNewSessionRequest = NewSessionRequest
 // UnmarshalJSON decodes NewSessionResponse. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *NewSessionResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x NewSessionResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3264,10 +3166,9 @@ type fieldsOfNewSessionResponse = NewSessionResponse
 // UnmarshalJSON decodes PermissionOption; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PermissionOption) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x PermissionOption
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3288,10 +3189,9 @@ type fieldsOfPermissionOption = PermissionOption
 // UnmarshalJSON decodes Plan; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *Plan) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x Plan
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3312,10 +3212,9 @@ type fieldsOfPlan = Plan
 // UnmarshalJSON decodes PlanCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x PlanCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3336,10 +3235,9 @@ type fieldsOfPlanCapabilities = PlanCapabilities
 // UnmarshalJSON decodes PlanEntry; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanEntry) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x PlanEntry
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3360,10 +3258,9 @@ type fieldsOfPlanEntry = PlanEntry
 // UnmarshalJSON decodes PlanFile; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanFile) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x PlanFile
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3384,10 +3281,9 @@ type fieldsOfPlanFile = PlanFile
 // UnmarshalJSON decodes PlanItems; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanItems) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x PlanItems
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3408,10 +3304,9 @@ type fieldsOfPlanItems = PlanItems
 // UnmarshalJSON decodes PlanMarkdown; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanMarkdown) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x PlanMarkdown
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3432,10 +3327,9 @@ type fieldsOfPlanMarkdown = PlanMarkdown
 // UnmarshalJSON decodes PlanRemoved; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanRemoved) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x PlanRemoved
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3456,10 +3350,9 @@ type fieldsOfPlanRemoved = PlanRemoved
 // UnmarshalJSON decodes PlanUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x PlanUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3504,10 +3397,9 @@ func (u *PlanUpdateContent) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x PlanUpdateContent
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -3611,10 +3503,9 @@ func (*PlanUpdateContent) decodesItselfUpstream() {}
 // UnmarshalJSON decodes PlanUpdateContentFile; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanUpdateContentFile) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x PlanUpdateContentFile
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3635,10 +3526,9 @@ type fieldsOfPlanUpdateContentFile = PlanUpdateContentFile
 // UnmarshalJSON decodes PlanUpdateContentItems; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanUpdateContentItems) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x PlanUpdateContentItems
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3659,10 +3549,9 @@ type fieldsOfPlanUpdateContentItems = PlanUpdateContentItems
 // UnmarshalJSON decodes PlanUpdateContentMarkdown; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PlanUpdateContentMarkdown) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x PlanUpdateContentMarkdown
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3689,10 +3578,9 @@ func (v PromptCapabilities) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes PromptCapabilities; a missing or null key takes its schema default.
 func (v *PromptCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x PromptCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3727,10 +3615,9 @@ func (*PromptCapabilities) decodesItselfUpstream() {}
 // UnmarshalJSON decodes PromptRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PromptRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x PromptRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3751,10 +3638,9 @@ type fieldsOfPromptRequest = PromptRequest
 // UnmarshalJSON decodes PromptResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *PromptResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x PromptResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3775,10 +3661,9 @@ type fieldsOfPromptResponse = PromptResponse
 // UnmarshalJSON decodes ProvidersCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ProvidersCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ProvidersCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3799,10 +3684,9 @@ type fieldsOfProvidersCapabilities = ProvidersCapabilities
 // UnmarshalJSON decodes ReadTextFileRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ReadTextFileRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ReadTextFileRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3823,10 +3707,9 @@ type fieldsOfReadTextFileRequest = ReadTextFileRequest
 // UnmarshalJSON decodes ReadTextFileResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ReadTextFileResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ReadTextFileResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3847,10 +3730,9 @@ type fieldsOfReadTextFileResponse = ReadTextFileResponse
 // UnmarshalJSON decodes ReleaseTerminalRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ReleaseTerminalRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ReleaseTerminalRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3871,10 +3753,9 @@ type fieldsOfReleaseTerminalRequest = ReleaseTerminalRequest
 // UnmarshalJSON decodes ReleaseTerminalResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ReleaseTerminalResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ReleaseTerminalResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -3908,10 +3789,9 @@ func (u RequestId) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the variant the payload's tag or shape selects.
 func (u *RequestId) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x RequestId
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -3970,10 +3850,9 @@ func (u *RequestPermissionOutcome) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x RequestPermissionOutcome
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -4055,10 +3934,9 @@ func (*RequestPermissionOutcome) decodesItselfUpstream() {}
 // UnmarshalJSON decodes RequestPermissionOutcomeSelected; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *RequestPermissionOutcomeSelected) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x RequestPermissionOutcomeSelected
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4079,10 +3957,9 @@ type fieldsOfRequestPermissionOutcomeSelected = RequestPermissionOutcomeSelected
 // UnmarshalJSON decodes RequestPermissionRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *RequestPermissionRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x RequestPermissionRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4103,10 +3980,9 @@ type fieldsOfRequestPermissionRequest = RequestPermissionRequest
 // UnmarshalJSON decodes RequestPermissionResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *RequestPermissionResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x RequestPermissionResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4127,10 +4003,9 @@ type fieldsOfRequestPermissionResponse = RequestPermissionResponse
 // UnmarshalJSON decodes RequiresActionStateUpdate. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *RequiresActionStateUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x RequiresActionStateUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4170,10 +4045,9 @@ type fieldsOfRequiresActionStateUpdate = RequiresActionStateUpdate
 // UnmarshalJSON decodes ResourceLink; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ResourceLink) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ResourceLink
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4194,10 +4068,9 @@ type fieldsOfResourceLink = ResourceLink
 // UnmarshalJSON decodes ResumeSessionRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ResumeSessionRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ResumeSessionRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4218,10 +4091,9 @@ type fieldsOfResumeSessionRequest = ResumeSessionRequest
 // UnmarshalJSON decodes ResumeSessionResponse. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *ResumeSessionResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ResumeSessionResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4261,10 +4133,9 @@ type fieldsOfResumeSessionResponse = ResumeSessionResponse
 // UnmarshalJSON decodes RunningStateUpdate. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *RunningStateUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x RunningStateUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4304,10 +4175,9 @@ type fieldsOfRunningStateUpdate = RunningStateUpdate
 // UnmarshalJSON decodes SelectedPermissionOutcome; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SelectedPermissionOutcome) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SelectedPermissionOutcome
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4328,10 +4198,9 @@ type fieldsOfSelectedPermissionOutcome = SelectedPermissionOutcome
 // UnmarshalJSON decodes SessionAdditionalDirectoriesCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionAdditionalDirectoriesCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionAdditionalDirectoriesCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4352,10 +4221,9 @@ type fieldsOfSessionAdditionalDirectoriesCapabilities = SessionAdditionalDirecto
 // UnmarshalJSON decodes SessionAvailableCommandsUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionAvailableCommandsUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionAvailableCommandsUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4376,10 +4244,9 @@ type fieldsOfSessionAvailableCommandsUpdate = SessionAvailableCommandsUpdate
 // UnmarshalJSON decodes SessionCancelCapabilities. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionCancelCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionCancelCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4419,10 +4286,9 @@ type fieldsOfSessionCancelCapabilities = SessionCancelCapabilities
 // UnmarshalJSON decodes SessionCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4443,10 +4309,9 @@ type fieldsOfSessionCapabilities = SessionCapabilities
 // UnmarshalJSON decodes SessionCloseCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionCloseCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionCloseCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4486,10 +4351,9 @@ func (u *SessionConfigOption) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionConfigOption
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -4571,10 +4435,9 @@ func (*SessionConfigOption) decodesItselfUpstream() {}
 // UnmarshalJSON decodes SessionConfigOptionBoolean; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionConfigOptionBoolean) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionConfigOptionBoolean
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4595,10 +4458,9 @@ type fieldsOfSessionConfigOptionBoolean = SessionConfigOptionBoolean
 // UnmarshalJSON decodes SessionConfigOptionSelect; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionConfigOptionSelect) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionConfigOptionSelect
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4619,10 +4481,9 @@ type fieldsOfSessionConfigOptionSelect = SessionConfigOptionSelect
 // UnmarshalJSON decodes SessionConfigOptionUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionConfigOptionUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionConfigOptionUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4643,10 +4504,9 @@ type fieldsOfSessionConfigOptionUpdate = SessionConfigOptionUpdate
 // UnmarshalJSON decodes SessionConfigSelectGroup; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionConfigSelectGroup) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionConfigSelectGroup
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4667,10 +4527,9 @@ type fieldsOfSessionConfigSelectGroup = SessionConfigSelectGroup
 // UnmarshalJSON decodes SessionConfigSelectOption; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionConfigSelectOption) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionConfigSelectOption
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4706,10 +4565,9 @@ func (u *SessionConfigSelectOptions) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionConfigSelectOptions
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -4770,10 +4628,9 @@ func (*SessionConfigSelectOptions) decodesItselfUpstream() {}
 // UnmarshalJSON decodes SessionCurrentModeUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionCurrentModeUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionCurrentModeUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4794,10 +4651,9 @@ type fieldsOfSessionCurrentModeUpdate = SessionCurrentModeUpdate
 // UnmarshalJSON decodes SessionDeleteCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionDeleteCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionDeleteCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4818,10 +4674,9 @@ type fieldsOfSessionDeleteCapabilities = SessionDeleteCapabilities
 // UnmarshalJSON decodes SessionForkCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionForkCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionForkCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4842,10 +4697,9 @@ type fieldsOfSessionForkCapabilities = SessionForkCapabilities
 // UnmarshalJSON decodes SessionInfo; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionInfo) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionInfo
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4866,10 +4720,9 @@ type fieldsOfSessionInfo = SessionInfo
 // UnmarshalJSON decodes SessionInfoUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionInfoUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionInfoUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4890,10 +4743,9 @@ type fieldsOfSessionInfoUpdate = SessionInfoUpdate
 // UnmarshalJSON decodes SessionListCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionListCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionListCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4914,10 +4766,9 @@ type fieldsOfSessionListCapabilities = SessionListCapabilities
 // UnmarshalJSON decodes SessionMessage. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionMessage) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionMessage
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -4991,10 +4842,9 @@ type fieldsOfSessionMessage = SessionMessage
 // UnmarshalJSON decodes SessionMessageChunk. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionMessageChunk) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionMessageChunk
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5034,10 +4884,9 @@ type fieldsOfSessionMessageChunk = SessionMessageChunk
 // UnmarshalJSON decodes SessionMode; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionMode) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionMode
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5058,10 +4907,9 @@ type fieldsOfSessionMode = SessionMode
 // UnmarshalJSON decodes SessionModeState; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionModeState) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionModeState
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5082,10 +4930,9 @@ type fieldsOfSessionModeState = SessionModeState
 // UnmarshalJSON decodes SessionNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionNotification) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionNotification
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5106,10 +4953,9 @@ type fieldsOfSessionNotification = SessionNotification
 // UnmarshalJSON decodes SessionPlanUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionPlanUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionPlanUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5130,10 +4976,9 @@ type fieldsOfSessionPlanUpdate = SessionPlanUpdate
 // UnmarshalJSON decodes SessionResumeCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionResumeCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionResumeCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5154,10 +4999,9 @@ type fieldsOfSessionResumeCapabilities = SessionResumeCapabilities
 // UnmarshalJSON decodes SessionSessionInfoUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionSessionInfoUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionSessionInfoUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5178,10 +5022,9 @@ type fieldsOfSessionSessionInfoUpdate = SessionSessionInfoUpdate
 // UnmarshalJSON decodes SessionSubagentUpdate. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionSubagentUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionSubagentUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5241,10 +5084,9 @@ type fieldsOfSessionSubagentUpdate = SessionSubagentUpdate
 // UnmarshalJSON decodes SessionToolCallUpdate. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionToolCallUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionToolCallUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5376,10 +5218,9 @@ func (u *SessionUpdate) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -5528,10 +5369,9 @@ func (*SessionUpdate) decodesItselfUpstream() {}
 // UnmarshalJSON decodes SessionUpdateAgentMessageChunk; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionUpdateAgentMessageChunk) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionUpdateAgentMessageChunk
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5552,10 +5392,9 @@ type fieldsOfSessionUpdateAgentMessageChunk = SessionUpdateAgentMessageChunk
 // UnmarshalJSON decodes SessionUpdateAgentThoughtChunk; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionUpdateAgentThoughtChunk) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionUpdateAgentThoughtChunk
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5576,10 +5415,9 @@ type fieldsOfSessionUpdateAgentThoughtChunk = SessionUpdateAgentThoughtChunk
 // UnmarshalJSON decodes SessionUpdatePlan; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionUpdatePlan) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionUpdatePlan
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5600,10 +5438,9 @@ type fieldsOfSessionUpdatePlan = SessionUpdatePlan
 // UnmarshalJSON decodes SessionUpdatePlanRemoved; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionUpdatePlanRemoved) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionUpdatePlanRemoved
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5624,10 +5461,9 @@ type fieldsOfSessionUpdatePlanRemoved = SessionUpdatePlanRemoved
 // UnmarshalJSON decodes SessionUpdateSessionMessage. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionUpdateSessionMessage) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionUpdateSessionMessage
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5701,10 +5537,9 @@ type fieldsOfSessionUpdateSessionMessage = SessionUpdateSessionMessage
 // UnmarshalJSON decodes SessionUpdateSessionMessageChunk. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionUpdateSessionMessageChunk) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionUpdateSessionMessageChunk
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5744,10 +5579,9 @@ type fieldsOfSessionUpdateSessionMessageChunk = SessionUpdateSessionMessageChunk
 // UnmarshalJSON decodes SessionUpdateToolCall. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionUpdateToolCall) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionUpdateToolCall
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5787,10 +5621,9 @@ type fieldsOfSessionUpdateToolCall = SessionUpdateToolCall
 // UnmarshalJSON decodes SessionUpdateUserMessageChunk; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionUpdateUserMessageChunk) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionUpdateUserMessageChunk
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5811,10 +5644,9 @@ type fieldsOfSessionUpdateUserMessageChunk = SessionUpdateUserMessageChunk
 // UnmarshalJSON decodes SessionUsageUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionUsageUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SessionUsageUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5835,10 +5667,9 @@ type fieldsOfSessionUsageUpdate = SessionUsageUpdate
 // UnmarshalJSON decodes SetSessionConfigOptionBoolean; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SetSessionConfigOptionBoolean) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SetSessionConfigOptionBoolean
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5876,10 +5707,9 @@ func (u *SetSessionConfigOptionRequest) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SetSessionConfigOptionRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -5954,10 +5784,9 @@ func (*SetSessionConfigOptionRequest) decodesItselfUpstream() {}
 // UnmarshalJSON decodes SetSessionConfigOptionResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SetSessionConfigOptionResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SetSessionConfigOptionResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -5978,10 +5807,9 @@ type fieldsOfSetSessionConfigOptionResponse = SetSessionConfigOptionResponse
 // UnmarshalJSON decodes SetSessionConfigOptionValueId; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SetSessionConfigOptionValueId) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SetSessionConfigOptionValueId
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6002,10 +5830,9 @@ type fieldsOfSetSessionConfigOptionValueId = SetSessionConfigOptionValueId
 // UnmarshalJSON decodes SetSessionModeRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SetSessionModeRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SetSessionModeRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6026,10 +5853,9 @@ type fieldsOfSetSessionModeRequest = SetSessionModeRequest
 // UnmarshalJSON decodes SetSessionModeResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SetSessionModeResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SetSessionModeResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6087,10 +5913,9 @@ func (u *StateUpdate) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x StateUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -6155,10 +5980,9 @@ func (*StateUpdate) decodesItselfUpstream() {}
 // UnmarshalJSON decodes StateUpdateIdle. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *StateUpdateIdle) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x StateUpdateIdle
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6213,10 +6037,9 @@ type fieldsOfStateUpdateIdle = StateUpdateIdle
 // UnmarshalJSON decodes StateUpdateRequiresAction. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *StateUpdateRequiresAction) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x StateUpdateRequiresAction
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6256,10 +6079,9 @@ type fieldsOfStateUpdateRequiresAction = StateUpdateRequiresAction
 // UnmarshalJSON decodes StateUpdateRunning. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *StateUpdateRunning) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x StateUpdateRunning
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6299,10 +6121,9 @@ type fieldsOfStateUpdateRunning = StateUpdateRunning
 // UnmarshalJSON decodes StateUpdateUnknown. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *StateUpdateUnknown) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x StateUpdateUnknown
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6342,10 +6163,9 @@ type fieldsOfStateUpdateUnknown = StateUpdateUnknown
 // UnmarshalJSON decodes SubagentCapabilities. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SubagentCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SubagentCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6385,10 +6205,9 @@ type fieldsOfSubagentCapabilities = SubagentCapabilities
 // UnmarshalJSON decodes SubagentSessionCapabilities. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SubagentSessionCapabilities) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SubagentSessionCapabilities
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6433,10 +6252,9 @@ type fieldsOfSubagentSessionCapabilities = SubagentSessionCapabilities
 // UnmarshalJSON decodes SubagentUpdate. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *SubagentUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x SubagentUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6496,10 +6314,9 @@ type fieldsOfSubagentUpdate = SubagentUpdate
 // UnmarshalJSON decodes Terminal; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *Terminal) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x Terminal
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6520,10 +6337,9 @@ type fieldsOfTerminal = Terminal
 // UnmarshalJSON decodes TerminalExitStatus; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *TerminalExitStatus) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x TerminalExitStatus
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6544,10 +6360,9 @@ type fieldsOfTerminalExitStatus = TerminalExitStatus
 // UnmarshalJSON decodes TerminalOutputRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *TerminalOutputRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x TerminalOutputRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6568,10 +6383,9 @@ type fieldsOfTerminalOutputRequest = TerminalOutputRequest
 // UnmarshalJSON decodes TerminalOutputResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *TerminalOutputResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x TerminalOutputResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6592,10 +6406,9 @@ type fieldsOfTerminalOutputResponse = TerminalOutputResponse
 // UnmarshalJSON decodes TextContent; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *TextContent) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x TextContent
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6616,10 +6429,9 @@ type fieldsOfTextContent = TextContent
 // UnmarshalJSON decodes TextResourceContents; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *TextResourceContents) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x TextResourceContents
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6640,10 +6452,9 @@ type fieldsOfTextResourceContents = TextResourceContents
 // UnmarshalJSON decodes ToolCall. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *ToolCall) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ToolCall
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6712,10 +6523,9 @@ func (u *ToolCallContent) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ToolCallContent
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -6841,10 +6651,9 @@ func (*ToolCallContent) decodesItselfUpstream() {}
 // UnmarshalJSON decodes ToolCallContentContent; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ToolCallContentContent) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ToolCallContentContent
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6865,10 +6674,9 @@ type fieldsOfToolCallContentContent = ToolCallContentContent
 // UnmarshalJSON decodes ToolCallContentDiff; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ToolCallContentDiff) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ToolCallContentDiff
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6889,10 +6697,9 @@ type fieldsOfToolCallContentDiff = ToolCallContentDiff
 // UnmarshalJSON decodes ToolCallContentSession; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ToolCallContentSession) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ToolCallContentSession
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6913,10 +6720,9 @@ type fieldsOfToolCallContentSession = ToolCallContentSession
 // UnmarshalJSON decodes ToolCallContentTerminal; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ToolCallContentTerminal) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ToolCallContentTerminal
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6937,10 +6743,9 @@ type fieldsOfToolCallContentTerminal = ToolCallContentTerminal
 // UnmarshalJSON decodes ToolCallLocation; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ToolCallLocation) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ToolCallLocation
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -6961,10 +6766,9 @@ type fieldsOfToolCallLocation = ToolCallLocation
 // UnmarshalJSON decodes ToolCallUpdate. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *ToolCallUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x ToolCallUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7004,10 +6808,9 @@ type fieldsOfToolCallUpdate = ToolCallUpdate
 // UnmarshalJSON decodes UnknownStateUpdate. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *UnknownStateUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnknownStateUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7047,10 +6850,9 @@ type fieldsOfUnknownStateUpdate = UnknownStateUpdate
 // UnmarshalJSON decodes UnstableAcceptNesNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableAcceptNesNotification) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableAcceptNesNotification
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7071,10 +6873,9 @@ type fieldsOfUnstableAcceptNesNotification = UnstableAcceptNesNotification
 // UnmarshalJSON decodes UnstableCancelRequestNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableCancelRequestNotification) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableCancelRequestNotification
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7095,10 +6896,9 @@ type fieldsOfUnstableCancelRequestNotification = UnstableCancelRequestNotificati
 // UnmarshalJSON decodes UnstableCloseNesRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableCloseNesRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableCloseNesRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7119,10 +6919,9 @@ type fieldsOfUnstableCloseNesRequest = UnstableCloseNesRequest
 // UnmarshalJSON decodes UnstableCloseNesResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableCloseNesResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableCloseNesResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7143,10 +6942,9 @@ type fieldsOfUnstableCloseNesResponse = UnstableCloseNesResponse
 // UnmarshalJSON decodes UnstableCompleteElicitationNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableCompleteElicitationNotification) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableCompleteElicitationNotification
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7167,10 +6965,9 @@ type fieldsOfUnstableCompleteElicitationNotification = UnstableCompleteElicitati
 // UnmarshalJSON decodes UnstableConnectMcpRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableConnectMcpRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableConnectMcpRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7191,10 +6988,9 @@ type fieldsOfUnstableConnectMcpRequest = UnstableConnectMcpRequest
 // UnmarshalJSON decodes UnstableConnectMcpResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableConnectMcpResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableConnectMcpResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7215,10 +7011,9 @@ type fieldsOfUnstableConnectMcpResponse = UnstableConnectMcpResponse
 // UnmarshalJSON decodes UnstableCreateElicitationAccept; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableCreateElicitationAccept) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableCreateElicitationAccept
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7239,10 +7034,9 @@ type fieldsOfUnstableCreateElicitationAccept = UnstableCreateElicitationAccept
 // UnmarshalJSON decodes UnstableCreateElicitationCancel; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableCreateElicitationCancel) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableCreateElicitationCancel
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7263,10 +7057,9 @@ type fieldsOfUnstableCreateElicitationCancel = UnstableCreateElicitationCancel
 // UnmarshalJSON decodes UnstableCreateElicitationDecline; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableCreateElicitationDecline) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableCreateElicitationDecline
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7287,10 +7080,9 @@ type fieldsOfUnstableCreateElicitationDecline = UnstableCreateElicitationDecline
 // UnmarshalJSON decodes UnstableCreateElicitationForm; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableCreateElicitationForm) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableCreateElicitationForm
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7330,10 +7122,9 @@ func (u *UnstableCreateElicitationRequest) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableCreateElicitationRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -7439,10 +7230,9 @@ func (u *UnstableCreateElicitationResponse) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableCreateElicitationResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -7546,10 +7336,9 @@ func (*UnstableCreateElicitationResponse) decodesItselfUpstream() {}
 // UnmarshalJSON decodes UnstableCreateElicitationUrl; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableCreateElicitationUrl) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableCreateElicitationUrl
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7570,10 +7359,9 @@ type fieldsOfUnstableCreateElicitationUrl = UnstableCreateElicitationUrl
 // UnmarshalJSON decodes UnstableDeleteSessionRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDeleteSessionRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableDeleteSessionRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7594,10 +7382,9 @@ type fieldsOfUnstableDeleteSessionRequest = UnstableDeleteSessionRequest
 // UnmarshalJSON decodes UnstableDeleteSessionResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDeleteSessionResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableDeleteSessionResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7618,10 +7405,9 @@ type fieldsOfUnstableDeleteSessionResponse = UnstableDeleteSessionResponse
 // UnmarshalJSON decodes UnstableDidChangeDocumentNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDidChangeDocumentNotification) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableDidChangeDocumentNotification
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7642,10 +7428,9 @@ type fieldsOfUnstableDidChangeDocumentNotification = UnstableDidChangeDocumentNo
 // UnmarshalJSON decodes UnstableDidCloseDocumentNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDidCloseDocumentNotification) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableDidCloseDocumentNotification
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7666,10 +7451,9 @@ type fieldsOfUnstableDidCloseDocumentNotification = UnstableDidCloseDocumentNoti
 // UnmarshalJSON decodes UnstableDidFocusDocumentNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDidFocusDocumentNotification) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableDidFocusDocumentNotification
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7690,10 +7474,9 @@ type fieldsOfUnstableDidFocusDocumentNotification = UnstableDidFocusDocumentNoti
 // UnmarshalJSON decodes UnstableDidOpenDocumentNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDidOpenDocumentNotification) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableDidOpenDocumentNotification
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7714,10 +7497,9 @@ type fieldsOfUnstableDidOpenDocumentNotification = UnstableDidOpenDocumentNotifi
 // UnmarshalJSON decodes UnstableDidSaveDocumentNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDidSaveDocumentNotification) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableDidSaveDocumentNotification
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7738,10 +7520,9 @@ type fieldsOfUnstableDidSaveDocumentNotification = UnstableDidSaveDocumentNotifi
 // UnmarshalJSON decodes UnstableDisableProviderRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDisableProviderRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableDisableProviderRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7762,10 +7543,9 @@ type fieldsOfUnstableDisableProviderRequest = UnstableDisableProviderRequest
 // UnmarshalJSON decodes UnstableDisableProviderResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDisableProviderResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableDisableProviderResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7786,10 +7566,9 @@ type fieldsOfUnstableDisableProviderResponse = UnstableDisableProviderResponse
 // UnmarshalJSON decodes UnstableDisconnectMcpRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDisconnectMcpRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableDisconnectMcpRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7810,10 +7589,9 @@ type fieldsOfUnstableDisconnectMcpRequest = UnstableDisconnectMcpRequest
 // UnmarshalJSON decodes UnstableDisconnectMcpResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableDisconnectMcpResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableDisconnectMcpResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7834,10 +7612,9 @@ type fieldsOfUnstableDisconnectMcpResponse = UnstableDisconnectMcpResponse
 // UnmarshalJSON decodes UnstableElicitationAcceptAction; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableElicitationAcceptAction) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableElicitationAcceptAction
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7873,10 +7650,9 @@ func (u *UnstableElicitationFormMode) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableElicitationFormMode
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -7948,10 +7724,9 @@ func (v UnstableElicitationSchema) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes UnstableElicitationSchema; a missing or null key takes its schema default.
 func (v *UnstableElicitationSchema) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableElicitationSchema
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -7998,10 +7773,9 @@ func (u *UnstableElicitationUrlMode) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableElicitationUrlMode
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -8061,10 +7835,9 @@ func (*UnstableElicitationUrlMode) decodesItselfUpstream() {}
 // UnmarshalJSON decodes UnstableForkSessionRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableForkSessionRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableForkSessionRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8085,10 +7858,9 @@ type fieldsOfUnstableForkSessionRequest = UnstableForkSessionRequest
 // UnmarshalJSON decodes UnstableForkSessionResponse. A malformed value in a field the schema marks
 // default-on-error is treated as absent instead of failing the whole object.
 func (v *UnstableForkSessionResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableForkSessionResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8128,10 +7900,9 @@ type fieldsOfUnstableForkSessionResponse = UnstableForkSessionResponse
 // UnmarshalJSON decodes UnstableListProvidersRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableListProvidersRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableListProvidersRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8152,10 +7923,9 @@ type fieldsOfUnstableListProvidersRequest = UnstableListProvidersRequest
 // UnmarshalJSON decodes UnstableListProvidersResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableListProvidersResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableListProvidersResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8203,10 +7973,9 @@ func (u *UnstableMcpServer) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableMcpServer
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -8325,10 +8094,9 @@ func (*UnstableMcpServer) decodesItselfUpstream() {}
 // UnmarshalJSON decodes UnstableMcpServerAcp; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableMcpServerAcp) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableMcpServerAcp
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8349,10 +8117,9 @@ type fieldsOfUnstableMcpServerAcp = UnstableMcpServerAcp
 // UnmarshalJSON decodes UnstableMcpServerAcpInline; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableMcpServerAcpInline) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableMcpServerAcpInline
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8373,10 +8140,9 @@ type fieldsOfUnstableMcpServerAcpInline = UnstableMcpServerAcpInline
 // UnmarshalJSON decodes UnstableMcpServerHttp; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableMcpServerHttp) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableMcpServerHttp
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8397,10 +8163,9 @@ type fieldsOfUnstableMcpServerHttp = UnstableMcpServerHttp
 // UnmarshalJSON decodes UnstableMcpServerSse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableMcpServerSse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableMcpServerSse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8421,10 +8186,9 @@ type fieldsOfUnstableMcpServerSse = UnstableMcpServerSse
 // UnmarshalJSON decodes UnstableMessageMcpNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableMessageMcpNotification) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableMessageMcpNotification
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8445,10 +8209,9 @@ type fieldsOfUnstableMessageMcpNotification = UnstableMessageMcpNotification
 // UnmarshalJSON decodes UnstableMessageMcpRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableMessageMcpRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableMessageMcpRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8469,10 +8232,9 @@ type fieldsOfUnstableMessageMcpRequest = UnstableMessageMcpRequest
 // UnmarshalJSON decodes UnstableNesSuggestContext; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableNesSuggestContext) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableNesSuggestContext
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8522,10 +8284,9 @@ func (u *UnstableNesSuggestion) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableNesSuggestion
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -8651,10 +8412,9 @@ func (*UnstableNesSuggestion) decodesItselfUpstream() {}
 // UnmarshalJSON decodes UnstableProviderInfo; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableProviderInfo) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableProviderInfo
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8675,10 +8435,9 @@ type fieldsOfUnstableProviderInfo = UnstableProviderInfo
 // UnmarshalJSON decodes UnstableRejectNesNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableRejectNesNotification) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableRejectNesNotification
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8718,10 +8477,9 @@ func (u *UnstableSessionConfigOption) UnmarshalJSON(b []byte) error {
 	if isJSONNull(b) {
 		return nil
 	}
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableSessionConfigOption
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*u = x
 			return nil
 		}
@@ -8803,10 +8561,9 @@ func (*UnstableSessionConfigOption) decodesItselfUpstream() {}
 // UnmarshalJSON decodes UnstableSessionConfigOptionBoolean; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableSessionConfigOptionBoolean) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableSessionConfigOptionBoolean
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8827,10 +8584,9 @@ type fieldsOfUnstableSessionConfigOptionBoolean = UnstableSessionConfigOptionBoo
 // UnmarshalJSON decodes UnstableSessionConfigOptionSelect; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableSessionConfigOptionSelect) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableSessionConfigOptionSelect
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8851,10 +8607,9 @@ type fieldsOfUnstableSessionConfigOptionSelect = UnstableSessionConfigOptionSele
 // UnmarshalJSON decodes UnstableSetProviderRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableSetProviderRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableSetProviderRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8875,10 +8630,9 @@ type fieldsOfUnstableSetProviderRequest = UnstableSetProviderRequest
 // UnmarshalJSON decodes UnstableSetProviderResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableSetProviderResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableSetProviderResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8899,10 +8653,9 @@ type fieldsOfUnstableSetProviderResponse = UnstableSetProviderResponse
 // UnmarshalJSON decodes UnstableSetSessionModelRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableSetSessionModelRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableSetSessionModelRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8923,10 +8676,9 @@ type fieldsOfUnstableSetSessionModelRequest = UnstableSetSessionModelRequest
 // UnmarshalJSON decodes UnstableSetSessionModelResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableSetSessionModelResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableSetSessionModelResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8947,10 +8699,9 @@ type fieldsOfUnstableSetSessionModelResponse = UnstableSetSessionModelResponse
 // UnmarshalJSON decodes UnstableStartNesRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableStartNesRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableStartNesRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8971,10 +8722,9 @@ type fieldsOfUnstableStartNesRequest = UnstableStartNesRequest
 // UnmarshalJSON decodes UnstableStartNesResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableStartNesResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableStartNesResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -8995,10 +8745,9 @@ type fieldsOfUnstableStartNesResponse = UnstableStartNesResponse
 // UnmarshalJSON decodes UnstableSuggestNesRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableSuggestNesRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableSuggestNesRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -9019,10 +8768,9 @@ type fieldsOfUnstableSuggestNesRequest = UnstableSuggestNesRequest
 // UnmarshalJSON decodes UnstableSuggestNesResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableSuggestNesResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstableSuggestNesResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -9043,10 +8791,9 @@ type fieldsOfUnstableSuggestNesResponse = UnstableSuggestNesResponse
 // UnmarshalJSON decodes UnstructuredCommandInput; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstructuredCommandInput) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UnstructuredCommandInput
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -9067,10 +8814,9 @@ type fieldsOfUnstructuredCommandInput = UnstructuredCommandInput
 // UnmarshalJSON decodes UsageUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UsageUpdate) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x UsageUpdate
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -9091,10 +8837,9 @@ type fieldsOfUsageUpdate = UsageUpdate
 // UnmarshalJSON decodes WaitForTerminalExitRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *WaitForTerminalExitRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x WaitForTerminalExitRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -9115,10 +8860,9 @@ type fieldsOfWaitForTerminalExitRequest = WaitForTerminalExitRequest
 // UnmarshalJSON decodes WaitForTerminalExitResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *WaitForTerminalExitResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x WaitForTerminalExitResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -9139,10 +8883,9 @@ type fieldsOfWaitForTerminalExitResponse = WaitForTerminalExitResponse
 // UnmarshalJSON decodes WriteTextFileRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *WriteTextFileRequest) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x WriteTextFileRequest
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
@@ -9163,10 +8906,9 @@ type fieldsOfWriteTextFileRequest = WriteTextFileRequest
 // UnmarshalJSON decodes WriteTextFileResponse; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *WriteTextFileResponse) UnmarshalJSON(b []byte) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: b}}
+	if d := takeFastDecoder(b); d != nil {
 		var x WriteTextFileResponse
-		if x.decodeFast(&d) == nil && d.atEnd() {
+		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}

@@ -20,41 +20,16 @@ func (v *AgentAuthCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "logout":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Logout = nil
-			} else {
-				var x2 LogoutCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Logout = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Logout, elemFast[LogoutCapabilities])
+		default:
+			err = d.otherMember(key, "_meta", "logout")
 		}
-		if foldsTo(key, "_meta", "logout") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -75,155 +50,57 @@ func (v *AgentCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "auth":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Auth.decodeFast(d); err != nil {
+			if err := d.notNull(); err != nil {
 				return err
 			}
-			continue
+			bit = 1 << 1
+			if err = d.notNull(); err == nil {
+				err = v.Auth.decodeFast(d)
+			}
 		case "loadSession":
-			if seen&(1<<2) != 0 {
-				return errFallback
+			if err := d.notNull(); err != nil {
+				return err
 			}
-			seen |= 1 << 2
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if !d.null() {
-				x2, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.LoadSession = x2
-			}
-			continue
+			bit, err = 1<<2, fieldBool(d, &v.LoadSession)
 		case "mcpCapabilities":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.McpCapabilities.decodeFast(d); err != nil {
+			if err := d.notNull(); err != nil {
 				return err
 			}
-			continue
+			bit = 1 << 3
+			if err = d.notNull(); err == nil {
+				err = v.McpCapabilities.decodeFast(d)
+			}
 		case "nes":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if d.null() {
-				v.Nes = nil
-			} else {
-				var x3 NesCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x3.decodeFast(d); err != nil {
-					return err
-				}
-				v.Nes = &x3
-			}
-			continue
+			bit, err = 1<<4, fieldPtr(d, &v.Nes, elemFast[NesCapabilities])
 		case "positionEncoding":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if d.null() {
-				v.PositionEncoding = nil
-			} else {
-				var x4 PositionEncodingKind
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				x4 = PositionEncodingKind(x5)
-				v.PositionEncoding = &x4
-			}
-			continue
+			bit, err = 1<<5, fieldPtr(d, &v.PositionEncoding, elemString[PositionEncodingKind])
 		case "promptCapabilities":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.PromptCapabilities.decodeFast(d); err != nil {
+			if err := d.notNull(); err != nil {
 				return err
 			}
-			continue
+			bit = 1 << 6
+			if err = d.notNull(); err == nil {
+				err = v.PromptCapabilities.decodeFast(d)
+			}
 		case "providers":
-			if seen&(1<<7) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 7
-			if d.null() {
-				v.Providers = nil
-			} else {
-				var x6 ProvidersCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x6.decodeFast(d); err != nil {
-					return err
-				}
-				v.Providers = &x6
-			}
-			continue
+			bit, err = 1<<7, fieldPtr(d, &v.Providers, elemFast[ProvidersCapabilities])
 		case "sessionCapabilities":
-			if seen&(1<<8) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 8
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.SessionCapabilities.decodeFast(d); err != nil {
+			if err := d.notNull(); err != nil {
 				return err
 			}
-			continue
+			bit = 1 << 8
+			if err = d.notNull(); err == nil {
+				err = v.SessionCapabilities.decodeFast(d)
+			}
+		default:
+			err = d.otherMember(key, "_meta", "auth", "loadSession", "mcpCapabilities", "nes", "positionEncoding", "promptCapabilities", "providers", "sessionCapabilities")
 		}
-		if foldsTo(key, "_meta", "auth", "loadSession", "mcpCapabilities", "nes", "positionEncoding", "promptCapabilities", "providers", "sessionCapabilities") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -259,36 +136,22 @@ func (v *AgentError) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "error":
-			if seen&(1<<0) != 0 {
-				return errFallback
+			bit = 1 << 0
+			if err = d.notNull(); err == nil {
+				err = v.Error.decodeFast(d)
 			}
-			seen |= 1 << 0
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Error.decodeFast(d); err != nil {
-				return err
-			}
-			continue
 		case "id":
-			if seen&(1<<1) != 0 {
-				return errFallback
+			bit = 1 << 1
+			if err = d.notNull(); err == nil {
+				err = v.Id.decodeFast(d)
 			}
-			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Id.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+		default:
+			err = d.otherMember(key, "error", "id")
 		}
-		if foldsTo(key, "error", "id") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -309,36 +172,16 @@ func (v *AgentNotification) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "method":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Method = x1
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.Method)
 		case "params":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			x2, err := d.anyValue()
-			if err != nil {
-				return err
-			}
-			v.Params = x2
-			continue
+			bit, err = 1<<1, decodeAny(d, &v.Params)
+		default:
+			err = d.otherMember(key, "method", "params")
 		}
-		if foldsTo(key, "method", "params") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -359,48 +202,21 @@ func (v *AgentRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "id":
-			if seen&(1<<0) != 0 {
-				return errFallback
+			bit = 1 << 0
+			if err = d.notNull(); err == nil {
+				err = v.Id.decodeFast(d)
 			}
-			seen |= 1 << 0
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Id.decodeFast(d); err != nil {
-				return err
-			}
-			continue
 		case "method":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Method = x1
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Method)
 		case "params":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			x2, err := d.anyValue()
-			if err != nil {
-				return err
-			}
-			v.Params = x2
-			continue
+			bit, err = 1<<2, decodeAny(d, &v.Params)
+		default:
+			err = d.otherMember(key, "id", "method", "params")
 		}
-		if foldsTo(key, "id", "method", "params") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -434,35 +250,19 @@ func (v *AgentResult) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "id":
-			if seen&(1<<0) != 0 {
-				return errFallback
+			bit = 1 << 0
+			if err = d.notNull(); err == nil {
+				err = v.Id.decodeFast(d)
 			}
-			seen |= 1 << 0
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Id.decodeFast(d); err != nil {
-				return err
-			}
-			continue
 		case "result":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			x1, err := d.anyValue()
-			if err != nil {
-				return err
-			}
-			v.Result = x1
-			continue
+			bit, err = 1<<1, decodeAny(d, &v.Result)
+		default:
+			err = d.otherMember(key, "id", "result")
 		}
-		if foldsTo(key, "id", "result") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -483,97 +283,20 @@ func (v *Annotations) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "audience":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Audience = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []Role{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 Role
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					x4, err := d.str()
-					if err != nil {
-						return err
-					}
-					x3 = Role(x4)
-					x2 = append(x2, x3)
-				}
-				v.Audience = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Audience, elemString[Role])
 		case "lastModified":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.LastModified = nil
-			} else {
-				var x5 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				x5 = x6
-				v.LastModified = &x5
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.LastModified, elemString[string])
 		case "priority":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Priority = nil
-			} else {
-				var x7 float64
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x8, err := d.float()
-				if err != nil {
-					return err
-				}
-				x7 = x8
-				v.Priority = &x7
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.Priority, elemFloat[float64])
+		default:
+			err = d.otherMember(key, "_meta", "audience", "lastModified", "priority")
 		}
-		if foldsTo(key, "_meta", "audience", "lastModified", "priority") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -594,67 +317,20 @@ func (v *AudioContent) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "annotations":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Annotations = nil
-			} else {
-				var x2 Annotations
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Annotations = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Annotations, elemFast[Annotations])
 		case "data":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Data = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Data)
 		case "mimeType":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.MimeType = x4
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.MimeType)
+		default:
+			err = d.otherMember(key, "_meta", "annotations", "data", "mimeType")
 		}
-		if foldsTo(key, "_meta", "annotations", "data", "mimeType") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -675,39 +351,19 @@ func (v *AuthCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "terminal":
+			if err := d.notNull(); err != nil {
 				return err
 			}
-			v.Meta = x1
-			continue
-		case "terminal":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if !d.null() {
-				x2, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.Terminal = x2
-			}
-			continue
+			bit, err = 1<<1, fieldBool(d, &v.Terminal)
+		default:
+			err = d.otherMember(key, "_meta", "terminal")
 		}
-		if foldsTo(key, "_meta", "terminal") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -731,88 +387,28 @@ func (v *AuthEnvVar) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "label":
+			bit, err = 1<<1, fieldPtr(d, &v.Label, elemString[string])
+		case "name":
+			bit, err = 1<<2, fieldString(d, &v.Name)
+		case "optional":
+			if err := d.notNull(); err != nil {
 				return err
 			}
-			v.Meta = x1
-			continue
-		case "label":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Label = nil
-			} else {
-				var x2 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.Label = &x2
-			}
-			continue
-		case "name":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x4
-			}
-			continue
-		case "optional":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if !d.null() {
-				x5, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.Optional = x5
-			}
-			continue
+			bit, err = 1<<3, fieldBool(d, &v.Optional)
 		case "secret":
-			if seen&(1<<4) != 0 {
-				return errFallback
+			if err := d.notNull(); err != nil {
+				return err
 			}
-			seen |= 1 << 4
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if !d.null() {
-				x6, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.Secret = x6
-			}
-			continue
+			bit, err = 1<<4, fieldBool(d, &v.Secret)
+		default:
+			err = d.otherMember(key, "_meta", "label", "name", "optional", "secret")
 		}
-		if foldsTo(key, "_meta", "label", "name", "optional", "secret") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -872,69 +468,20 @@ func (v *AuthMethodAgent) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "description":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Description = nil
-			} else {
-				var x2 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.Description = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Description, elemString[string])
 		case "id":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Id)
 		case "name":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Name)
+		default:
+			err = d.otherMember(key, "_meta", "description", "id", "name")
 		}
-		if foldsTo(key, "_meta", "description", "id", "name") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -955,121 +502,24 @@ func (v *AuthMethodEnvVar) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "description":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Description = nil
-			} else {
-				var x2 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.Description = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Description, elemString[string])
 		case "id":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Id)
 		case "link":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Link = nil
-			} else {
-				var x5 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				x5 = x6
-				v.Link = &x5
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.Link, elemString[string])
 		case "name":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x7, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x7
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Name)
 		case "vars":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if d.null() {
-				v.Vars = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x8 := []AuthEnvVar{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x9 AuthEnvVar
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x9.decodeFast(d); err != nil {
-						return err
-					}
-					x8 = append(x8, x9)
-				}
-				v.Vars = x8
-			}
-			continue
+			bit, err = 1<<5, fieldSlice(d, &v.Vars, elemFast[AuthEnvVar])
+		default:
+			err = d.otherMember(key, "_meta", "description", "id", "link", "name", "vars")
 		}
-		if foldsTo(key, "_meta", "description", "id", "link", "name", "vars") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -1090,134 +540,26 @@ func (v *AuthMethodEnvVarInline) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "description":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Description = nil
-			} else {
-				var x2 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.Description = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Description, elemString[string])
 		case "id":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Id)
 		case "link":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Link = nil
-			} else {
-				var x5 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				x5 = x6
-				v.Link = &x5
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.Link, elemString[string])
 		case "name":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x7, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x7
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Name)
 		case "type":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if !d.null() {
-				x8, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x8
-			}
-			continue
+			bit, err = 1<<5, fieldString(d, &v.Type)
 		case "vars":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			if d.null() {
-				v.Vars = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x9 := []AuthEnvVar{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x10 AuthEnvVar
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x10.decodeFast(d); err != nil {
-						return err
-					}
-					x9 = append(x9, x10)
-				}
-				v.Vars = x9
-			}
-			continue
+			bit, err = 1<<6, fieldSlice(d, &v.Vars, elemFast[AuthEnvVar])
+		default:
+			err = d.otherMember(key, "_meta", "description", "id", "link", "name", "type", "vars")
 		}
-		if foldsTo(key, "_meta", "description", "id", "link", "name", "type", "vars") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -1238,114 +580,24 @@ func (v *AuthMethodTerminal) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "args":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Args = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []string{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 string
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					x4, err := d.str()
-					if err != nil {
-						return err
-					}
-					x3 = x4
-					x2 = append(x2, x3)
-				}
-				v.Args = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Args, elemString[string])
 		case "description":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Description = nil
-			} else {
-				var x5 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				x5 = x6
-				v.Description = &x5
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Description, elemString[string])
 		case "env":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			x7, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Env = x7
-			continue
+			bit, err = 1<<3, decodeMapAny(d, &v.Env)
 		case "id":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x8, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = x8
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Id)
 		case "name":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if !d.null() {
-				x9, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x9
-			}
-			continue
+			bit, err = 1<<5, fieldString(d, &v.Name)
+		default:
+			err = d.otherMember(key, "_meta", "args", "description", "env", "id", "name")
 		}
-		if foldsTo(key, "_meta", "args", "description", "env", "id", "name") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -1366,127 +618,26 @@ func (v *AuthMethodTerminalInline) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "args":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Args = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []string{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 string
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					x4, err := d.str()
-					if err != nil {
-						return err
-					}
-					x3 = x4
-					x2 = append(x2, x3)
-				}
-				v.Args = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Args, elemString[string])
 		case "description":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Description = nil
-			} else {
-				var x5 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				x5 = x6
-				v.Description = &x5
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Description, elemString[string])
 		case "env":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			x7, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Env = x7
-			continue
+			bit, err = 1<<3, decodeMapAny(d, &v.Env)
 		case "id":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x8, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = x8
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Id)
 		case "name":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if !d.null() {
-				x9, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x9
-			}
-			continue
+			bit, err = 1<<5, fieldString(d, &v.Name)
 		case "type":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			if !d.null() {
-				x10, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x10
-			}
-			continue
+			bit, err = 1<<6, fieldString(d, &v.Type)
+		default:
+			err = d.otherMember(key, "_meta", "args", "description", "env", "id", "name", "type")
 		}
-		if foldsTo(key, "_meta", "args", "description", "env", "id", "name", "type") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -1507,36 +658,16 @@ func (v *AuthenticateRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "methodId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.MethodId = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.MethodId)
+		default:
+			err = d.otherMember(key, "_meta", "methodId")
 		}
-		if foldsTo(key, "_meta", "methodId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -1557,23 +688,14 @@ func (v *AuthenticateResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -1594,64 +716,20 @@ func (v *AvailableCommand) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "description":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Description = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Description)
 		case "input":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Input = nil
-			} else {
-				var x3 AvailableCommandInput
-				if err := x3.decodeFast(d); err != nil {
-					return err
-				}
-				v.Input = &x3
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Input, elemUnion[AvailableCommandInput])
 		case "name":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x4
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Name)
+		default:
+			err = d.otherMember(key, "_meta", "description", "input", "name")
 		}
-		if foldsTo(key, "_meta", "description", "input", "name") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -1685,55 +763,16 @@ func (v *AvailableCommandsUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "availableCommands":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.AvailableCommands = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []AvailableCommand{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 AvailableCommand
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.AvailableCommands = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.AvailableCommands, elemFast[AvailableCommand])
+		default:
+			err = d.otherMember(key, "_meta", "availableCommands")
 		}
-		if foldsTo(key, "_meta", "availableCommands") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -1754,69 +793,20 @@ func (v *BlobResourceContents) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "blob":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Blob = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Blob)
 		case "mimeType":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.MimeType = nil
-			} else {
-				var x3 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				x3 = x4
-				v.MimeType = &x3
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.MimeType, elemString[string])
 		case "uri":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "_meta", "blob", "mimeType", "uri")
 		}
-		if foldsTo(key, "_meta", "blob", "mimeType", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -1837,36 +827,16 @@ func (v *CancelNotification) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "sessionId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "sessionId")
 		}
-		if foldsTo(key, "_meta", "sessionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -1887,175 +857,45 @@ func (v *ClientCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "auth":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Auth.decodeFast(d); err != nil {
+			if err := d.notNull(); err != nil {
 				return err
 			}
-			continue
+			bit = 1 << 1
+			if err = d.notNull(); err == nil {
+				err = v.Auth.decodeFast(d)
+			}
 		case "elicitation":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Elicitation = nil
-			} else {
-				var x2 ElicitationCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Elicitation = &x2
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Elicitation, elemFast[ElicitationCapabilities])
 		case "fs":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Fs.decodeFast(d); err != nil {
+			if err := d.notNull(); err != nil {
 				return err
 			}
-			continue
+			bit = 1 << 3
+			if err = d.notNull(); err == nil {
+				err = v.Fs.decodeFast(d)
+			}
 		case "nes":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if d.null() {
-				v.Nes = nil
-			} else {
-				var x3 ClientNesCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x3.decodeFast(d); err != nil {
-					return err
-				}
-				v.Nes = &x3
-			}
-			continue
+			bit, err = 1<<4, fieldPtr(d, &v.Nes, elemFast[ClientNesCapabilities])
 		case "planCapabilities":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if d.null() {
-				v.PlanCapabilities = nil
-			} else {
-				var x4 PlanCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x4.decodeFast(d); err != nil {
-					return err
-				}
-				v.PlanCapabilities = &x4
-			}
-			continue
+			bit, err = 1<<5, fieldPtr(d, &v.PlanCapabilities, elemFast[PlanCapabilities])
 		case "positionEncodings":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			if d.null() {
-				v.PositionEncodings = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x5 := []PositionEncodingKind{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x6 PositionEncodingKind
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					x7, err := d.str()
-					if err != nil {
-						return err
-					}
-					x6 = PositionEncodingKind(x7)
-					x5 = append(x5, x6)
-				}
-				v.PositionEncodings = x5
-			}
-			continue
+			bit, err = 1<<6, fieldSlice(d, &v.PositionEncodings, elemString[PositionEncodingKind])
 		case "subagents":
-			if seen&(1<<7) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 7
-			if d.null() {
-				v.Subagents = nil
-			} else {
-				var x8 SubagentCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x8.decodeFast(d); err != nil {
-					return err
-				}
-				v.Subagents = &x8
-			}
-			continue
+			bit, err = 1<<7, fieldPtr(d, &v.Subagents, elemFast[SubagentCapabilities])
 		case "terminal":
-			if seen&(1<<8) != 0 {
-				return errFallback
+			if err := d.notNull(); err != nil {
+				return err
 			}
-			seen |= 1 << 8
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if !d.null() {
-				x9, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.Terminal = x9
-			}
-			continue
+			bit, err = 1<<8, fieldBool(d, &v.Terminal)
+		default:
+			err = d.otherMember(key, "_meta", "auth", "elicitation", "fs", "nes", "planCapabilities", "positionEncodings", "subagents", "terminal")
 		}
-		if foldsTo(key, "_meta", "auth", "elicitation", "fs", "nes", "planCapabilities", "positionEncodings", "subagents", "terminal") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -2085,36 +925,22 @@ func (v *ClientError) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "error":
-			if seen&(1<<0) != 0 {
-				return errFallback
+			bit = 1 << 0
+			if err = d.notNull(); err == nil {
+				err = v.Error.decodeFast(d)
 			}
-			seen |= 1 << 0
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Error.decodeFast(d); err != nil {
-				return err
-			}
-			continue
 		case "id":
-			if seen&(1<<1) != 0 {
-				return errFallback
+			bit = 1 << 1
+			if err = d.notNull(); err == nil {
+				err = v.Id.decodeFast(d)
 			}
-			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Id.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+		default:
+			err = d.otherMember(key, "error", "id")
 		}
-		if foldsTo(key, "error", "id") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -2135,77 +961,20 @@ func (v *ClientNesCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "jump":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Jump = nil
-			} else {
-				var x2 NesJumpCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Jump = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Jump, elemFast[NesJumpCapabilities])
 		case "rename":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Rename = nil
-			} else {
-				var x3 NesRenameCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x3.decodeFast(d); err != nil {
-					return err
-				}
-				v.Rename = &x3
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Rename, elemFast[NesRenameCapabilities])
 		case "searchAndReplace":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.SearchAndReplace = nil
-			} else {
-				var x4 NesSearchAndReplaceCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x4.decodeFast(d); err != nil {
-					return err
-				}
-				v.SearchAndReplace = &x4
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.SearchAndReplace, elemFast[NesSearchAndReplaceCapabilities])
+		default:
+			err = d.otherMember(key, "_meta", "jump", "rename", "searchAndReplace")
 		}
-		if foldsTo(key, "_meta", "jump", "rename", "searchAndReplace") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -2226,36 +995,16 @@ func (v *ClientNotification) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "method":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Method = x1
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.Method)
 		case "params":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			x2, err := d.anyValue()
-			if err != nil {
-				return err
-			}
-			v.Params = x2
-			continue
+			bit, err = 1<<1, decodeAny(d, &v.Params)
+		default:
+			err = d.otherMember(key, "method", "params")
 		}
-		if foldsTo(key, "method", "params") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -2276,48 +1025,21 @@ func (v *ClientRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "id":
-			if seen&(1<<0) != 0 {
-				return errFallback
+			bit = 1 << 0
+			if err = d.notNull(); err == nil {
+				err = v.Id.decodeFast(d)
 			}
-			seen |= 1 << 0
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Id.decodeFast(d); err != nil {
-				return err
-			}
-			continue
 		case "method":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Method = x1
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Method)
 		case "params":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			x2, err := d.anyValue()
-			if err != nil {
-				return err
-			}
-			v.Params = x2
-			continue
+			bit, err = 1<<2, decodeAny(d, &v.Params)
+		default:
+			err = d.otherMember(key, "id", "method", "params")
 		}
-		if foldsTo(key, "id", "method", "params") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -2351,35 +1073,19 @@ func (v *ClientResult) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "id":
-			if seen&(1<<0) != 0 {
-				return errFallback
+			bit = 1 << 0
+			if err = d.notNull(); err == nil {
+				err = v.Id.decodeFast(d)
 			}
-			seen |= 1 << 0
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Id.decodeFast(d); err != nil {
-				return err
-			}
-			continue
 		case "result":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			x1, err := d.anyValue()
-			if err != nil {
-				return err
-			}
-			v.Result = x1
-			continue
+			bit, err = 1<<1, decodeAny(d, &v.Result)
+		default:
+			err = d.otherMember(key, "id", "result")
 		}
-		if foldsTo(key, "id", "result") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -2400,36 +1106,16 @@ func (v *CloseSessionRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "sessionId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "sessionId")
 		}
-		if foldsTo(key, "_meta", "sessionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -2450,23 +1136,14 @@ func (v *CloseSessionResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -2487,52 +1164,16 @@ func (v *ConfigOptionUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "configOptions":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.ConfigOptions = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []SessionConfigOption{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 SessionConfigOption
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.ConfigOptions = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.ConfigOptions, elemUnion[SessionConfigOption])
+		default:
+			err = d.otherMember(key, "_meta", "configOptions")
 		}
-		if foldsTo(key, "_meta", "configOptions") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -2553,32 +1194,16 @@ func (v *Content) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "content":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if err := v.Content.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+			bit, err = 1<<1, v.Content.decodeFast(d)
+		default:
+			err = d.otherMember(key, "_meta", "content")
 		}
-		if foldsTo(key, "_meta", "content") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -2653,80 +1278,22 @@ func (v *ContentBlockAudio) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "annotations":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Annotations = nil
-			} else {
-				var x2 Annotations
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Annotations = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Annotations, elemFast[Annotations])
 		case "data":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Data = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Data)
 		case "mimeType":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.MimeType = x4
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.MimeType)
 		case "type":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x5
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Type)
+		default:
+			err = d.otherMember(key, "_meta", "annotations", "data", "mimeType", "type")
 		}
-		if foldsTo(key, "_meta", "annotations", "data", "mimeType", "type") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -2747,100 +1314,24 @@ func (v *ContentBlockImage) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "annotations":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Annotations = nil
-			} else {
-				var x2 Annotations
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Annotations = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Annotations, elemFast[Annotations])
 		case "data":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Data = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Data)
 		case "mimeType":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.MimeType = x4
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.MimeType)
 		case "type":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x5
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Type)
 		case "uri":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if d.null() {
-				v.Uri = nil
-			} else {
-				var x6 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x7, err := d.str()
-				if err != nil {
-					return err
-				}
-				x6 = x7
-				v.Uri = &x6
-			}
-			continue
+			bit, err = 1<<5, fieldPtr(d, &v.Uri, elemString[string])
+		default:
+			err = d.otherMember(key, "_meta", "annotations", "data", "mimeType", "type", "uri")
 		}
-		if foldsTo(key, "_meta", "annotations", "data", "mimeType", "type", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -2861,63 +1352,20 @@ func (v *ContentBlockResource) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "annotations":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Annotations = nil
-			} else {
-				var x2 Annotations
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Annotations = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Annotations, elemFast[Annotations])
 		case "resource":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if err := v.Resource.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+			bit, err = 1<<2, v.Resource.decodeFast(d)
 		case "type":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x3
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Type)
+		default:
+			err = d.otherMember(key, "_meta", "annotations", "resource", "type")
 		}
-		if foldsTo(key, "_meta", "annotations", "resource", "type") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -2938,160 +1386,30 @@ func (v *ContentBlockResourceLink) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "annotations":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Annotations = nil
-			} else {
-				var x2 Annotations
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Annotations = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Annotations, elemFast[Annotations])
 		case "description":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Description = nil
-			} else {
-				var x3 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				x3 = x4
-				v.Description = &x3
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Description, elemString[string])
 		case "mimeType":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.MimeType = nil
-			} else {
-				var x5 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				x5 = x6
-				v.MimeType = &x5
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.MimeType, elemString[string])
 		case "name":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x7, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x7
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Name)
 		case "size":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if d.null() {
-				v.Size = nil
-			} else {
-				var x8 int
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x9, err := d.integer()
-				if err != nil {
-					return err
-				}
-				x8 = x9
-				v.Size = &x8
-			}
-			continue
+			bit, err = 1<<5, fieldPtr(d, &v.Size, elemInt[int])
 		case "title":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			if d.null() {
-				v.Title = nil
-			} else {
-				var x10 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x11, err := d.str()
-				if err != nil {
-					return err
-				}
-				x10 = x11
-				v.Title = &x10
-			}
-			continue
+			bit, err = 1<<6, fieldPtr(d, &v.Title, elemString[string])
 		case "type":
-			if seen&(1<<7) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 7
-			if !d.null() {
-				x12, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x12
-			}
-			continue
+			bit, err = 1<<7, fieldString(d, &v.Type)
 		case "uri":
-			if seen&(1<<8) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 8
-			if !d.null() {
-				x13, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x13
-			}
-			continue
+			bit, err = 1<<8, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "_meta", "annotations", "description", "mimeType", "name", "size", "title", "type", "uri")
 		}
-		if foldsTo(key, "_meta", "annotations", "description", "mimeType", "name", "size", "title", "type", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -3112,67 +1430,20 @@ func (v *ContentBlockText) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "annotations":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Annotations = nil
-			} else {
-				var x2 Annotations
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Annotations = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Annotations, elemFast[Annotations])
 		case "text":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Text = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Text)
 		case "type":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x4
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Type)
+		default:
+			err = d.otherMember(key, "_meta", "annotations", "text", "type")
 		}
-		if foldsTo(key, "_meta", "annotations", "text", "type") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -3193,52 +1464,18 @@ func (v *ContentChunk) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "content":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if err := v.Content.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+			bit, err = 1<<1, v.Content.decodeFast(d)
 		case "messageId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.MessageId = nil
-			} else {
-				var x2 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.MessageId = &x2
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.MessageId, elemString[string])
+		default:
+			err = d.otherMember(key, "_meta", "content", "messageId")
 		}
-		if foldsTo(key, "_meta", "content", "messageId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -3259,38 +1496,16 @@ func (v *Cost) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "amount":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.float()
-				if err != nil {
-					return err
-				}
-				v.Amount = x1
-			}
-			continue
+			bit, err = 1<<0, fieldFloat(d, &v.Amount)
 		case "currency":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Currency = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Currency)
+		default:
+			err = d.otherMember(key, "amount", "currency")
 		}
-		if foldsTo(key, "amount", "currency") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -3311,155 +1526,26 @@ func (v *CreateTerminalRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "args":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Args = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []string{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 string
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					x4, err := d.str()
-					if err != nil {
-						return err
-					}
-					x3 = x4
-					x2 = append(x2, x3)
-				}
-				v.Args = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Args, elemString[string])
 		case "command":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Command = x5
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Command)
 		case "cwd":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Cwd = nil
-			} else {
-				var x6 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x7, err := d.str()
-				if err != nil {
-					return err
-				}
-				x6 = x7
-				v.Cwd = &x6
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.Cwd, elemString[string])
 		case "env":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if d.null() {
-				v.Env = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x8 := []EnvVariable{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x9 EnvVariable
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x9.decodeFast(d); err != nil {
-						return err
-					}
-					x8 = append(x8, x9)
-				}
-				v.Env = x8
-			}
-			continue
+			bit, err = 1<<4, fieldSlice(d, &v.Env, elemFast[EnvVariable])
 		case "outputByteLimit":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if d.null() {
-				v.OutputByteLimit = nil
-			} else {
-				var x10 int
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x11, err := d.integer()
-				if err != nil {
-					return err
-				}
-				x10 = x11
-				v.OutputByteLimit = &x10
-			}
-			continue
+			bit, err = 1<<5, fieldPtr(d, &v.OutputByteLimit, elemInt[int])
 		case "sessionId":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			if !d.null() {
-				x12, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x12)
-			}
-			continue
+			bit, err = 1<<6, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "args", "command", "cwd", "env", "outputByteLimit", "sessionId")
 		}
-		if foldsTo(key, "_meta", "args", "command", "cwd", "env", "outputByteLimit", "sessionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -3480,36 +1566,16 @@ func (v *CreateTerminalResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "terminalId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.TerminalId = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.TerminalId)
+		default:
+			err = d.otherMember(key, "_meta", "terminalId")
 		}
-		if foldsTo(key, "_meta", "terminalId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -3530,36 +1596,16 @@ func (v *CurrentModeUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "currentModeId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.CurrentModeId = SessionModeId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.CurrentModeId)
+		default:
+			err = d.otherMember(key, "_meta", "currentModeId")
 		}
-		if foldsTo(key, "_meta", "currentModeId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -3580,69 +1626,20 @@ func (v *Diff) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "newText":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.NewText = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.NewText)
 		case "oldText":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.OldText = nil
-			} else {
-				var x3 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				x3 = x4
-				v.OldText = &x3
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.OldText, elemString[string])
 		case "path":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Path = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Path)
+		default:
+			err = d.otherMember(key, "_meta", "newText", "oldText", "path")
 		}
-		if foldsTo(key, "_meta", "newText", "oldText", "path") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -3663,59 +1660,18 @@ func (v *ElicitationCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "form":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Form = nil
-			} else {
-				var x2 ElicitationFormCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Form = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Form, elemFast[ElicitationFormCapabilities])
 		case "url":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Url = nil
-			} else {
-				var x3 ElicitationUrlCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x3.decodeFast(d); err != nil {
-					return err
-				}
-				v.Url = &x3
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Url, elemFast[ElicitationUrlCapabilities])
+		default:
+			err = d.otherMember(key, "_meta", "form", "url")
 		}
-		if foldsTo(key, "_meta", "form", "url") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -3736,23 +1692,14 @@ func (v *ElicitationFormCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -3773,23 +1720,14 @@ func (v *ElicitationUrlCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -3810,50 +1748,18 @@ func (v *EmbeddedResource) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "annotations":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Annotations = nil
-			} else {
-				var x2 Annotations
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Annotations = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Annotations, elemFast[Annotations])
 		case "resource":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if err := v.Resource.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+			bit, err = 1<<2, v.Resource.decodeFast(d)
+		default:
+			err = d.otherMember(key, "_meta", "annotations", "resource")
 		}
-		if foldsTo(key, "_meta", "annotations", "resource") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -3887,49 +1793,18 @@ func (v *EnvVariable) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "name":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Name)
 		case "value":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Value = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Value)
+		default:
+			err = d.otherMember(key, "_meta", "name", "value")
 		}
-		if foldsTo(key, "_meta", "name", "value") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -3950,45 +1825,18 @@ func (v *Error) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "code":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if err := v.Code.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+			bit, err = 1<<0, v.Code.decodeFast(d)
 		case "data":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			x1, err := d.anyValue()
-			if err != nil {
-				return err
-			}
-			v.Data = x1
-			continue
+			bit, err = 1<<1, decodeAny(d, &v.Data)
 		case "message":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Message = x2
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Message)
+		default:
+			err = d.otherMember(key, "code", "data", "message")
 		}
-		if foldsTo(key, "code", "data", "message") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -4022,55 +1870,24 @@ func (v *FileSystemCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "readTextFile":
+			if err := d.notNull(); err != nil {
 				return err
 			}
-			v.Meta = x1
-			continue
-		case "readTextFile":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if !d.null() {
-				x2, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.ReadTextFile = x2
-			}
-			continue
+			bit, err = 1<<1, fieldBool(d, &v.ReadTextFile)
 		case "writeTextFile":
-			if seen&(1<<2) != 0 {
-				return errFallback
+			if err := d.notNull(); err != nil {
+				return err
 			}
-			seen |= 1 << 2
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if !d.null() {
-				x3, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.WriteTextFile = x3
-			}
-			continue
+			bit, err = 1<<2, fieldBool(d, &v.WriteTextFile)
+		default:
+			err = d.otherMember(key, "_meta", "readTextFile", "writeTextFile")
 		}
-		if foldsTo(key, "_meta", "readTextFile", "writeTextFile") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -4097,49 +1914,18 @@ func (v *HttpHeader) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "name":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Name)
 		case "value":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Value = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Value)
+		default:
+			err = d.otherMember(key, "_meta", "name", "value")
 		}
-		if foldsTo(key, "_meta", "name", "value") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -4160,79 +1946,20 @@ func (v *IdleStateUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "error":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Error = nil
-			} else {
-				var x2 Error
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Error = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Error, elemFast[Error])
 		case "stopReason":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.StopReason = nil
-			} else {
-				var x3 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				x3 = x4
-				v.StopReason = &x3
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.StopReason, elemString[string])
 		case "usage":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Usage = nil
-			} else {
-				var x5 Usage
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x5.decodeFast(d); err != nil {
-					return err
-				}
-				v.Usage = &x5
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.Usage, elemFast[Usage])
+		default:
+			err = d.otherMember(key, "_meta", "error", "stopReason", "usage")
 		}
-		if foldsTo(key, "_meta", "error", "stopReason", "usage") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -4253,87 +1980,22 @@ func (v *ImageContent) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "annotations":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Annotations = nil
-			} else {
-				var x2 Annotations
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Annotations = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Annotations, elemFast[Annotations])
 		case "data":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Data = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Data)
 		case "mimeType":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.MimeType = x4
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.MimeType)
 		case "uri":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if d.null() {
-				v.Uri = nil
-			} else {
-				var x5 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				x5 = x6
-				v.Uri = &x5
-			}
-			continue
+			bit, err = 1<<4, fieldPtr(d, &v.Uri, elemString[string])
+		default:
+			err = d.otherMember(key, "_meta", "annotations", "data", "mimeType", "uri")
 		}
-		if foldsTo(key, "_meta", "annotations", "data", "mimeType", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -4354,69 +2016,20 @@ func (v *Implementation) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "name":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Name)
 		case "title":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Title = nil
-			} else {
-				var x3 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				x3 = x4
-				v.Title = &x3
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Title, elemString[string])
 		case "version":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Version = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Version)
+		default:
+			err = d.otherMember(key, "_meta", "name", "title", "version")
 		}
-		if foldsTo(key, "_meta", "name", "title", "version") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -4437,69 +2050,26 @@ func (v *InitializeRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "clientCapabilities":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.ClientCapabilities.decodeFast(d); err != nil {
+			if err := d.notNull(); err != nil {
 				return err
 			}
-			continue
+			bit = 1 << 1
+			if err = d.notNull(); err == nil {
+				err = v.ClientCapabilities.decodeFast(d)
+			}
 		case "clientInfo":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.ClientInfo = nil
-			} else {
-				var x2 Implementation
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.ClientInfo = &x2
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.ClientInfo, elemFast[Implementation])
 		case "protocolVersion":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x3, err := d.integer()
-				if err != nil {
-					return err
-				}
-				v.ProtocolVersion = ProtocolVersion(x3)
-			}
-			continue
+			bit, err = 1<<3, fieldInt(d, &v.ProtocolVersion)
+		default:
+			err = d.otherMember(key, "_meta", "clientCapabilities", "clientInfo", "protocolVersion")
 		}
-		if foldsTo(key, "_meta", "clientCapabilities", "clientInfo", "protocolVersion") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -4523,101 +2093,31 @@ func (v *InitializeResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "agentCapabilities":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.AgentCapabilities.decodeFast(d); err != nil {
+			if err := d.notNull(); err != nil {
 				return err
 			}
-			continue
+			bit = 1 << 1
+			if err = d.notNull(); err == nil {
+				err = v.AgentCapabilities.decodeFast(d)
+			}
 		case "agentInfo":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.AgentInfo = nil
-			} else {
-				var x2 Implementation
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.AgentInfo = &x2
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.AgentInfo, elemFast[Implementation])
 		case "authMethods":
-			if seen&(1<<3) != 0 {
-				return errFallback
+			if err := d.notNull(); err != nil {
+				return err
 			}
-			seen |= 1 << 3
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if d.null() {
-				v.AuthMethods = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x3 := []AuthMethod{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x4 AuthMethod
-					if err := x4.decodeFast(d); err != nil {
-						return err
-					}
-					x3 = append(x3, x4)
-				}
-				v.AuthMethods = x3
-			}
-			continue
+			bit, err = 1<<3, fieldSlice(d, &v.AuthMethods, elemUnion[AuthMethod])
 		case "protocolVersion":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x5, err := d.integer()
-				if err != nil {
-					return err
-				}
-				v.ProtocolVersion = ProtocolVersion(x5)
-			}
-			continue
+			bit, err = 1<<4, fieldInt(d, &v.ProtocolVersion)
+		default:
+			err = d.otherMember(key, "_meta", "agentCapabilities", "agentInfo", "authMethods", "protocolVersion")
 		}
-		if foldsTo(key, "_meta", "agentCapabilities", "agentInfo", "authMethods", "protocolVersion") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -4644,49 +2144,18 @@ func (v *KillTerminalRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "sessionId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.SessionId)
 		case "terminalId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.TerminalId = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.TerminalId)
+		default:
+			err = d.otherMember(key, "_meta", "sessionId", "terminalId")
 		}
-		if foldsTo(key, "_meta", "sessionId", "terminalId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -4707,23 +2176,14 @@ func (v *KillTerminalResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -4744,69 +2204,20 @@ func (v *LegacyModelInfo) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "description":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Description = nil
-			} else {
-				var x2 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.Description = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Description, elemString[string])
 		case "modelId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.ModelId = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.ModelId)
 		case "name":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Name)
+		default:
+			err = d.otherMember(key, "_meta", "description", "modelId", "name")
 		}
-		if foldsTo(key, "_meta", "description", "modelId", "name") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -4827,57 +2238,16 @@ func (v *LegacyModels) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "availableModels":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if d.null() {
-				v.AvailableModels = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x1 := []LegacyModelInfo{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x2 LegacyModelInfo
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x2.decodeFast(d); err != nil {
-						return err
-					}
-					x1 = append(x1, x2)
-				}
-				v.AvailableModels = x1
-			}
-			continue
+			bit, err = 1<<0, fieldSlice(d, &v.AvailableModels, elemFast[LegacyModelInfo])
 		case "currentModelId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.CurrentModelId = x3
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.CurrentModelId)
+		default:
+			err = d.otherMember(key, "availableModels", "currentModelId")
 		}
-		if foldsTo(key, "availableModels", "currentModelId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -4898,63 +2268,18 @@ func (v *ListSessionsRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "cursor":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Cursor = nil
-			} else {
-				var x2 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.Cursor = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Cursor, elemString[string])
 		case "cwd":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Cwd = nil
-			} else {
-				var x4 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				x4 = x5
-				v.Cwd = &x4
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Cwd, elemString[string])
+		default:
+			err = d.otherMember(key, "_meta", "cursor", "cwd")
 		}
-		if foldsTo(key, "_meta", "cursor", "cwd") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -4975,75 +2300,18 @@ func (v *ListSessionsResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "nextCursor":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.NextCursor = nil
-			} else {
-				var x2 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.NextCursor = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.NextCursor, elemString[string])
 		case "sessions":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Sessions = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x4 := []SessionInfo{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x5 SessionInfo
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x5.decodeFast(d); err != nil {
-						return err
-					}
-					x4 = append(x4, x5)
-				}
-				v.Sessions = x4
-			}
-			continue
+			bit, err = 1<<2, fieldSlice(d, &v.Sessions, elemFast[SessionInfo])
+		default:
+			err = d.otherMember(key, "_meta", "nextCursor", "sessions")
 		}
-		if foldsTo(key, "_meta", "nextCursor", "sessions") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -5064,112 +2332,22 @@ func (v *LoadSessionRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "additionalDirectories":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.AdditionalDirectories = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []string{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 string
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					x4, err := d.str()
-					if err != nil {
-						return err
-					}
-					x3 = x4
-					x2 = append(x2, x3)
-				}
-				v.AdditionalDirectories = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.AdditionalDirectories, elemString[string])
 		case "cwd":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Cwd = x5
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Cwd)
 		case "mcpServers":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.McpServers = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x6 := []McpServer{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x7 McpServer
-					if err := x7.decodeFast(d); err != nil {
-						return err
-					}
-					x6 = append(x6, x7)
-				}
-				v.McpServers = x6
-			}
-			continue
+			bit, err = 1<<3, fieldSlice(d, &v.McpServers, elemUnion[McpServer])
 		case "sessionId":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x8, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x8)
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "additionalDirectories", "cwd", "mcpServers", "sessionId")
 		}
-		if foldsTo(key, "_meta", "additionalDirectories", "cwd", "mcpServers", "sessionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -5190,88 +2368,20 @@ func (v *LoadSessionResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "configOptions":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.ConfigOptions = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []SessionConfigOption{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 SessionConfigOption
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.ConfigOptions = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.ConfigOptions, elemUnion[SessionConfigOption])
 		case "models":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.LegacyModels = nil
-			} else {
-				var x4 LegacyModels
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x4.decodeFast(d); err != nil {
-					return err
-				}
-				v.LegacyModels = &x4
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.LegacyModels, elemFast[LegacyModels])
 		case "modes":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Modes = nil
-			} else {
-				var x5 SessionModeState
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x5.decodeFast(d); err != nil {
-					return err
-				}
-				v.Modes = &x5
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.Modes, elemFast[SessionModeState])
+		default:
+			err = d.otherMember(key, "_meta", "configOptions", "models", "modes")
 		}
-		if foldsTo(key, "_meta", "configOptions", "models", "modes") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -5292,23 +2402,14 @@ func (v *LogoutCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -5329,23 +2430,14 @@ func (v *LogoutRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -5366,23 +2458,14 @@ func (v *LogoutResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -5403,71 +2486,29 @@ func (v *McpCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "acp":
+			if err := d.notNull(); err != nil {
 				return err
 			}
-			v.Meta = x1
-			continue
-		case "acp":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if !d.null() {
-				x2, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.Acp = x2
-			}
-			continue
+			bit, err = 1<<1, fieldBool(d, &v.Acp)
 		case "http":
-			if seen&(1<<2) != 0 {
-				return errFallback
+			if err := d.notNull(); err != nil {
+				return err
 			}
-			seen |= 1 << 2
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if !d.null() {
-				x3, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.Http = x3
-			}
-			continue
+			bit, err = 1<<2, fieldBool(d, &v.Http)
 		case "sse":
-			if seen&(1<<3) != 0 {
-				return errFallback
+			if err := d.notNull(); err != nil {
+				return err
 			}
-			seen |= 1 << 3
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if !d.null() {
-				x4, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.Sse = x4
-			}
-			continue
+			bit, err = 1<<3, fieldBool(d, &v.Sse)
+		default:
+			err = d.otherMember(key, "_meta", "acp", "http", "sse")
 		}
-		if foldsTo(key, "_meta", "acp", "http", "sse") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -5537,49 +2578,18 @@ func (v *McpServerAcp) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "id":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = McpServerAcpId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Id)
 		case "name":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Name)
+		default:
+			err = d.otherMember(key, "_meta", "id", "name")
 		}
-		if foldsTo(key, "_meta", "id", "name") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -5600,62 +2610,20 @@ func (v *McpServerAcpInline) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "id":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = McpServerAcpId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Id)
 		case "name":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Name)
 		case "type":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x4
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Type)
+		default:
+			err = d.otherMember(key, "_meta", "id", "name", "type")
 		}
-		if foldsTo(key, "_meta", "id", "name", "type") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -5676,81 +2644,20 @@ func (v *McpServerHttp) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "headers":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Headers = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []HttpHeader{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 HttpHeader
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Headers = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Headers, elemFast[HttpHeader])
 		case "name":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Name)
 		case "url":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Url = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Url)
+		default:
+			err = d.otherMember(key, "_meta", "headers", "name", "url")
 		}
-		if foldsTo(key, "_meta", "headers", "name", "url") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -5771,94 +2678,22 @@ func (v *McpServerHttpInline) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "headers":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Headers = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []HttpHeader{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 HttpHeader
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Headers = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Headers, elemFast[HttpHeader])
 		case "name":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Name)
 		case "type":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Type)
 		case "url":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Url = x6
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Url)
+		default:
+			err = d.otherMember(key, "_meta", "headers", "name", "type", "url")
 		}
-		if foldsTo(key, "_meta", "headers", "name", "type", "url") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -5879,81 +2714,20 @@ func (v *McpServerSse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "headers":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Headers = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []HttpHeader{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 HttpHeader
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Headers = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Headers, elemFast[HttpHeader])
 		case "name":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Name)
 		case "url":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Url = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Url)
+		default:
+			err = d.otherMember(key, "_meta", "headers", "name", "url")
 		}
-		if foldsTo(key, "_meta", "headers", "name", "url") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -5974,94 +2748,22 @@ func (v *McpServerSseInline) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "headers":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Headers = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []HttpHeader{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 HttpHeader
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Headers = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Headers, elemFast[HttpHeader])
 		case "name":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Name)
 		case "type":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Type)
 		case "url":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Url = x6
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Url)
+		default:
+			err = d.otherMember(key, "_meta", "headers", "name", "type", "url")
 		}
-		if foldsTo(key, "_meta", "headers", "name", "type", "url") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -6082,115 +2784,22 @@ func (v *McpServerStdio) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "args":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Args = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []string{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 string
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					x4, err := d.str()
-					if err != nil {
-						return err
-					}
-					x3 = x4
-					x2 = append(x2, x3)
-				}
-				v.Args = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Args, elemString[string])
 		case "command":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Command = x5
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Command)
 		case "env":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Env = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x6 := []EnvVariable{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x7 EnvVariable
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x7.decodeFast(d); err != nil {
-						return err
-					}
-					x6 = append(x6, x7)
-				}
-				v.Env = x6
-			}
-			continue
+			bit, err = 1<<3, fieldSlice(d, &v.Env, elemFast[EnvVariable])
 		case "name":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x8, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x8
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Name)
+		default:
+			err = d.otherMember(key, "_meta", "args", "command", "env", "name")
 		}
-		if foldsTo(key, "_meta", "args", "command", "env", "name") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -6211,59 +2820,18 @@ func (v *NesCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "context":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Context = nil
-			} else {
-				var x2 NesContextCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Context = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Context, elemFast[NesContextCapabilities])
 		case "events":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Events = nil
-			} else {
-				var x3 NesEventCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x3.decodeFast(d); err != nil {
-					return err
-				}
-				v.Events = &x3
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Events, elemFast[NesEventCapabilities])
+		default:
+			err = d.otherMember(key, "_meta", "context", "events")
 		}
-		if foldsTo(key, "_meta", "context", "events") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -6284,131 +2852,26 @@ func (v *NesContextCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "diagnostics":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Diagnostics = nil
-			} else {
-				var x2 NesDiagnosticsCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Diagnostics = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Diagnostics, elemFast[NesDiagnosticsCapabilities])
 		case "editHistory":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.EditHistory = nil
-			} else {
-				var x3 NesEditHistoryCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x3.decodeFast(d); err != nil {
-					return err
-				}
-				v.EditHistory = &x3
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.EditHistory, elemFast[NesEditHistoryCapabilities])
 		case "openFiles":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.OpenFiles = nil
-			} else {
-				var x4 NesOpenFilesCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x4.decodeFast(d); err != nil {
-					return err
-				}
-				v.OpenFiles = &x4
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.OpenFiles, elemFast[NesOpenFilesCapabilities])
 		case "recentFiles":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if d.null() {
-				v.RecentFiles = nil
-			} else {
-				var x5 NesRecentFilesCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x5.decodeFast(d); err != nil {
-					return err
-				}
-				v.RecentFiles = &x5
-			}
-			continue
+			bit, err = 1<<4, fieldPtr(d, &v.RecentFiles, elemFast[NesRecentFilesCapabilities])
 		case "relatedSnippets":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if d.null() {
-				v.RelatedSnippets = nil
-			} else {
-				var x6 NesRelatedSnippetsCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x6.decodeFast(d); err != nil {
-					return err
-				}
-				v.RelatedSnippets = &x6
-			}
-			continue
+			bit, err = 1<<5, fieldPtr(d, &v.RelatedSnippets, elemFast[NesRelatedSnippetsCapabilities])
 		case "userActions":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			if d.null() {
-				v.UserActions = nil
-			} else {
-				var x7 NesUserActionsCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x7.decodeFast(d); err != nil {
-					return err
-				}
-				v.UserActions = &x7
-			}
-			continue
+			bit, err = 1<<6, fieldPtr(d, &v.UserActions, elemFast[NesUserActionsCapabilities])
+		default:
+			err = d.otherMember(key, "_meta", "diagnostics", "editHistory", "openFiles", "recentFiles", "relatedSnippets", "userActions")
 		}
-		if foldsTo(key, "_meta", "diagnostics", "editHistory", "openFiles", "recentFiles", "relatedSnippets", "userActions") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -6429,23 +2892,14 @@ func (v *NesDiagnosticsCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -6466,36 +2920,16 @@ func (v *NesDocumentDidChangeCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "syncKind":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SyncKind = TextDocumentSyncKind(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.SyncKind)
+		default:
+			err = d.otherMember(key, "_meta", "syncKind")
 		}
-		if foldsTo(key, "_meta", "syncKind") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -6516,23 +2950,14 @@ func (v *NesDocumentDidCloseCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -6553,23 +2978,14 @@ func (v *NesDocumentDidFocusCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -6590,23 +3006,14 @@ func (v *NesDocumentDidOpenCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -6627,23 +3034,14 @@ func (v *NesDocumentDidSaveCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -6664,113 +3062,24 @@ func (v *NesDocumentEventCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "didChange":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.DidChange = nil
-			} else {
-				var x2 NesDocumentDidChangeCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.DidChange = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.DidChange, elemFast[NesDocumentDidChangeCapabilities])
 		case "didClose":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.DidClose = nil
-			} else {
-				var x3 NesDocumentDidCloseCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x3.decodeFast(d); err != nil {
-					return err
-				}
-				v.DidClose = &x3
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.DidClose, elemFast[NesDocumentDidCloseCapabilities])
 		case "didFocus":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.DidFocus = nil
-			} else {
-				var x4 NesDocumentDidFocusCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x4.decodeFast(d); err != nil {
-					return err
-				}
-				v.DidFocus = &x4
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.DidFocus, elemFast[NesDocumentDidFocusCapabilities])
 		case "didOpen":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if d.null() {
-				v.DidOpen = nil
-			} else {
-				var x5 NesDocumentDidOpenCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x5.decodeFast(d); err != nil {
-					return err
-				}
-				v.DidOpen = &x5
-			}
-			continue
+			bit, err = 1<<4, fieldPtr(d, &v.DidOpen, elemFast[NesDocumentDidOpenCapabilities])
 		case "didSave":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if d.null() {
-				v.DidSave = nil
-			} else {
-				var x6 NesDocumentDidSaveCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x6.decodeFast(d); err != nil {
-					return err
-				}
-				v.DidSave = &x6
-			}
-			continue
+			bit, err = 1<<5, fieldPtr(d, &v.DidSave, elemFast[NesDocumentDidSaveCapabilities])
+		default:
+			err = d.otherMember(key, "_meta", "didChange", "didClose", "didFocus", "didOpen", "didSave")
 		}
-		if foldsTo(key, "_meta", "didChange", "didClose", "didFocus", "didOpen", "didSave") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -6791,43 +3100,16 @@ func (v *NesEditHistoryCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "maxCount":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.MaxCount = nil
-			} else {
-				var x2 int
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.integer()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.MaxCount = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.MaxCount, elemInt[int])
+		default:
+			err = d.otherMember(key, "_meta", "maxCount")
 		}
-		if foldsTo(key, "_meta", "maxCount") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -6848,41 +3130,16 @@ func (v *NesEventCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "document":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Document = nil
-			} else {
-				var x2 NesDocumentEventCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Document = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Document, elemFast[NesDocumentEventCapabilities])
+		default:
+			err = d.otherMember(key, "_meta", "document")
 		}
-		if foldsTo(key, "_meta", "document") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -6903,23 +3160,14 @@ func (v *NesJumpCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -6940,23 +3188,14 @@ func (v *NesOpenFilesCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -6977,43 +3216,16 @@ func (v *NesRecentFilesCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "maxCount":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.MaxCount = nil
-			} else {
-				var x2 int
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.integer()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.MaxCount = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.MaxCount, elemInt[int])
+		default:
+			err = d.otherMember(key, "_meta", "maxCount")
 		}
-		if foldsTo(key, "_meta", "maxCount") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -7034,23 +3246,14 @@ func (v *NesRelatedSnippetsCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -7071,23 +3274,14 @@ func (v *NesRenameCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -7108,23 +3302,14 @@ func (v *NesSearchAndReplaceCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -7145,43 +3330,16 @@ func (v *NesUserActionsCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "maxCount":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.MaxCount = nil
-			} else {
-				var x2 int
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.integer()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.MaxCount = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.MaxCount, elemInt[int])
+		default:
+			err = d.otherMember(key, "_meta", "maxCount")
 		}
-		if foldsTo(key, "_meta", "maxCount") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -7202,99 +3360,20 @@ func (v *NewSessionRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "additionalDirectories":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.AdditionalDirectories = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []string{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 string
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					x4, err := d.str()
-					if err != nil {
-						return err
-					}
-					x3 = x4
-					x2 = append(x2, x3)
-				}
-				v.AdditionalDirectories = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.AdditionalDirectories, elemString[string])
 		case "cwd":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Cwd = x5
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Cwd)
 		case "mcpServers":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.McpServers = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x6 := []McpServer{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x7 McpServer
-					if err := x7.decodeFast(d); err != nil {
-						return err
-					}
-					x6 = append(x6, x7)
-				}
-				v.McpServers = x6
-			}
-			continue
+			bit, err = 1<<3, fieldSlice(d, &v.McpServers, elemUnion[McpServer])
+		default:
+			err = d.otherMember(key, "_meta", "additionalDirectories", "cwd", "mcpServers")
 		}
-		if foldsTo(key, "_meta", "additionalDirectories", "cwd", "mcpServers") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -7315,101 +3394,22 @@ func (v *NewSessionResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "configOptions":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.ConfigOptions = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []SessionConfigOption{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 SessionConfigOption
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.ConfigOptions = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.ConfigOptions, elemUnion[SessionConfigOption])
 		case "models":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.LegacyModels = nil
-			} else {
-				var x4 LegacyModels
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x4.decodeFast(d); err != nil {
-					return err
-				}
-				v.LegacyModels = &x4
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.LegacyModels, elemFast[LegacyModels])
 		case "modes":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Modes = nil
-			} else {
-				var x5 SessionModeState
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x5.decodeFast(d); err != nil {
-					return err
-				}
-				v.Modes = &x5
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.Modes, elemFast[SessionModeState])
 		case "sessionId":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x6)
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "configOptions", "models", "modes", "sessionId")
 		}
-		if foldsTo(key, "_meta", "configOptions", "models", "modes", "sessionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -7430,62 +3430,20 @@ func (v *PermissionOption) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "kind":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Kind = PermissionOptionKind(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Kind)
 		case "name":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Name)
 		case "optionId":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.OptionId = PermissionOptionId(x4)
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.OptionId)
+		default:
+			err = d.otherMember(key, "_meta", "kind", "name", "optionId")
 		}
-		if foldsTo(key, "_meta", "kind", "name", "optionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -7506,55 +3464,16 @@ func (v *Plan) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "entries":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Entries = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []PlanEntry{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 PlanEntry
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Entries = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Entries, elemFast[PlanEntry])
+		default:
+			err = d.otherMember(key, "_meta", "entries")
 		}
-		if foldsTo(key, "_meta", "entries") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -7575,23 +3494,14 @@ func (v *PlanCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -7612,62 +3522,20 @@ func (v *PlanEntry) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "content":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Content = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Content)
 		case "priority":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Priority = PlanEntryPriority(x3)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Priority)
 		case "status":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Status = PlanEntryStatus(x4)
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Status)
+		default:
+			err = d.otherMember(key, "_meta", "content", "priority", "status")
 		}
-		if foldsTo(key, "_meta", "content", "priority", "status") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -7688,49 +3556,18 @@ func (v *PlanFile) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "id":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = PlanId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Id)
 		case "uri":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "_meta", "id", "uri")
 		}
-		if foldsTo(key, "_meta", "id", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -7751,68 +3588,18 @@ func (v *PlanItems) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "entries":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Entries = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []PlanEntry{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 PlanEntry
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Entries = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Entries, elemFast[PlanEntry])
 		case "id":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = PlanId(x4)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Id)
+		default:
+			err = d.otherMember(key, "_meta", "entries", "id")
 		}
-		if foldsTo(key, "_meta", "entries", "id") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -7833,49 +3620,18 @@ func (v *PlanMarkdown) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "content":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Content = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Content)
 		case "id":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = PlanId(x3)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Id)
+		default:
+			err = d.otherMember(key, "_meta", "content", "id")
 		}
-		if foldsTo(key, "_meta", "content", "id") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -7896,36 +3652,16 @@ func (v *PlanRemoved) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "id":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = PlanId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Id)
+		default:
+			err = d.otherMember(key, "_meta", "id")
 		}
-		if foldsTo(key, "_meta", "id") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -7946,32 +3682,16 @@ func (v *PlanUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "plan":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if err := v.Plan.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+			bit, err = 1<<1, v.Plan.decodeFast(d)
+		default:
+			err = d.otherMember(key, "_meta", "plan")
 		}
-		if foldsTo(key, "_meta", "plan") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -8032,62 +3752,20 @@ func (v *PlanUpdateContentFile) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "id":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = PlanId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Id)
 		case "type":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Type)
 		case "uri":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x4
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "_meta", "id", "type", "uri")
 		}
-		if foldsTo(key, "_meta", "id", "type", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -8108,81 +3786,20 @@ func (v *PlanUpdateContentItems) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "entries":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Entries = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []PlanEntry{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 PlanEntry
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Entries = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Entries, elemFast[PlanEntry])
 		case "id":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = PlanId(x4)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Id)
 		case "type":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Type)
+		default:
+			err = d.otherMember(key, "_meta", "entries", "id", "type")
 		}
-		if foldsTo(key, "_meta", "entries", "id", "type") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -8203,62 +3820,20 @@ func (v *PlanUpdateContentMarkdown) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "content":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Content = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Content)
 		case "id":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = PlanId(x3)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Id)
 		case "type":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x4
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Type)
+		default:
+			err = d.otherMember(key, "_meta", "content", "id", "type")
 		}
-		if foldsTo(key, "_meta", "content", "id", "type") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -8279,71 +3854,29 @@ func (v *PromptCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "audio":
+			if err := d.notNull(); err != nil {
 				return err
 			}
-			v.Meta = x1
-			continue
-		case "audio":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if !d.null() {
-				x2, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.Audio = x2
-			}
-			continue
+			bit, err = 1<<1, fieldBool(d, &v.Audio)
 		case "embeddedContext":
-			if seen&(1<<2) != 0 {
-				return errFallback
+			if err := d.notNull(); err != nil {
+				return err
 			}
-			seen |= 1 << 2
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if !d.null() {
-				x3, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.EmbeddedContext = x3
-			}
-			continue
+			bit, err = 1<<2, fieldBool(d, &v.EmbeddedContext)
 		case "image":
-			if seen&(1<<3) != 0 {
-				return errFallback
+			if err := d.notNull(); err != nil {
+				return err
 			}
-			seen |= 1 << 3
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if !d.null() {
-				x4, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.Image = x4
-			}
-			continue
+			bit, err = 1<<3, fieldBool(d, &v.Image)
+		default:
+			err = d.otherMember(key, "_meta", "audio", "embeddedContext", "image")
 		}
-		if foldsTo(key, "_meta", "audio", "embeddedContext", "image") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -8373,85 +3906,20 @@ func (v *PromptRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "messageId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.MessageId = nil
-			} else {
-				var x2 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.MessageId = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.MessageId, elemString[string])
 		case "prompt":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Prompt = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x4 := []ContentBlock{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x5 ContentBlock
-					if err := x5.decodeFast(d); err != nil {
-						return err
-					}
-					x4 = append(x4, x5)
-				}
-				v.Prompt = x4
-			}
-			continue
+			bit, err = 1<<2, fieldSlice(d, &v.Prompt, elemUnion[ContentBlock])
 		case "sessionId":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x6)
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "messageId", "prompt", "sessionId")
 		}
-		if foldsTo(key, "_meta", "messageId", "prompt", "sessionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -8472,74 +3940,20 @@ func (v *PromptResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "stopReason":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.StopReason = StopReason(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.StopReason)
 		case "usage":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Usage = nil
-			} else {
-				var x3 Usage
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x3.decodeFast(d); err != nil {
-					return err
-				}
-				v.Usage = &x3
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Usage, elemFast[Usage])
 		case "userMessageId":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.UserMessageId = nil
-			} else {
-				var x4 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				x4 = x5
-				v.UserMessageId = &x4
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.UserMessageId, elemString[string])
+		default:
+			err = d.otherMember(key, "_meta", "stopReason", "usage", "userMessageId")
 		}
-		if foldsTo(key, "_meta", "stopReason", "usage", "userMessageId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -8560,23 +3974,14 @@ func (v *ProvidersCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -8597,89 +4002,22 @@ func (v *ReadTextFileRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "limit":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Limit = nil
-			} else {
-				var x2 int
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.integer()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.Limit = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Limit, elemInt[int])
 		case "line":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Line = nil
-			} else {
-				var x4 int
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x5, err := d.integer()
-				if err != nil {
-					return err
-				}
-				x4 = x5
-				v.Line = &x4
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Line, elemInt[int])
 		case "path":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Path = x6
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Path)
 		case "sessionId":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x7, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x7)
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "limit", "line", "path", "sessionId")
 		}
-		if foldsTo(key, "_meta", "limit", "line", "path", "sessionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -8700,36 +4038,16 @@ func (v *ReadTextFileResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "content":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Content = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Content)
+		default:
+			err = d.otherMember(key, "_meta", "content")
 		}
-		if foldsTo(key, "_meta", "content") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -8750,49 +4068,18 @@ func (v *ReleaseTerminalRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "sessionId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.SessionId)
 		case "terminalId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.TerminalId = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.TerminalId)
+		default:
+			err = d.otherMember(key, "_meta", "sessionId", "terminalId")
 		}
-		if foldsTo(key, "_meta", "sessionId", "terminalId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -8813,23 +4100,14 @@ func (v *ReleaseTerminalResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -8853,17 +4131,13 @@ func (v *RequestIdNull) decodeFast(d *fastDecoder) error {
 	}
 	for first := true; ; first = false {
 		_, ok, err := d.nextKey(first)
-		if err != nil {
+		if err != nil || !ok {
 			return err
-		}
-		if !ok {
-			break
 		}
 		if err := d.skip(); err != nil {
 			return err
 		}
 	}
-	return nil
 }
 
 // decodeFast decodes RequestPermissionOutcome in one pass when its tag decides the variant;
@@ -8913,25 +4187,14 @@ func (v *RequestPermissionOutcomeCancelled) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "outcome":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Outcome = x1
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.Outcome)
+		default:
+			err = d.otherMember(key, "outcome")
 		}
-		if foldsTo(key, "outcome") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -8952,49 +4215,18 @@ func (v *RequestPermissionOutcomeSelected) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "optionId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.OptionId = PermissionOptionId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.OptionId)
 		case "outcome":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Outcome = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Outcome)
+		default:
+			err = d.otherMember(key, "_meta", "optionId", "outcome")
 		}
-		if foldsTo(key, "_meta", "optionId", "outcome") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -9015,80 +4247,23 @@ func (v *RequestPermissionRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "options":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Options = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []PermissionOption{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 PermissionOption
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Options = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Options, elemFast[PermissionOption])
 		case "sessionId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x4)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.SessionId)
 		case "toolCall":
-			if seen&(1<<3) != 0 {
-				return errFallback
+			bit = 1 << 3
+			if err = d.notNull(); err == nil {
+				err = v.ToolCall.decodeFast(d)
 			}
-			seen |= 1 << 3
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.ToolCall.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+		default:
+			err = d.otherMember(key, "_meta", "options", "sessionId", "toolCall")
 		}
-		if foldsTo(key, "_meta", "options", "sessionId", "toolCall") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -9109,32 +4284,16 @@ func (v *RequestPermissionResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "outcome":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if err := v.Outcome.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+			bit, err = 1<<1, v.Outcome.decodeFast(d)
+		default:
+			err = d.otherMember(key, "_meta", "outcome")
 		}
-		if foldsTo(key, "_meta", "outcome") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -9155,23 +4314,14 @@ func (v *RequiresActionStateUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -9192,147 +4342,28 @@ func (v *ResourceLink) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "annotations":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Annotations = nil
-			} else {
-				var x2 Annotations
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Annotations = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Annotations, elemFast[Annotations])
 		case "description":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Description = nil
-			} else {
-				var x3 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				x3 = x4
-				v.Description = &x3
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Description, elemString[string])
 		case "mimeType":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.MimeType = nil
-			} else {
-				var x5 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				x5 = x6
-				v.MimeType = &x5
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.MimeType, elemString[string])
 		case "name":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x7, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x7
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Name)
 		case "size":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if d.null() {
-				v.Size = nil
-			} else {
-				var x8 int
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x9, err := d.integer()
-				if err != nil {
-					return err
-				}
-				x8 = x9
-				v.Size = &x8
-			}
-			continue
+			bit, err = 1<<5, fieldPtr(d, &v.Size, elemInt[int])
 		case "title":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			if d.null() {
-				v.Title = nil
-			} else {
-				var x10 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x11, err := d.str()
-				if err != nil {
-					return err
-				}
-				x10 = x11
-				v.Title = &x10
-			}
-			continue
+			bit, err = 1<<6, fieldPtr(d, &v.Title, elemString[string])
 		case "uri":
-			if seen&(1<<7) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 7
-			if !d.null() {
-				x12, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x12
-			}
-			continue
+			bit, err = 1<<7, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "_meta", "annotations", "description", "mimeType", "name", "size", "title", "uri")
 		}
-		if foldsTo(key, "_meta", "annotations", "description", "mimeType", "name", "size", "title", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -9353,112 +4384,22 @@ func (v *ResumeSessionRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "additionalDirectories":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.AdditionalDirectories = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []string{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 string
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					x4, err := d.str()
-					if err != nil {
-						return err
-					}
-					x3 = x4
-					x2 = append(x2, x3)
-				}
-				v.AdditionalDirectories = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.AdditionalDirectories, elemString[string])
 		case "cwd":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Cwd = x5
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Cwd)
 		case "mcpServers":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.McpServers = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x6 := []McpServer{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x7 McpServer
-					if err := x7.decodeFast(d); err != nil {
-						return err
-					}
-					x6 = append(x6, x7)
-				}
-				v.McpServers = x6
-			}
-			continue
+			bit, err = 1<<3, fieldSlice(d, &v.McpServers, elemUnion[McpServer])
 		case "sessionId":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x8, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x8)
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "additionalDirectories", "cwd", "mcpServers", "sessionId")
 		}
-		if foldsTo(key, "_meta", "additionalDirectories", "cwd", "mcpServers", "sessionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -9479,88 +4420,20 @@ func (v *ResumeSessionResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "configOptions":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.ConfigOptions = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []SessionConfigOption{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 SessionConfigOption
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.ConfigOptions = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.ConfigOptions, elemUnion[SessionConfigOption])
 		case "models":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.LegacyModels = nil
-			} else {
-				var x4 LegacyModels
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x4.decodeFast(d); err != nil {
-					return err
-				}
-				v.LegacyModels = &x4
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.LegacyModels, elemFast[LegacyModels])
 		case "modes":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Modes = nil
-			} else {
-				var x5 SessionModeState
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x5.decodeFast(d); err != nil {
-					return err
-				}
-				v.Modes = &x5
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.Modes, elemFast[SessionModeState])
+		default:
+			err = d.otherMember(key, "_meta", "configOptions", "models", "modes")
 		}
-		if foldsTo(key, "_meta", "configOptions", "models", "modes") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -9581,23 +4454,14 @@ func (v *RunningStateUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -9618,36 +4482,16 @@ func (v *SelectedPermissionOutcome) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "optionId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.OptionId = PermissionOptionId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.OptionId)
+		default:
+			err = d.otherMember(key, "_meta", "optionId")
 		}
-		if foldsTo(key, "_meta", "optionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -9668,23 +4512,14 @@ func (v *SessionAdditionalDirectoriesCapabilities) decodeFast(d *fastDecoder) er
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -9705,68 +4540,18 @@ func (v *SessionAvailableCommandsUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "availableCommands":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.AvailableCommands = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []AvailableCommand{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 AvailableCommand
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.AvailableCommands = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.AvailableCommands, elemFast[AvailableCommand])
 		case "sessionUpdate":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionUpdate = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.SessionUpdate)
+		default:
+			err = d.otherMember(key, "_meta", "availableCommands", "sessionUpdate")
 		}
-		if foldsTo(key, "_meta", "availableCommands", "sessionUpdate") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -9787,23 +4572,14 @@ func (v *SessionCancelCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -9824,131 +4600,26 @@ func (v *SessionCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "additionalDirectories":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.AdditionalDirectories = nil
-			} else {
-				var x2 SessionAdditionalDirectoriesCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.AdditionalDirectories = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.AdditionalDirectories, elemFast[SessionAdditionalDirectoriesCapabilities])
 		case "close":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Close = nil
-			} else {
-				var x3 SessionCloseCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x3.decodeFast(d); err != nil {
-					return err
-				}
-				v.Close = &x3
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Close, elemFast[SessionCloseCapabilities])
 		case "delete":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Delete = nil
-			} else {
-				var x4 SessionDeleteCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x4.decodeFast(d); err != nil {
-					return err
-				}
-				v.Delete = &x4
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.Delete, elemFast[SessionDeleteCapabilities])
 		case "fork":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if d.null() {
-				v.Fork = nil
-			} else {
-				var x5 SessionForkCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x5.decodeFast(d); err != nil {
-					return err
-				}
-				v.Fork = &x5
-			}
-			continue
+			bit, err = 1<<4, fieldPtr(d, &v.Fork, elemFast[SessionForkCapabilities])
 		case "list":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if d.null() {
-				v.List = nil
-			} else {
-				var x6 SessionListCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x6.decodeFast(d); err != nil {
-					return err
-				}
-				v.List = &x6
-			}
-			continue
+			bit, err = 1<<5, fieldPtr(d, &v.List, elemFast[SessionListCapabilities])
 		case "resume":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			if d.null() {
-				v.Resume = nil
-			} else {
-				var x7 SessionResumeCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x7.decodeFast(d); err != nil {
-					return err
-				}
-				v.Resume = &x7
-			}
-			continue
+			bit, err = 1<<6, fieldPtr(d, &v.Resume, elemFast[SessionResumeCapabilities])
+		default:
+			err = d.otherMember(key, "_meta", "additionalDirectories", "close", "delete", "fork", "list", "resume")
 		}
-		if foldsTo(key, "_meta", "additionalDirectories", "close", "delete", "fork", "list", "resume") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -9969,23 +4640,14 @@ func (v *SessionCloseCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -10006,25 +4668,14 @@ func (v *SessionConfigBoolean) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "currentValue":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.CurrentValue = x1
-			}
-			continue
+			bit, err = 1<<0, fieldBool(d, &v.CurrentValue)
+		default:
+			err = d.otherMember(key, "currentValue")
 		}
-		if foldsTo(key, "currentValue") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -10078,115 +4729,26 @@ func (v *SessionConfigOptionBoolean) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "category":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Category = nil
-			} else {
-				var x2 SessionConfigOptionCategory
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = SessionConfigOptionCategory(x3)
-				v.Category = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Category, elemString[SessionConfigOptionCategory])
 		case "currentValue":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.CurrentValue = x4
-			}
-			continue
+			bit, err = 1<<2, fieldBool(d, &v.CurrentValue)
 		case "description":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Description = nil
-			} else {
-				var x5 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				x5 = x6
-				v.Description = &x5
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.Description, elemString[string])
 		case "id":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x7, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = SessionConfigId(x7)
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Id)
 		case "name":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if !d.null() {
-				x8, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x8
-			}
-			continue
+			bit, err = 1<<5, fieldString(d, &v.Name)
 		case "type":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			if !d.null() {
-				x9, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x9
-			}
-			continue
+			bit, err = 1<<6, fieldString(d, &v.Type)
+		default:
+			err = d.otherMember(key, "_meta", "category", "currentValue", "description", "id", "name", "type")
 		}
-		if foldsTo(key, "_meta", "category", "currentValue", "description", "id", "name", "type") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -10207,124 +4769,28 @@ func (v *SessionConfigOptionSelect) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "category":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Category = nil
-			} else {
-				var x2 SessionConfigOptionCategory
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = SessionConfigOptionCategory(x3)
-				v.Category = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Category, elemString[SessionConfigOptionCategory])
 		case "currentValue":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.CurrentValue = SessionConfigValueId(x4)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.CurrentValue)
 		case "description":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Description = nil
-			} else {
-				var x5 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				x5 = x6
-				v.Description = &x5
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.Description, elemString[string])
 		case "id":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x7, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = SessionConfigId(x7)
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Id)
 		case "name":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if !d.null() {
-				x8, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x8
-			}
-			continue
+			bit, err = 1<<5, fieldString(d, &v.Name)
 		case "options":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			if err := v.Options.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+			bit, err = 1<<6, v.Options.decodeFast(d)
 		case "type":
-			if seen&(1<<7) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 7
-			if !d.null() {
-				x9, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x9
-			}
-			continue
+			bit, err = 1<<7, fieldString(d, &v.Type)
+		default:
+			err = d.otherMember(key, "_meta", "category", "currentValue", "description", "id", "name", "options", "type")
 		}
-		if foldsTo(key, "_meta", "category", "currentValue", "description", "id", "name", "options", "type") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -10345,65 +4811,18 @@ func (v *SessionConfigOptionUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "configOptions":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.ConfigOptions = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []SessionConfigOption{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 SessionConfigOption
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.ConfigOptions = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.ConfigOptions, elemUnion[SessionConfigOption])
 		case "sessionUpdate":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionUpdate = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.SessionUpdate)
+		default:
+			err = d.otherMember(key, "_meta", "configOptions", "sessionUpdate")
 		}
-		if foldsTo(key, "_meta", "configOptions", "sessionUpdate") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -10424,34 +4843,16 @@ func (v *SessionConfigSelect) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "currentValue":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.CurrentValue = SessionConfigValueId(x1)
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.CurrentValue)
 		case "options":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if err := v.Options.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+			bit, err = 1<<1, v.Options.decodeFast(d)
+		default:
+			err = d.otherMember(key, "currentValue", "options")
 		}
-		if foldsTo(key, "currentValue", "options") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -10472,81 +4873,20 @@ func (v *SessionConfigSelectGroup) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "group":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Group = SessionConfigGroupId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Group)
 		case "name":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Name)
 		case "options":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Options = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x4 := []SessionConfigSelectOption{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x5 SessionConfigSelectOption
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x5.decodeFast(d); err != nil {
-						return err
-					}
-					x4 = append(x4, x5)
-				}
-				v.Options = x4
-			}
-			continue
+			bit, err = 1<<3, fieldSlice(d, &v.Options, elemFast[SessionConfigSelectOption])
+		default:
+			err = d.otherMember(key, "_meta", "group", "name", "options")
 		}
-		if foldsTo(key, "_meta", "group", "name", "options") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -10567,69 +4907,20 @@ func (v *SessionConfigSelectOption) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "description":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Description = nil
-			} else {
-				var x2 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.Description = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Description, elemString[string])
 		case "name":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Name)
 		case "value":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Value = SessionConfigValueId(x5)
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Value)
+		default:
+			err = d.otherMember(key, "_meta", "description", "name", "value")
 		}
-		if foldsTo(key, "_meta", "description", "name", "value") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -10663,49 +4954,18 @@ func (v *SessionCurrentModeUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "currentModeId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.CurrentModeId = SessionModeId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.CurrentModeId)
 		case "sessionUpdate":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionUpdate = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.SessionUpdate)
+		default:
+			err = d.otherMember(key, "_meta", "currentModeId", "sessionUpdate")
 		}
-		if foldsTo(key, "_meta", "currentModeId", "sessionUpdate") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -10726,23 +4986,14 @@ func (v *SessionDeleteCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -10763,23 +5014,14 @@ func (v *SessionForkCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -10800,123 +5042,24 @@ func (v *SessionInfo) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "additionalDirectories":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.AdditionalDirectories = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []string{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 string
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					x4, err := d.str()
-					if err != nil {
-						return err
-					}
-					x3 = x4
-					x2 = append(x2, x3)
-				}
-				v.AdditionalDirectories = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.AdditionalDirectories, elemString[string])
 		case "cwd":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Cwd = x5
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Cwd)
 		case "sessionId":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x6)
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.SessionId)
 		case "title":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if d.null() {
-				v.Title = nil
-			} else {
-				var x7 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x8, err := d.str()
-				if err != nil {
-					return err
-				}
-				x7 = x8
-				v.Title = &x7
-			}
-			continue
+			bit, err = 1<<4, fieldPtr(d, &v.Title, elemString[string])
 		case "updatedAt":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if d.null() {
-				v.UpdatedAt = nil
-			} else {
-				var x9 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x10, err := d.str()
-				if err != nil {
-					return err
-				}
-				x9 = x10
-				v.UpdatedAt = &x9
-			}
-			continue
+			bit, err = 1<<5, fieldPtr(d, &v.UpdatedAt, elemString[string])
+		default:
+			err = d.otherMember(key, "_meta", "additionalDirectories", "cwd", "sessionId", "title", "updatedAt")
 		}
-		if foldsTo(key, "_meta", "additionalDirectories", "cwd", "sessionId", "title", "updatedAt") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -10937,63 +5080,18 @@ func (v *SessionInfoUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "title":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Title = nil
-			} else {
-				var x2 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.Title = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Title, elemString[string])
 		case "updatedAt":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.UpdatedAt = nil
-			} else {
-				var x4 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				x4 = x5
-				v.UpdatedAt = &x4
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.UpdatedAt, elemString[string])
+		default:
+			err = d.otherMember(key, "_meta", "title", "updatedAt")
 		}
-		if foldsTo(key, "_meta", "title", "updatedAt") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -11014,23 +5112,14 @@ func (v *SessionListCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -11051,103 +5140,26 @@ func (v *SessionMessage) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x1, &v.Meta) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<0, elemRaw[Nullable[map[string]any]](d, &v.Meta)
 		case "content":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			x2, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x2, &v.Content) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<1, elemRaw[Nullable[[]ContentBlock]](d, &v.Content)
 		case "messageId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.MessageId = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.MessageId)
 		case "recipientMessageId":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			x4, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x4, &v.RecipientMessageId) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<3, elemRaw[Nullable[MessageId]](d, &v.RecipientMessageId)
 		case "recipientSessionId":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			x5, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x5, &v.RecipientSessionId) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<4, elemRaw[Nullable[SessionId]](d, &v.RecipientSessionId)
 		case "senderMessageId":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			x6, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x6, &v.SenderMessageId) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<5, elemRaw[Nullable[MessageId]](d, &v.SenderMessageId)
 		case "senderSessionId":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			x7, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x7, &v.SenderSessionId) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<6, elemRaw[Nullable[SessionId]](d, &v.SenderSessionId)
+		default:
+			err = d.otherMember(key, "_meta", "content", "messageId", "recipientMessageId", "recipientSessionId", "senderMessageId", "senderSessionId")
 		}
-		if foldsTo(key, "_meta", "content", "messageId", "recipientMessageId", "recipientSessionId", "senderMessageId", "senderSessionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -11168,45 +5180,18 @@ func (v *SessionMessageChunk) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "content":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if err := v.Content.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+			bit, err = 1<<1, v.Content.decodeFast(d)
 		case "messageId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.MessageId = x2
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.MessageId)
+		default:
+			err = d.otherMember(key, "_meta", "content", "messageId")
 		}
-		if foldsTo(key, "_meta", "content", "messageId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -11227,69 +5212,20 @@ func (v *SessionMode) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "description":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Description = nil
-			} else {
-				var x2 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.Description = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Description, elemString[string])
 		case "id":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = SessionModeId(x4)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Id)
 		case "name":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Name)
+		default:
+			err = d.otherMember(key, "_meta", "description", "id", "name")
 		}
-		if foldsTo(key, "_meta", "description", "id", "name") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -11310,68 +5246,18 @@ func (v *SessionModeState) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "availableModes":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.AvailableModes = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []SessionMode{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 SessionMode
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.AvailableModes = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.AvailableModes, elemFast[SessionMode])
 		case "currentModeId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.CurrentModeId = SessionModeId(x4)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.CurrentModeId)
+		default:
+			err = d.otherMember(key, "_meta", "availableModes", "currentModeId")
 		}
-		if foldsTo(key, "_meta", "availableModes", "currentModeId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -11392,45 +5278,18 @@ func (v *SessionNotification) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "sessionId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.SessionId)
 		case "update":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if err := v.Update.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+			bit, err = 1<<2, v.Update.decodeFast(d)
+		default:
+			err = d.otherMember(key, "_meta", "sessionId", "update")
 		}
-		if foldsTo(key, "_meta", "sessionId", "update") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -11451,45 +5310,18 @@ func (v *SessionPlanUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "plan":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if err := v.Plan.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+			bit, err = 1<<1, v.Plan.decodeFast(d)
 		case "sessionUpdate":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionUpdate = x2
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.SessionUpdate)
+		default:
+			err = d.otherMember(key, "_meta", "plan", "sessionUpdate")
 		}
-		if foldsTo(key, "_meta", "plan", "sessionUpdate") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -11510,23 +5342,14 @@ func (v *SessionResumeCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -11547,76 +5370,20 @@ func (v *SessionSessionInfoUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "sessionUpdate":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionUpdate = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.SessionUpdate)
 		case "title":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Title = nil
-			} else {
-				var x3 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				x3 = x4
-				v.Title = &x3
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Title, elemString[string])
 		case "updatedAt":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.UpdatedAt = nil
-			} else {
-				var x5 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				x5 = x6
-				v.UpdatedAt = &x5
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.UpdatedAt, elemString[string])
+		default:
+			err = d.otherMember(key, "_meta", "sessionUpdate", "title", "updatedAt")
 		}
-		if foldsTo(key, "_meta", "sessionUpdate", "title", "updatedAt") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -11637,129 +5404,30 @@ func (v *SessionSubagentUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x1, &v.Meta) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<0, elemRaw[Nullable[map[string]any]](d, &v.Meta)
 		case "additionalDirectories":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			x2, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x2, &v.AdditionalDirectories) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<1, elemRaw[Nullable[[]string]](d, &v.AdditionalDirectories)
 		case "capabilities":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			x3, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x3, &v.Capabilities) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<2, elemRaw[Nullable[SubagentSessionCapabilities]](d, &v.Capabilities)
 		case "cwd":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			x4, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x4, &v.Cwd) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<3, elemRaw[Nullable[string]](d, &v.Cwd)
 		case "description":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			x5, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x5, &v.Description) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<4, elemRaw[Nullable[string]](d, &v.Description)
 		case "sessionId":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if !d.null() {
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x6)
-			}
-			continue
+			bit, err = 1<<5, fieldString(d, &v.SessionId)
 		case "sessionUpdate":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			if !d.null() {
-				x7, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionUpdate = x7
-			}
-			continue
+			bit, err = 1<<6, fieldString(d, &v.SessionUpdate)
 		case "state":
-			if seen&(1<<7) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 7
-			x8, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x8, &v.State) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<7, elemRaw[Nullable[StateUpdate]](d, &v.State)
 		case "title":
-			if seen&(1<<8) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 8
-			x9, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x9, &v.Title) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<8, elemRaw[Nullable[string]](d, &v.Title)
+		default:
+			err = d.otherMember(key, "_meta", "additionalDirectories", "capabilities", "cwd", "description", "sessionId", "sessionUpdate", "state", "title")
 		}
-		if foldsTo(key, "_meta", "additionalDirectories", "capabilities", "cwd", "description", "sessionId", "sessionUpdate", "state", "title") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -11780,212 +5448,34 @@ func (v *SessionToolCallUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "content":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Content = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []ToolCallContent{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 ToolCallContent
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Content = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Content, elemUnion[ToolCallContent])
 		case "kind":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Kind = nil
-			} else {
-				var x4 ToolKind
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				x4 = ToolKind(x5)
-				v.Kind = &x4
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Kind, elemString[ToolKind])
 		case "locations":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Locations = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x6 := []ToolCallLocation{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x7 ToolCallLocation
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x7.decodeFast(d); err != nil {
-						return err
-					}
-					x6 = append(x6, x7)
-				}
-				v.Locations = x6
-			}
-			continue
+			bit, err = 1<<3, fieldSlice(d, &v.Locations, elemFast[ToolCallLocation])
 		case "name":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if d.null() {
-				v.Name = nil
-			} else {
-				var x8 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x9, err := d.str()
-				if err != nil {
-					return err
-				}
-				x8 = x9
-				v.Name = &x8
-			}
-			continue
+			bit, err = 1<<4, fieldPtr(d, &v.Name, elemString[string])
 		case "rawInput":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			x10, err := d.anyValue()
-			if err != nil {
-				return err
-			}
-			v.RawInput = x10
-			continue
+			bit, err = 1<<5, decodeAny(d, &v.RawInput)
 		case "rawOutput":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			x11, err := d.anyValue()
-			if err != nil {
-				return err
-			}
-			v.RawOutput = x11
-			continue
+			bit, err = 1<<6, decodeAny(d, &v.RawOutput)
 		case "sessionUpdate":
-			if seen&(1<<7) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 7
-			if !d.null() {
-				x12, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionUpdate = x12
-			}
-			continue
+			bit, err = 1<<7, fieldString(d, &v.SessionUpdate)
 		case "status":
-			if seen&(1<<8) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 8
-			if d.null() {
-				v.Status = nil
-			} else {
-				var x13 ToolCallStatus
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x14, err := d.str()
-				if err != nil {
-					return err
-				}
-				x13 = ToolCallStatus(x14)
-				v.Status = &x13
-			}
-			continue
+			bit, err = 1<<8, fieldPtr(d, &v.Status, elemString[ToolCallStatus])
 		case "title":
-			if seen&(1<<9) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 9
-			if d.null() {
-				v.Title = nil
-			} else {
-				var x15 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x16, err := d.str()
-				if err != nil {
-					return err
-				}
-				x15 = x16
-				v.Title = &x15
-			}
-			continue
+			bit, err = 1<<9, fieldPtr(d, &v.Title, elemString[string])
 		case "toolCallId":
-			if seen&(1<<10) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 10
-			if !d.null() {
-				x17, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.ToolCallId = ToolCallId(x17)
-			}
-			continue
+			bit, err = 1<<10, fieldString(d, &v.ToolCallId)
+		default:
+			err = d.otherMember(key, "_meta", "content", "kind", "locations", "name", "rawInput", "rawOutput", "sessionUpdate", "status", "title", "toolCallId")
 		}
-		if foldsTo(key, "_meta", "content", "kind", "locations", "name", "rawInput", "rawOutput", "sessionUpdate", "status", "title", "toolCallId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -12143,65 +5633,20 @@ func (v *SessionUpdateAgentMessageChunk) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "content":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if err := v.Content.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+			bit, err = 1<<1, v.Content.decodeFast(d)
 		case "messageId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.MessageId = nil
-			} else {
-				var x2 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.MessageId = &x2
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.MessageId, elemString[string])
 		case "sessionUpdate":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionUpdate = x4
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.SessionUpdate)
+		default:
+			err = d.otherMember(key, "_meta", "content", "messageId", "sessionUpdate")
 		}
-		if foldsTo(key, "_meta", "content", "messageId", "sessionUpdate") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -12222,65 +5667,20 @@ func (v *SessionUpdateAgentThoughtChunk) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "content":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if err := v.Content.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+			bit, err = 1<<1, v.Content.decodeFast(d)
 		case "messageId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.MessageId = nil
-			} else {
-				var x2 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.MessageId = &x2
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.MessageId, elemString[string])
 		case "sessionUpdate":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionUpdate = x4
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.SessionUpdate)
+		default:
+			err = d.otherMember(key, "_meta", "content", "messageId", "sessionUpdate")
 		}
-		if foldsTo(key, "_meta", "content", "messageId", "sessionUpdate") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -12301,68 +5701,18 @@ func (v *SessionUpdatePlan) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "entries":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Entries = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []PlanEntry{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 PlanEntry
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Entries = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Entries, elemFast[PlanEntry])
 		case "sessionUpdate":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionUpdate = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.SessionUpdate)
+		default:
+			err = d.otherMember(key, "_meta", "entries", "sessionUpdate")
 		}
-		if foldsTo(key, "_meta", "entries", "sessionUpdate") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -12383,49 +5733,18 @@ func (v *SessionUpdatePlanRemoved) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "id":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = PlanId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Id)
 		case "sessionUpdate":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionUpdate = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.SessionUpdate)
+		default:
+			err = d.otherMember(key, "_meta", "id", "sessionUpdate")
 		}
-		if foldsTo(key, "_meta", "id", "sessionUpdate") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -12446,116 +5765,28 @@ func (v *SessionUpdateSessionMessage) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x1, &v.Meta) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<0, elemRaw[Nullable[map[string]any]](d, &v.Meta)
 		case "content":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			x2, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x2, &v.Content) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<1, elemRaw[Nullable[[]ContentBlock]](d, &v.Content)
 		case "messageId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.MessageId = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.MessageId)
 		case "recipientMessageId":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			x4, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x4, &v.RecipientMessageId) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<3, elemRaw[Nullable[MessageId]](d, &v.RecipientMessageId)
 		case "recipientSessionId":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			x5, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x5, &v.RecipientSessionId) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<4, elemRaw[Nullable[SessionId]](d, &v.RecipientSessionId)
 		case "senderMessageId":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			x6, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x6, &v.SenderMessageId) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<5, elemRaw[Nullable[MessageId]](d, &v.SenderMessageId)
 		case "senderSessionId":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			x7, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x7, &v.SenderSessionId) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<6, elemRaw[Nullable[SessionId]](d, &v.SenderSessionId)
 		case "sessionUpdate":
-			if seen&(1<<7) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 7
-			if !d.null() {
-				x8, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionUpdate = x8
-			}
-			continue
+			bit, err = 1<<7, fieldString(d, &v.SessionUpdate)
+		default:
+			err = d.otherMember(key, "_meta", "content", "messageId", "recipientMessageId", "recipientSessionId", "senderMessageId", "senderSessionId", "sessionUpdate")
 		}
-		if foldsTo(key, "_meta", "content", "messageId", "recipientMessageId", "recipientSessionId", "senderMessageId", "senderSessionId", "sessionUpdate") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -12576,58 +5807,20 @@ func (v *SessionUpdateSessionMessageChunk) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "content":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if err := v.Content.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+			bit, err = 1<<1, v.Content.decodeFast(d)
 		case "messageId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.MessageId = x2
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.MessageId)
 		case "sessionUpdate":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionUpdate = x3
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.SessionUpdate)
+		default:
+			err = d.otherMember(key, "_meta", "content", "messageId", "sessionUpdate")
 		}
-		if foldsTo(key, "_meta", "content", "messageId", "sessionUpdate") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -12648,191 +5841,34 @@ func (v *SessionUpdateToolCall) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "content":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Content = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []ToolCallContent{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 ToolCallContent
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Content = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Content, elemUnion[ToolCallContent])
 		case "kind":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Kind = ToolKind(x4)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Kind)
 		case "locations":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Locations = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x5 := []ToolCallLocation{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x6 ToolCallLocation
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x6.decodeFast(d); err != nil {
-						return err
-					}
-					x5 = append(x5, x6)
-				}
-				v.Locations = x5
-			}
-			continue
+			bit, err = 1<<3, fieldSlice(d, &v.Locations, elemFast[ToolCallLocation])
 		case "name":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if d.null() {
-				v.Name = nil
-			} else {
-				var x7 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x8, err := d.str()
-				if err != nil {
-					return err
-				}
-				x7 = x8
-				v.Name = &x7
-			}
-			continue
+			bit, err = 1<<4, fieldPtr(d, &v.Name, elemString[string])
 		case "rawInput":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			x9, err := d.anyValue()
-			if err != nil {
-				return err
-			}
-			v.RawInput = x9
-			continue
+			bit, err = 1<<5, decodeAny(d, &v.RawInput)
 		case "rawOutput":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			x10, err := d.anyValue()
-			if err != nil {
-				return err
-			}
-			v.RawOutput = x10
-			continue
+			bit, err = 1<<6, decodeAny(d, &v.RawOutput)
 		case "sessionUpdate":
-			if seen&(1<<7) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 7
-			if !d.null() {
-				x11, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionUpdate = x11
-			}
-			continue
+			bit, err = 1<<7, fieldString(d, &v.SessionUpdate)
 		case "status":
-			if seen&(1<<8) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 8
-			if !d.null() {
-				x12, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Status = ToolCallStatus(x12)
-			}
-			continue
+			bit, err = 1<<8, fieldString(d, &v.Status)
 		case "title":
-			if seen&(1<<9) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 9
-			if !d.null() {
-				x13, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Title = x13
-			}
-			continue
+			bit, err = 1<<9, fieldString(d, &v.Title)
 		case "toolCallId":
-			if seen&(1<<10) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 10
-			if !d.null() {
-				x14, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.ToolCallId = ToolCallId(x14)
-			}
-			continue
+			bit, err = 1<<10, fieldString(d, &v.ToolCallId)
+		default:
+			err = d.otherMember(key, "_meta", "content", "kind", "locations", "name", "rawInput", "rawOutput", "sessionUpdate", "status", "title", "toolCallId")
 		}
-		if foldsTo(key, "_meta", "content", "kind", "locations", "name", "rawInput", "rawOutput", "sessionUpdate", "status", "title", "toolCallId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -12853,65 +5889,20 @@ func (v *SessionUpdateUserMessageChunk) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "content":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if err := v.Content.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+			bit, err = 1<<1, v.Content.decodeFast(d)
 		case "messageId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.MessageId = nil
-			} else {
-				var x2 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.MessageId = &x2
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.MessageId, elemString[string])
 		case "sessionUpdate":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionUpdate = x4
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.SessionUpdate)
+		default:
+			err = d.otherMember(key, "_meta", "content", "messageId", "sessionUpdate")
 		}
-		if foldsTo(key, "_meta", "content", "messageId", "sessionUpdate") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -12932,80 +5923,22 @@ func (v *SessionUsageUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "cost":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Cost = nil
-			} else {
-				var x2 Cost
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Cost = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Cost, elemFast[Cost])
 		case "sessionUpdate":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionUpdate = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.SessionUpdate)
 		case "size":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.integer()
-				if err != nil {
-					return err
-				}
-				v.Size = x4
-			}
-			continue
+			bit, err = 1<<3, fieldInt(d, &v.Size)
 		case "used":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x5, err := d.integer()
-				if err != nil {
-					return err
-				}
-				v.Used = x5
-			}
-			continue
+			bit, err = 1<<4, fieldInt(d, &v.Used)
+		default:
+			err = d.otherMember(key, "_meta", "cost", "sessionUpdate", "size", "used")
 		}
-		if foldsTo(key, "_meta", "cost", "sessionUpdate", "size", "used") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -13026,75 +5959,22 @@ func (v *SetSessionConfigOptionBoolean) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "configId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.ConfigId = SessionConfigId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.ConfigId)
 		case "sessionId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x3)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.SessionId)
 		case "type":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x4
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Type)
 		case "value":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x5, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.Value = x5
-			}
-			continue
+			bit, err = 1<<4, fieldBool(d, &v.Value)
+		default:
+			err = d.otherMember(key, "_meta", "configId", "sessionId", "type", "value")
 		}
-		if foldsTo(key, "_meta", "configId", "sessionId", "type", "value") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -13141,52 +6021,16 @@ func (v *SetSessionConfigOptionResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "configOptions":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.ConfigOptions = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []SessionConfigOption{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 SessionConfigOption
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.ConfigOptions = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.ConfigOptions, elemUnion[SessionConfigOption])
+		default:
+			err = d.otherMember(key, "_meta", "configOptions")
 		}
-		if foldsTo(key, "_meta", "configOptions") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -13207,62 +6051,20 @@ func (v *SetSessionConfigOptionValueId) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "configId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.ConfigId = SessionConfigId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.ConfigId)
 		case "sessionId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x3)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.SessionId)
 		case "value":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Value = SessionConfigValueId(x4)
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Value)
+		default:
+			err = d.otherMember(key, "_meta", "configId", "sessionId", "value")
 		}
-		if foldsTo(key, "_meta", "configId", "sessionId", "value") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -13283,49 +6085,18 @@ func (v *SetSessionModeRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "modeId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.ModeId = SessionModeId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.ModeId)
 		case "sessionId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x3)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "modeId", "sessionId")
 		}
-		if foldsTo(key, "_meta", "modeId", "sessionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -13346,23 +6117,14 @@ func (v *SetSessionModeResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -13436,92 +6198,22 @@ func (v *StateUpdateIdle) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "error":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Error = nil
-			} else {
-				var x2 Error
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Error = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Error, elemFast[Error])
 		case "state":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.State = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.State)
 		case "stopReason":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.StopReason = nil
-			} else {
-				var x4 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				x4 = x5
-				v.StopReason = &x4
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.StopReason, elemString[string])
 		case "usage":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if d.null() {
-				v.Usage = nil
-			} else {
-				var x6 Usage
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x6.decodeFast(d); err != nil {
-					return err
-				}
-				v.Usage = &x6
-			}
-			continue
+			bit, err = 1<<4, fieldPtr(d, &v.Usage, elemFast[Usage])
+		default:
+			err = d.otherMember(key, "_meta", "error", "state", "stopReason", "usage")
 		}
-		if foldsTo(key, "_meta", "error", "state", "stopReason", "usage") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -13542,36 +6234,16 @@ func (v *StateUpdateRequiresAction) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "state":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.State = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.State)
+		default:
+			err = d.otherMember(key, "_meta", "state")
 		}
-		if foldsTo(key, "_meta", "state") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -13592,36 +6264,16 @@ func (v *StateUpdateRunning) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "state":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.State = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.State)
+		default:
+			err = d.otherMember(key, "_meta", "state")
 		}
-		if foldsTo(key, "_meta", "state") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -13642,36 +6294,16 @@ func (v *StateUpdateUnknown) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "state":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.State = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.State)
+		default:
+			err = d.otherMember(key, "_meta", "state")
 		}
-		if foldsTo(key, "_meta", "state") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -13692,23 +6324,14 @@ func (v *SubagentCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -13729,41 +6352,16 @@ func (v *SubagentSessionCapabilities) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "cancel":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Cancel = nil
-			} else {
-				var x2 SessionCancelCapabilities
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Cancel = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Cancel, elemFast[SessionCancelCapabilities])
+		default:
+			err = d.otherMember(key, "_meta", "cancel")
 		}
-		if foldsTo(key, "_meta", "cancel") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -13784,116 +6382,28 @@ func (v *SubagentUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x1, &v.Meta) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<0, elemRaw[Nullable[map[string]any]](d, &v.Meta)
 		case "additionalDirectories":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			x2, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x2, &v.AdditionalDirectories) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<1, elemRaw[Nullable[[]string]](d, &v.AdditionalDirectories)
 		case "capabilities":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			x3, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x3, &v.Capabilities) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<2, elemRaw[Nullable[SubagentSessionCapabilities]](d, &v.Capabilities)
 		case "cwd":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			x4, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x4, &v.Cwd) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<3, elemRaw[Nullable[string]](d, &v.Cwd)
 		case "description":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			x5, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x5, &v.Description) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<4, elemRaw[Nullable[string]](d, &v.Description)
 		case "sessionId":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if !d.null() {
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x6)
-			}
-			continue
+			bit, err = 1<<5, fieldString(d, &v.SessionId)
 		case "state":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			x7, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x7, &v.State) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<6, elemRaw[Nullable[StateUpdate]](d, &v.State)
 		case "title":
-			if seen&(1<<7) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 7
-			x8, err := d.raw()
-			if err != nil {
-				return err
-			}
-			if decodeExact(x8, &v.Title) != nil {
-				return errFallback
-			}
-			continue
+			bit, err = 1<<7, elemRaw[Nullable[string]](d, &v.Title)
+		default:
+			err = d.otherMember(key, "_meta", "additionalDirectories", "capabilities", "cwd", "description", "sessionId", "state", "title")
 		}
-		if foldsTo(key, "_meta", "additionalDirectories", "capabilities", "cwd", "description", "sessionId", "state", "title") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -13914,36 +6424,16 @@ func (v *Terminal) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "terminalId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.TerminalId = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.TerminalId)
+		default:
+			err = d.otherMember(key, "_meta", "terminalId")
 		}
-		if foldsTo(key, "_meta", "terminalId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -13964,63 +6454,18 @@ func (v *TerminalExitStatus) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "exitCode":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.ExitCode = nil
-			} else {
-				var x2 int
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.integer()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.ExitCode = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.ExitCode, elemInt[int])
 		case "signal":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Signal = nil
-			} else {
-				var x4 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				x4 = x5
-				v.Signal = &x4
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Signal, elemString[string])
+		default:
+			err = d.otherMember(key, "_meta", "exitCode", "signal")
 		}
-		if foldsTo(key, "_meta", "exitCode", "signal") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -14041,49 +6486,18 @@ func (v *TerminalOutputRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "sessionId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.SessionId)
 		case "terminalId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.TerminalId = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.TerminalId)
+		default:
+			err = d.otherMember(key, "_meta", "sessionId", "terminalId")
 		}
-		if foldsTo(key, "_meta", "sessionId", "terminalId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -14104,67 +6518,20 @@ func (v *TerminalOutputResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "exitStatus":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.ExitStatus = nil
-			} else {
-				var x2 TerminalExitStatus
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.ExitStatus = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.ExitStatus, elemFast[TerminalExitStatus])
 		case "output":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Output = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Output)
 		case "truncated":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.Truncated = x4
-			}
-			continue
+			bit, err = 1<<3, fieldBool(d, &v.Truncated)
+		default:
+			err = d.otherMember(key, "_meta", "exitStatus", "output", "truncated")
 		}
-		if foldsTo(key, "_meta", "exitStatus", "output", "truncated") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -14185,54 +6552,18 @@ func (v *TextContent) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "annotations":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Annotations = nil
-			} else {
-				var x2 Annotations
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Annotations = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Annotations, elemFast[Annotations])
 		case "text":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Text = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Text)
+		default:
+			err = d.otherMember(key, "_meta", "annotations", "text")
 		}
-		if foldsTo(key, "_meta", "annotations", "text") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -14253,69 +6584,20 @@ func (v *TextResourceContents) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "mimeType":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.MimeType = nil
-			} else {
-				var x2 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.MimeType = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.MimeType, elemString[string])
 		case "text":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Text = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Text)
 		case "uri":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "_meta", "mimeType", "text", "uri")
 		}
-		if foldsTo(key, "_meta", "mimeType", "text", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -14336,178 +6618,32 @@ func (v *ToolCall) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "content":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Content = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []ToolCallContent{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 ToolCallContent
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Content = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Content, elemUnion[ToolCallContent])
 		case "kind":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Kind = ToolKind(x4)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Kind)
 		case "locations":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Locations = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x5 := []ToolCallLocation{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x6 ToolCallLocation
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x6.decodeFast(d); err != nil {
-						return err
-					}
-					x5 = append(x5, x6)
-				}
-				v.Locations = x5
-			}
-			continue
+			bit, err = 1<<3, fieldSlice(d, &v.Locations, elemFast[ToolCallLocation])
 		case "name":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if d.null() {
-				v.Name = nil
-			} else {
-				var x7 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x8, err := d.str()
-				if err != nil {
-					return err
-				}
-				x7 = x8
-				v.Name = &x7
-			}
-			continue
+			bit, err = 1<<4, fieldPtr(d, &v.Name, elemString[string])
 		case "rawInput":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			x9, err := d.anyValue()
-			if err != nil {
-				return err
-			}
-			v.RawInput = x9
-			continue
+			bit, err = 1<<5, decodeAny(d, &v.RawInput)
 		case "rawOutput":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			x10, err := d.anyValue()
-			if err != nil {
-				return err
-			}
-			v.RawOutput = x10
-			continue
+			bit, err = 1<<6, decodeAny(d, &v.RawOutput)
 		case "status":
-			if seen&(1<<7) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 7
-			if !d.null() {
-				x11, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Status = ToolCallStatus(x11)
-			}
-			continue
+			bit, err = 1<<7, fieldString(d, &v.Status)
 		case "title":
-			if seen&(1<<8) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 8
-			if !d.null() {
-				x12, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Title = x12
-			}
-			continue
+			bit, err = 1<<8, fieldString(d, &v.Title)
 		case "toolCallId":
-			if seen&(1<<9) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 9
-			if !d.null() {
-				x13, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.ToolCallId = ToolCallId(x13)
-			}
-			continue
+			bit, err = 1<<9, fieldString(d, &v.ToolCallId)
+		default:
+			err = d.otherMember(key, "_meta", "content", "kind", "locations", "name", "rawInput", "rawOutput", "status", "title", "toolCallId")
 		}
-		if foldsTo(key, "_meta", "content", "kind", "locations", "name", "rawInput", "rawOutput", "status", "title", "toolCallId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -14575,45 +6711,18 @@ func (v *ToolCallContentContent) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "content":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if err := v.Content.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+			bit, err = 1<<1, v.Content.decodeFast(d)
 		case "type":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x2
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Type)
+		default:
+			err = d.otherMember(key, "_meta", "content", "type")
 		}
-		if foldsTo(key, "_meta", "content", "type") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -14634,82 +6743,22 @@ func (v *ToolCallContentDiff) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "newText":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.NewText = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.NewText)
 		case "oldText":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.OldText = nil
-			} else {
-				var x3 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				x3 = x4
-				v.OldText = &x3
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.OldText, elemString[string])
 		case "path":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Path = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Path)
 		case "type":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x6
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Type)
+		default:
+			err = d.otherMember(key, "_meta", "newText", "oldText", "path", "type")
 		}
-		if foldsTo(key, "_meta", "newText", "oldText", "path", "type") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -14730,49 +6779,18 @@ func (v *ToolCallContentSession) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "sessionId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.SessionId)
 		case "type":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Type)
+		default:
+			err = d.otherMember(key, "_meta", "sessionId", "type")
 		}
-		if foldsTo(key, "_meta", "sessionId", "type") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -14793,49 +6811,18 @@ func (v *ToolCallContentTerminal) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "terminalId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.TerminalId = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.TerminalId)
 		case "type":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Type)
+		default:
+			err = d.otherMember(key, "_meta", "terminalId", "type")
 		}
-		if foldsTo(key, "_meta", "terminalId", "type") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -14856,56 +6843,18 @@ func (v *ToolCallLocation) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "line":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Line = nil
-			} else {
-				var x2 int
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.integer()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.Line = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Line, elemInt[int])
 		case "path":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Path = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Path)
+		default:
+			err = d.otherMember(key, "_meta", "line", "path")
 		}
-		if foldsTo(key, "_meta", "line", "path") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -14926,199 +6875,32 @@ func (v *ToolCallUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "content":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Content = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []ToolCallContent{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 ToolCallContent
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Content = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Content, elemUnion[ToolCallContent])
 		case "kind":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Kind = nil
-			} else {
-				var x4 ToolKind
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				x4 = ToolKind(x5)
-				v.Kind = &x4
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Kind, elemString[ToolKind])
 		case "locations":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Locations = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x6 := []ToolCallLocation{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x7 ToolCallLocation
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x7.decodeFast(d); err != nil {
-						return err
-					}
-					x6 = append(x6, x7)
-				}
-				v.Locations = x6
-			}
-			continue
+			bit, err = 1<<3, fieldSlice(d, &v.Locations, elemFast[ToolCallLocation])
 		case "name":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if d.null() {
-				v.Name = nil
-			} else {
-				var x8 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x9, err := d.str()
-				if err != nil {
-					return err
-				}
-				x8 = x9
-				v.Name = &x8
-			}
-			continue
+			bit, err = 1<<4, fieldPtr(d, &v.Name, elemString[string])
 		case "rawInput":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			x10, err := d.anyValue()
-			if err != nil {
-				return err
-			}
-			v.RawInput = x10
-			continue
+			bit, err = 1<<5, decodeAny(d, &v.RawInput)
 		case "rawOutput":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			x11, err := d.anyValue()
-			if err != nil {
-				return err
-			}
-			v.RawOutput = x11
-			continue
+			bit, err = 1<<6, decodeAny(d, &v.RawOutput)
 		case "status":
-			if seen&(1<<7) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 7
-			if d.null() {
-				v.Status = nil
-			} else {
-				var x12 ToolCallStatus
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x13, err := d.str()
-				if err != nil {
-					return err
-				}
-				x12 = ToolCallStatus(x13)
-				v.Status = &x12
-			}
-			continue
+			bit, err = 1<<7, fieldPtr(d, &v.Status, elemString[ToolCallStatus])
 		case "title":
-			if seen&(1<<8) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 8
-			if d.null() {
-				v.Title = nil
-			} else {
-				var x14 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x15, err := d.str()
-				if err != nil {
-					return err
-				}
-				x14 = x15
-				v.Title = &x14
-			}
-			continue
+			bit, err = 1<<8, fieldPtr(d, &v.Title, elemString[string])
 		case "toolCallId":
-			if seen&(1<<9) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 9
-			if !d.null() {
-				x16, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.ToolCallId = ToolCallId(x16)
-			}
-			continue
+			bit, err = 1<<9, fieldString(d, &v.ToolCallId)
+		default:
+			err = d.otherMember(key, "_meta", "content", "kind", "locations", "name", "rawInput", "rawOutput", "status", "title", "toolCallId")
 		}
-		if foldsTo(key, "_meta", "content", "kind", "locations", "name", "rawInput", "rawOutput", "status", "title", "toolCallId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -15139,23 +6921,14 @@ func (v *UnknownStateUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -15176,49 +6949,18 @@ func (v *UnstableAcceptNesNotification) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "id":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Id)
 		case "sessionId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x3)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "id", "sessionId")
 		}
-		if foldsTo(key, "_meta", "id", "sessionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -15239,35 +6981,19 @@ func (v *UnstableCancelRequestNotification) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "requestId":
-			if seen&(1<<1) != 0 {
-				return errFallback
+			bit = 1 << 1
+			if err = d.notNull(); err == nil {
+				err = v.RequestId.decodeFast(d)
 			}
-			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.RequestId.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+		default:
+			err = d.otherMember(key, "_meta", "requestId")
 		}
-		if foldsTo(key, "_meta", "requestId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -15288,36 +7014,16 @@ func (v *UnstableCloseNesRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "sessionId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "sessionId")
 		}
-		if foldsTo(key, "_meta", "sessionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -15338,23 +7044,14 @@ func (v *UnstableCloseNesResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -15375,36 +7072,16 @@ func (v *UnstableCompleteElicitationNotification) decodeFast(d *fastDecoder) err
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "elicitationId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.ElicitationId = UnstableElicitationId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.ElicitationId)
+		default:
+			err = d.otherMember(key, "_meta", "elicitationId")
 		}
-		if foldsTo(key, "_meta", "elicitationId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -15425,36 +7102,16 @@ func (v *UnstableConnectMcpRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "acpId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.AcpId = UnstableMcpServerAcpId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.AcpId)
+		default:
+			err = d.otherMember(key, "_meta", "acpId")
 		}
-		if foldsTo(key, "_meta", "acpId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -15475,36 +7132,16 @@ func (v *UnstableConnectMcpResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "connectionId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.ConnectionId = UnstableMcpConnectionId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.ConnectionId)
+		default:
+			err = d.otherMember(key, "_meta", "connectionId")
 		}
-		if foldsTo(key, "_meta", "connectionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -15525,47 +7162,18 @@ func (v *UnstableCreateElicitationAccept) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "action":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Action = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Action)
 		case "content":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			x3, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Content = x3
-			continue
+			bit, err = 1<<2, decodeMapAny(d, &v.Content)
+		default:
+			err = d.otherMember(key, "_meta", "action", "content")
 		}
-		if foldsTo(key, "_meta", "action", "content") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -15586,36 +7194,16 @@ func (v *UnstableCreateElicitationCancel) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "action":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Action = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Action)
+		default:
+			err = d.otherMember(key, "_meta", "action")
 		}
-		if foldsTo(key, "_meta", "action") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -15636,36 +7224,16 @@ func (v *UnstableCreateElicitationDecline) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "action":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Action = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Action)
+		default:
+			err = d.otherMember(key, "_meta", "action")
 		}
-		if foldsTo(key, "_meta", "action") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -15686,61 +7254,23 @@ func (v *UnstableCreateElicitationForm) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "message":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Message = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Message)
 		case "mode":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Mode = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Mode)
 		case "requestedSchema":
-			if seen&(1<<3) != 0 {
-				return errFallback
+			bit = 1 << 3
+			if err = d.notNull(); err == nil {
+				err = v.RequestedSchema.decodeFast(d)
 			}
-			seen |= 1 << 3
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.RequestedSchema.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+		default:
+			err = d.otherMember(key, "_meta", "message", "mode", "requestedSchema")
 		}
-		if foldsTo(key, "_meta", "message", "mode", "requestedSchema") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -15834,75 +7364,22 @@ func (v *UnstableCreateElicitationUrl) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "elicitationId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.ElicitationId = UnstableElicitationId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.ElicitationId)
 		case "message":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Message = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Message)
 		case "mode":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Mode = x4
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Mode)
 		case "url":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Url = x5
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Url)
+		default:
+			err = d.otherMember(key, "_meta", "elicitationId", "message", "mode", "url")
 		}
-		if foldsTo(key, "_meta", "elicitationId", "message", "mode", "url") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -15923,36 +7400,16 @@ func (v *UnstableDeleteSessionRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "sessionId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "sessionId")
 		}
-		if foldsTo(key, "_meta", "sessionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -15973,23 +7430,14 @@ func (v *UnstableDeleteSessionResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -16010,94 +7458,22 @@ func (v *UnstableDidChangeDocumentNotification) decodeFast(d *fastDecoder) error
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "contentChanges":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.ContentChanges = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []UnstableTextDocumentContentChangeEvent{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 UnstableTextDocumentContentChangeEvent
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.ContentChanges = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.ContentChanges, elemFast[UnstableTextDocumentContentChangeEvent])
 		case "sessionId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x4)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.SessionId)
 		case "uri":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Uri)
 		case "version":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x6, err := d.integer()
-				if err != nil {
-					return err
-				}
-				v.Version = x6
-			}
-			continue
+			bit, err = 1<<4, fieldInt(d, &v.Version)
+		default:
+			err = d.otherMember(key, "_meta", "contentChanges", "sessionId", "uri", "version")
 		}
-		if foldsTo(key, "_meta", "contentChanges", "sessionId", "uri", "version") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -16118,49 +7494,18 @@ func (v *UnstableDidCloseDocumentNotification) decodeFast(d *fastDecoder) error 
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "sessionId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.SessionId)
 		case "uri":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "_meta", "sessionId", "uri")
 		}
-		if foldsTo(key, "_meta", "sessionId", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -16181,86 +7526,30 @@ func (v *UnstableDidFocusDocumentNotification) decodeFast(d *fastDecoder) error 
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "position":
-			if seen&(1<<1) != 0 {
-				return errFallback
+			bit = 1 << 1
+			if err = d.notNull(); err == nil {
+				err = v.Position.decodeFast(d)
 			}
-			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Position.decodeFast(d); err != nil {
-				return err
-			}
-			continue
 		case "sessionId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x2)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.SessionId)
 		case "uri":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x3
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Uri)
 		case "version":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x4, err := d.integer()
-				if err != nil {
-					return err
-				}
-				v.Version = x4
-			}
-			continue
+			bit, err = 1<<4, fieldInt(d, &v.Version)
 		case "visibleRange":
-			if seen&(1<<5) != 0 {
-				return errFallback
+			bit = 1 << 5
+			if err = d.notNull(); err == nil {
+				err = v.VisibleRange.decodeFast(d)
 			}
-			seen |= 1 << 5
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.VisibleRange.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+		default:
+			err = d.otherMember(key, "_meta", "position", "sessionId", "uri", "version", "visibleRange")
 		}
-		if foldsTo(key, "_meta", "position", "sessionId", "uri", "version", "visibleRange") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -16281,88 +7570,24 @@ func (v *UnstableDidOpenDocumentNotification) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "languageId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.LanguageId = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.LanguageId)
 		case "sessionId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x3)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.SessionId)
 		case "text":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Text = x4
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Text)
 		case "uri":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x5
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Uri)
 		case "version":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if !d.null() {
-				x6, err := d.integer()
-				if err != nil {
-					return err
-				}
-				v.Version = x6
-			}
-			continue
+			bit, err = 1<<5, fieldInt(d, &v.Version)
+		default:
+			err = d.otherMember(key, "_meta", "languageId", "sessionId", "text", "uri", "version")
 		}
-		if foldsTo(key, "_meta", "languageId", "sessionId", "text", "uri", "version") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -16383,49 +7608,18 @@ func (v *UnstableDidSaveDocumentNotification) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "sessionId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.SessionId)
 		case "uri":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "_meta", "sessionId", "uri")
 		}
-		if foldsTo(key, "_meta", "sessionId", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -16446,36 +7640,16 @@ func (v *UnstableDisableProviderRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "id":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Id)
+		default:
+			err = d.otherMember(key, "_meta", "id")
 		}
-		if foldsTo(key, "_meta", "id") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -16496,23 +7670,14 @@ func (v *UnstableDisableProviderResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -16533,36 +7698,16 @@ func (v *UnstableDisconnectMcpRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "connectionId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.ConnectionId = UnstableMcpConnectionId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.ConnectionId)
+		default:
+			err = d.otherMember(key, "_meta", "connectionId")
 		}
-		if foldsTo(key, "_meta", "connectionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -16583,23 +7728,14 @@ func (v *UnstableDisconnectMcpResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -16620,23 +7756,14 @@ func (v *UnstableElicitationAcceptAction) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "content":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Content = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Content)
+		default:
+			err = d.otherMember(key, "content")
 		}
-		if foldsTo(key, "content") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -16670,24 +7797,17 @@ func (v *UnstableElicitationRequestScope) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "requestId":
-			if seen&(1<<0) != 0 {
-				return errFallback
+			bit = 1 << 0
+			if err = d.notNull(); err == nil {
+				err = v.RequestId.decodeFast(d)
 			}
-			seen |= 1 << 0
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.RequestId.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+		default:
+			err = d.otherMember(key, "requestId")
 		}
-		if foldsTo(key, "requestId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -16708,116 +7828,28 @@ func (v *UnstableElicitationSchema) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "description":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if d.null() {
-				v.Description = nil
-			} else {
-				var x1 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				x1 = x2
-				v.Description = &x1
-			}
-			continue
+			bit, err = 1<<0, fieldPtr(d, &v.Description, elemString[string])
 		case "properties":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			x3, err := d.mapAny()
-			if err != nil {
+			if err := d.notNull(); err != nil {
 				return err
 			}
-			v.Properties = x3
-			continue
+			bit, err = 1<<1, decodeMapAny(d, &v.Properties)
 		case "required":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Required = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x4 := []string{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x5 string
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					x6, err := d.str()
-					if err != nil {
-						return err
-					}
-					x5 = x6
-					x4 = append(x4, x5)
-				}
-				v.Required = x4
-			}
-			continue
+			bit, err = 1<<2, fieldSlice(d, &v.Required, elemString[string])
 		case "title":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Title = nil
-			} else {
-				var x7 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x8, err := d.str()
-				if err != nil {
-					return err
-				}
-				x7 = x8
-				v.Title = &x7
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.Title, elemString[string])
 		case "type":
-			if seen&(1<<4) != 0 {
-				return errFallback
+			if err := d.notNull(); err != nil {
+				return err
 			}
-			seen |= 1 << 4
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if !d.null() {
-				x9, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = UnstableElicitationSchemaType(x9)
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Type)
+		default:
+			err = d.otherMember(key, "description", "properties", "required", "title", "type")
 		}
-		if foldsTo(key, "description", "properties", "required", "title", "type") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -16844,45 +7876,16 @@ func (v *UnstableElicitationSessionScope) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "sessionId":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x1)
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.SessionId)
 		case "toolCallId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.ToolCallId = nil
-			} else {
-				var x2 ToolCallId
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = ToolCallId(x3)
-				v.ToolCallId = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.ToolCallId, elemString[ToolCallId])
+		default:
+			err = d.otherMember(key, "sessionId", "toolCallId")
 		}
-		if foldsTo(key, "sessionId", "toolCallId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -16916,112 +7919,22 @@ func (v *UnstableForkSessionRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "additionalDirectories":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.AdditionalDirectories = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []string{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 string
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					x4, err := d.str()
-					if err != nil {
-						return err
-					}
-					x3 = x4
-					x2 = append(x2, x3)
-				}
-				v.AdditionalDirectories = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.AdditionalDirectories, elemString[string])
 		case "cwd":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Cwd = x5
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Cwd)
 		case "mcpServers":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.McpServers = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x6 := []UnstableMcpServer{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x7 UnstableMcpServer
-					if err := x7.decodeFast(d); err != nil {
-						return err
-					}
-					x6 = append(x6, x7)
-				}
-				v.McpServers = x6
-			}
-			continue
+			bit, err = 1<<3, fieldSlice(d, &v.McpServers, elemUnion[UnstableMcpServer])
 		case "sessionId":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x8, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x8)
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "additionalDirectories", "cwd", "mcpServers", "sessionId")
 		}
-		if foldsTo(key, "_meta", "additionalDirectories", "cwd", "mcpServers", "sessionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -17042,101 +7955,22 @@ func (v *UnstableForkSessionResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "configOptions":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.ConfigOptions = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []UnstableSessionConfigOption{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 UnstableSessionConfigOption
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.ConfigOptions = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.ConfigOptions, elemUnion[UnstableSessionConfigOption])
 		case "models":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.LegacyModels = nil
-			} else {
-				var x4 LegacyModels
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x4.decodeFast(d); err != nil {
-					return err
-				}
-				v.LegacyModels = &x4
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.LegacyModels, elemFast[LegacyModels])
 		case "modes":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Modes = nil
-			} else {
-				var x5 SessionModeState
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x5.decodeFast(d); err != nil {
-					return err
-				}
-				v.Modes = &x5
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.Modes, elemFast[SessionModeState])
 		case "sessionId":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x6)
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "configOptions", "models", "modes", "sessionId")
 		}
-		if foldsTo(key, "_meta", "configOptions", "models", "modes", "sessionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -17157,23 +7991,14 @@ func (v *UnstableListProvidersRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -17194,55 +8019,16 @@ func (v *UnstableListProvidersResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "providers":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Providers = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []UnstableProviderInfo{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 UnstableProviderInfo
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Providers = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Providers, elemFast[UnstableProviderInfo])
+		default:
+			err = d.otherMember(key, "_meta", "providers")
 		}
-		if foldsTo(key, "_meta", "providers") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -17303,49 +8089,18 @@ func (v *UnstableMcpServerAcp) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "id":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = UnstableMcpServerAcpId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Id)
 		case "name":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Name)
+		default:
+			err = d.otherMember(key, "_meta", "id", "name")
 		}
-		if foldsTo(key, "_meta", "id", "name") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -17366,62 +8121,20 @@ func (v *UnstableMcpServerAcpInline) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "id":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = UnstableMcpServerAcpId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Id)
 		case "name":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Name)
 		case "type":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x4
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Type)
+		default:
+			err = d.otherMember(key, "_meta", "id", "name", "type")
 		}
-		if foldsTo(key, "_meta", "id", "name", "type") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -17442,94 +8155,22 @@ func (v *UnstableMcpServerHttp) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "headers":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Headers = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []HttpHeader{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 HttpHeader
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Headers = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Headers, elemFast[HttpHeader])
 		case "name":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Name)
 		case "type":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Type)
 		case "url":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Url = x6
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Url)
+		default:
+			err = d.otherMember(key, "_meta", "headers", "name", "type", "url")
 		}
-		if foldsTo(key, "_meta", "headers", "name", "type", "url") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -17550,94 +8191,22 @@ func (v *UnstableMcpServerSse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "headers":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Headers = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []HttpHeader{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 HttpHeader
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Headers = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Headers, elemFast[HttpHeader])
 		case "name":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Name)
 		case "type":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Type)
 		case "url":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Url = x6
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Url)
+		default:
+			err = d.otherMember(key, "_meta", "headers", "name", "type", "url")
 		}
-		if foldsTo(key, "_meta", "headers", "name", "type", "url") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -17658,60 +8227,20 @@ func (v *UnstableMessageMcpNotification) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "connectionId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.ConnectionId = UnstableMcpConnectionId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.ConnectionId)
 		case "method":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Method = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Method)
 		case "params":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			x4, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Params = x4
-			continue
+			bit, err = 1<<3, decodeMapAny(d, &v.Params)
+		default:
+			err = d.otherMember(key, "_meta", "connectionId", "method", "params")
 		}
-		if foldsTo(key, "_meta", "connectionId", "method", "params") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -17732,60 +8261,20 @@ func (v *UnstableMessageMcpRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "connectionId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.ConnectionId = UnstableMcpConnectionId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.ConnectionId)
 		case "method":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Method = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Method)
 		case "params":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			x4, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Params = x4
-			continue
+			bit, err = 1<<3, decodeMapAny(d, &v.Params)
+		default:
+			err = d.otherMember(key, "_meta", "connectionId", "method", "params")
 		}
-		if foldsTo(key, "_meta", "connectionId", "method", "params") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -17806,63 +8295,23 @@ func (v *UnstableNesDiagnostic) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "message":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Message = x1
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.Message)
 		case "range":
-			if seen&(1<<1) != 0 {
-				return errFallback
+			bit = 1 << 1
+			if err = d.notNull(); err == nil {
+				err = v.Range.decodeFast(d)
 			}
-			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Range.decodeFast(d); err != nil {
-				return err
-			}
-			continue
 		case "severity":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Severity = UnstableNesDiagnosticSeverity(x2)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Severity)
 		case "uri":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x3
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "message", "range", "severity", "uri")
 		}
-		if foldsTo(key, "message", "range", "severity", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -17883,38 +8332,16 @@ func (v *UnstableNesEditHistoryEntry) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "diff":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Diff = x1
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.Diff)
 		case "uri":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "diff", "uri")
 		}
-		if foldsTo(key, "diff", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -17935,88 +8362,20 @@ func (v *UnstableNesEditSuggestion) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "cursorPosition":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if d.null() {
-				v.CursorPosition = nil
-			} else {
-				var x1 UnstablePosition
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x1.decodeFast(d); err != nil {
-					return err
-				}
-				v.CursorPosition = &x1
-			}
-			continue
+			bit, err = 1<<0, fieldPtr(d, &v.CursorPosition, elemFast[UnstablePosition])
 		case "edits":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Edits = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []UnstableNesTextEdit{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 UnstableNesTextEdit
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Edits = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Edits, elemFast[UnstableNesTextEdit])
 		case "id":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Id)
 		case "uri":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "cursorPosition", "edits", "id", "uri")
 		}
-		if foldsTo(key, "cursorPosition", "edits", "id", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -18037,51 +8396,18 @@ func (v *UnstableNesExcerpt) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "endLine":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.integer()
-				if err != nil {
-					return err
-				}
-				v.EndLine = x1
-			}
-			continue
+			bit, err = 1<<0, fieldInt(d, &v.EndLine)
 		case "startLine":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.integer()
-				if err != nil {
-					return err
-				}
-				v.StartLine = x2
-			}
-			continue
+			bit, err = 1<<1, fieldInt(d, &v.StartLine)
 		case "text":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Text = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Text)
+		default:
+			err = d.otherMember(key, "endLine", "startLine", "text")
 		}
-		if foldsTo(key, "endLine", "startLine", "text") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -18102,50 +8428,21 @@ func (v *UnstableNesJumpSuggestion) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "id":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = x1
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.Id)
 		case "position":
-			if seen&(1<<1) != 0 {
-				return errFallback
+			bit = 1 << 1
+			if err = d.notNull(); err == nil {
+				err = v.Position.decodeFast(d)
 			}
-			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Position.decodeFast(d); err != nil {
-				return err
-			}
-			continue
 		case "uri":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x2
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "id", "position", "uri")
 		}
-		if foldsTo(key, "id", "position", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -18166,76 +8463,20 @@ func (v *UnstableNesOpenFile) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "languageId":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.LanguageId = x1
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.LanguageId)
 		case "lastFocusedMs":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.LastFocusedMs = nil
-			} else {
-				var x2 int
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.integer()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.LastFocusedMs = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.LastFocusedMs, elemInt[int])
 		case "uri":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Uri)
 		case "visibleRange":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.VisibleRange = nil
-			} else {
-				var x5 UnstableRange
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x5.decodeFast(d); err != nil {
-					return err
-				}
-				v.VisibleRange = &x5
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.VisibleRange, elemFast[UnstableRange])
+		default:
+			err = d.otherMember(key, "languageId", "lastFocusedMs", "uri", "visibleRange")
 		}
-		if foldsTo(key, "languageId", "lastFocusedMs", "uri", "visibleRange") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -18256,51 +8497,18 @@ func (v *UnstableNesRecentFile) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "languageId":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.LanguageId = x1
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.LanguageId)
 		case "text":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Text = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Text)
 		case "uri":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "languageId", "text", "uri")
 		}
-		if foldsTo(key, "languageId", "text", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -18321,57 +8529,16 @@ func (v *UnstableNesRelatedSnippet) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "excerpts":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if d.null() {
-				v.Excerpts = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x1 := []UnstableNesExcerpt{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x2 UnstableNesExcerpt
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x2.decodeFast(d); err != nil {
-						return err
-					}
-					x1 = append(x1, x2)
-				}
-				v.Excerpts = x1
-			}
-			continue
+			bit, err = 1<<0, fieldSlice(d, &v.Excerpts, elemFast[UnstableNesExcerpt])
 		case "uri":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x3
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "excerpts", "uri")
 		}
-		if foldsTo(key, "excerpts", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -18392,63 +8559,23 @@ func (v *UnstableNesRenameSuggestion) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "id":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = x1
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.Id)
 		case "newName":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.NewName = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.NewName)
 		case "position":
-			if seen&(1<<2) != 0 {
-				return errFallback
+			bit = 1 << 2
+			if err = d.notNull(); err == nil {
+				err = v.Position.decodeFast(d)
 			}
-			seen |= 1 << 2
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Position.decodeFast(d); err != nil {
-				return err
-			}
-			continue
 		case "uri":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x3
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "id", "newName", "position", "uri")
 		}
-		if foldsTo(key, "id", "newName", "position", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -18469,51 +8596,18 @@ func (v *UnstableNesRepository) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "name":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x1
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.Name)
 		case "owner":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Owner = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Owner)
 		case "remoteUrl":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.RemoteUrl = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.RemoteUrl)
+		default:
+			err = d.otherMember(key, "name", "owner", "remoteUrl")
 		}
-		if foldsTo(key, "name", "owner", "remoteUrl") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -18534,84 +8628,22 @@ func (v *UnstableNesSearchAndReplaceSuggestion) decodeFast(d *fastDecoder) error
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "id":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = x1
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.Id)
 		case "isRegex":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.IsRegex = nil
-			} else {
-				var x2 bool
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.IsRegex = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.IsRegex, elemBool[bool])
 		case "replace":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Replace = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Replace)
 		case "search":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Search = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Search)
 		case "uri":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x6
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "id", "isRegex", "replace", "search", "uri")
 		}
-		if foldsTo(key, "id", "isRegex", "replace", "search", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -18632,215 +8664,26 @@ func (v *UnstableNesSuggestContext) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "diagnostics":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Diagnostics = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []UnstableNesDiagnostic{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 UnstableNesDiagnostic
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Diagnostics = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Diagnostics, elemFast[UnstableNesDiagnostic])
 		case "editHistory":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.EditHistory = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x4 := []UnstableNesEditHistoryEntry{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x5 UnstableNesEditHistoryEntry
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x5.decodeFast(d); err != nil {
-						return err
-					}
-					x4 = append(x4, x5)
-				}
-				v.EditHistory = x4
-			}
-			continue
+			bit, err = 1<<2, fieldSlice(d, &v.EditHistory, elemFast[UnstableNesEditHistoryEntry])
 		case "openFiles":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.OpenFiles = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x6 := []UnstableNesOpenFile{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x7 UnstableNesOpenFile
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x7.decodeFast(d); err != nil {
-						return err
-					}
-					x6 = append(x6, x7)
-				}
-				v.OpenFiles = x6
-			}
-			continue
+			bit, err = 1<<3, fieldSlice(d, &v.OpenFiles, elemFast[UnstableNesOpenFile])
 		case "recentFiles":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if d.null() {
-				v.RecentFiles = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x8 := []UnstableNesRecentFile{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x9 UnstableNesRecentFile
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x9.decodeFast(d); err != nil {
-						return err
-					}
-					x8 = append(x8, x9)
-				}
-				v.RecentFiles = x8
-			}
-			continue
+			bit, err = 1<<4, fieldSlice(d, &v.RecentFiles, elemFast[UnstableNesRecentFile])
 		case "relatedSnippets":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if d.null() {
-				v.RelatedSnippets = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x10 := []UnstableNesRelatedSnippet{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x11 UnstableNesRelatedSnippet
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x11.decodeFast(d); err != nil {
-						return err
-					}
-					x10 = append(x10, x11)
-				}
-				v.RelatedSnippets = x10
-			}
-			continue
+			bit, err = 1<<5, fieldSlice(d, &v.RelatedSnippets, elemFast[UnstableNesRelatedSnippet])
 		case "userActions":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			if d.null() {
-				v.UserActions = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x12 := []UnstableNesUserAction{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x13 UnstableNesUserAction
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x13.decodeFast(d); err != nil {
-						return err
-					}
-					x12 = append(x12, x13)
-				}
-				v.UserActions = x12
-			}
-			continue
+			bit, err = 1<<6, fieldSlice(d, &v.UserActions, elemFast[UnstableNesUserAction])
+		default:
+			err = d.otherMember(key, "_meta", "diagnostics", "editHistory", "openFiles", "recentFiles", "relatedSnippets", "userActions")
 		}
-		if foldsTo(key, "_meta", "diagnostics", "editHistory", "openFiles", "recentFiles", "relatedSnippets", "userActions") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -18908,101 +8751,22 @@ func (v *UnstableNesSuggestionEdit) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "cursorPosition":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if d.null() {
-				v.CursorPosition = nil
-			} else {
-				var x1 UnstablePosition
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x1.decodeFast(d); err != nil {
-					return err
-				}
-				v.CursorPosition = &x1
-			}
-			continue
+			bit, err = 1<<0, fieldPtr(d, &v.CursorPosition, elemFast[UnstablePosition])
 		case "edits":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Edits = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []UnstableNesTextEdit{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 UnstableNesTextEdit
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Edits = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Edits, elemFast[UnstableNesTextEdit])
 		case "id":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Id)
 		case "kind":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Kind = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Kind)
 		case "uri":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x6
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "cursorPosition", "edits", "id", "kind", "uri")
 		}
-		if foldsTo(key, "cursorPosition", "edits", "id", "kind", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -19023,63 +8787,23 @@ func (v *UnstableNesSuggestionJump) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "id":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = x1
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.Id)
 		case "kind":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Kind = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Kind)
 		case "position":
-			if seen&(1<<2) != 0 {
-				return errFallback
+			bit = 1 << 2
+			if err = d.notNull(); err == nil {
+				err = v.Position.decodeFast(d)
 			}
-			seen |= 1 << 2
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Position.decodeFast(d); err != nil {
-				return err
-			}
-			continue
 		case "uri":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x3
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "id", "kind", "position", "uri")
 		}
-		if foldsTo(key, "id", "kind", "position", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -19100,76 +8824,25 @@ func (v *UnstableNesSuggestionRename) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "id":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = x1
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.Id)
 		case "kind":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Kind = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Kind)
 		case "newName":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.NewName = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.NewName)
 		case "position":
-			if seen&(1<<3) != 0 {
-				return errFallback
+			bit = 1 << 3
+			if err = d.notNull(); err == nil {
+				err = v.Position.decodeFast(d)
 			}
-			seen |= 1 << 3
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Position.decodeFast(d); err != nil {
-				return err
-			}
-			continue
 		case "uri":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x4
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "id", "kind", "newName", "position", "uri")
 		}
-		if foldsTo(key, "id", "kind", "newName", "position", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -19190,97 +8863,24 @@ func (v *UnstableNesSuggestionSearchAndReplace) decodeFast(d *fastDecoder) error
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "id":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = x1
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.Id)
 		case "isRegex":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.IsRegex = nil
-			} else {
-				var x2 bool
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.IsRegex = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.IsRegex, elemBool[bool])
 		case "kind":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Kind = x4
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Kind)
 		case "replace":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Replace = x5
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Replace)
 		case "search":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Search = x6
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Search)
 		case "uri":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if !d.null() {
-				x7, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x7
-			}
-			continue
+			bit, err = 1<<5, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "id", "isRegex", "kind", "replace", "search", "uri")
 		}
-		if foldsTo(key, "id", "isRegex", "kind", "replace", "search", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -19301,37 +8901,19 @@ func (v *UnstableNesTextEdit) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "newText":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.NewText = x1
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.NewText)
 		case "range":
-			if seen&(1<<1) != 0 {
-				return errFallback
+			bit = 1 << 1
+			if err = d.notNull(); err == nil {
+				err = v.Range.decodeFast(d)
 			}
-			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Range.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+		default:
+			err = d.otherMember(key, "newText", "range")
 		}
-		if foldsTo(key, "newText", "range") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -19352,63 +8934,23 @@ func (v *UnstableNesUserAction) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "action":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Action = x1
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.Action)
 		case "position":
-			if seen&(1<<1) != 0 {
-				return errFallback
+			bit = 1 << 1
+			if err = d.notNull(); err == nil {
+				err = v.Position.decodeFast(d)
 			}
-			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Position.decodeFast(d); err != nil {
-				return err
-			}
-			continue
 		case "timestampMs":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x2, err := d.integer()
-				if err != nil {
-					return err
-				}
-				v.TimestampMs = x2
-			}
-			continue
+			bit, err = 1<<2, fieldInt(d, &v.TimestampMs)
 		case "uri":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x3
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "action", "position", "timestampMs", "uri")
 		}
-		if foldsTo(key, "action", "position", "timestampMs", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -19429,38 +8971,16 @@ func (v *UnstablePosition) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "character":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.integer()
-				if err != nil {
-					return err
-				}
-				v.Character = x1
-			}
-			continue
+			bit, err = 1<<0, fieldInt(d, &v.Character)
 		case "line":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.integer()
-				if err != nil {
-					return err
-				}
-				v.Line = x2
-			}
-			continue
+			bit, err = 1<<1, fieldInt(d, &v.Line)
+		default:
+			err = d.otherMember(key, "character", "line")
 		}
-		if foldsTo(key, "character", "line") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -19481,38 +9001,16 @@ func (v *UnstableProviderCurrentConfig) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "apiType":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.ApiType = UnstableLlmProtocol(x1)
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.ApiType)
 		case "baseUrl":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.BaseUrl = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.BaseUrl)
+		default:
+			err = d.otherMember(key, "apiType", "baseUrl")
 		}
-		if foldsTo(key, "apiType", "baseUrl") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -19533,101 +9031,22 @@ func (v *UnstableProviderInfo) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "current":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Current = nil
-			} else {
-				var x2 UnstableProviderCurrentConfig
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Current = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Current, elemFast[UnstableProviderCurrentConfig])
 		case "id":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Id)
 		case "required":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.Required = x4
-			}
-			continue
+			bit, err = 1<<3, fieldBool(d, &v.Required)
 		case "supported":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if d.null() {
-				v.Supported = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x5 := []UnstableLlmProtocol{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x6 UnstableLlmProtocol
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					x7, err := d.str()
-					if err != nil {
-						return err
-					}
-					x6 = UnstableLlmProtocol(x7)
-					x5 = append(x5, x6)
-				}
-				v.Supported = x5
-			}
-			continue
+			bit, err = 1<<4, fieldSlice(d, &v.Supported, elemString[UnstableLlmProtocol])
+		default:
+			err = d.otherMember(key, "_meta", "current", "id", "required", "supported")
 		}
-		if foldsTo(key, "_meta", "current", "id", "required", "supported") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -19648,36 +9067,22 @@ func (v *UnstableRange) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "end":
-			if seen&(1<<0) != 0 {
-				return errFallback
+			bit = 1 << 0
+			if err = d.notNull(); err == nil {
+				err = v.End.decodeFast(d)
 			}
-			seen |= 1 << 0
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.End.decodeFast(d); err != nil {
-				return err
-			}
-			continue
 		case "start":
-			if seen&(1<<1) != 0 {
-				return errFallback
+			bit = 1 << 1
+			if err = d.notNull(); err == nil {
+				err = v.Start.decodeFast(d)
 			}
-			seen |= 1 << 1
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Start.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+		default:
+			err = d.otherMember(key, "end", "start")
 		}
-		if foldsTo(key, "end", "start") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -19698,69 +9103,20 @@ func (v *UnstableRejectNesNotification) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "id":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Id)
 		case "reason":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Reason = nil
-			} else {
-				var x3 UnstableNesRejectReason
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				x3 = UnstableNesRejectReason(x4)
-				v.Reason = &x3
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Reason, elemString[UnstableNesRejectReason])
 		case "sessionId":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x5)
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "id", "reason", "sessionId")
 		}
-		if foldsTo(key, "_meta", "id", "reason", "sessionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -19781,25 +9137,14 @@ func (v *UnstableSessionConfigBoolean) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "currentValue":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.CurrentValue = x1
-			}
-			continue
+			bit, err = 1<<0, fieldBool(d, &v.CurrentValue)
+		default:
+			err = d.otherMember(key, "currentValue")
 		}
-		if foldsTo(key, "currentValue") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -19853,115 +9198,26 @@ func (v *UnstableSessionConfigOptionBoolean) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "category":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Category = nil
-			} else {
-				var x2 SessionConfigOptionCategory
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = SessionConfigOptionCategory(x3)
-				v.Category = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Category, elemString[SessionConfigOptionCategory])
 		case "currentValue":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.boolean()
-				if err != nil {
-					return err
-				}
-				v.CurrentValue = x4
-			}
-			continue
+			bit, err = 1<<2, fieldBool(d, &v.CurrentValue)
 		case "description":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Description = nil
-			} else {
-				var x5 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				x5 = x6
-				v.Description = &x5
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.Description, elemString[string])
 		case "id":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x7, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = SessionConfigId(x7)
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Id)
 		case "name":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if !d.null() {
-				x8, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x8
-			}
-			continue
+			bit, err = 1<<5, fieldString(d, &v.Name)
 		case "type":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			if !d.null() {
-				x9, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x9
-			}
-			continue
+			bit, err = 1<<6, fieldString(d, &v.Type)
+		default:
+			err = d.otherMember(key, "_meta", "category", "currentValue", "description", "id", "name", "type")
 		}
-		if foldsTo(key, "_meta", "category", "currentValue", "description", "id", "name", "type") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -19982,124 +9238,28 @@ func (v *UnstableSessionConfigOptionSelect) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "category":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Category = nil
-			} else {
-				var x2 SessionConfigOptionCategory
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				x2 = SessionConfigOptionCategory(x3)
-				v.Category = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Category, elemString[SessionConfigOptionCategory])
 		case "currentValue":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.CurrentValue = SessionConfigValueId(x4)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.CurrentValue)
 		case "description":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Description = nil
-			} else {
-				var x5 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				x5 = x6
-				v.Description = &x5
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.Description, elemString[string])
 		case "id":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x7, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = SessionConfigId(x7)
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Id)
 		case "name":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if !d.null() {
-				x8, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x8
-			}
-			continue
+			bit, err = 1<<5, fieldString(d, &v.Name)
 		case "options":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			if err := v.Options.decodeFast(d); err != nil {
-				return err
-			}
-			continue
+			bit, err = 1<<6, v.Options.decodeFast(d)
 		case "type":
-			if seen&(1<<7) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 7
-			if !d.null() {
-				x9, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Type = x9
-			}
-			continue
+			bit, err = 1<<7, fieldString(d, &v.Type)
+		default:
+			err = d.otherMember(key, "_meta", "category", "currentValue", "description", "id", "name", "options", "type")
 		}
-		if foldsTo(key, "_meta", "category", "currentValue", "description", "id", "name", "options", "type") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -20120,73 +9280,22 @@ func (v *UnstableSetProviderRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "apiType":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.ApiType = UnstableLlmProtocol(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.ApiType)
 		case "baseUrl":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.BaseUrl = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.BaseUrl)
 		case "headers":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			x4, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Headers = x4
-			continue
+			bit, err = 1<<3, decodeMapAny(d, &v.Headers)
 		case "id":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Id = x5
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.Id)
+		default:
+			err = d.otherMember(key, "_meta", "apiType", "baseUrl", "headers", "id")
 		}
-		if foldsTo(key, "_meta", "apiType", "baseUrl", "headers", "id") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -20207,23 +9316,14 @@ func (v *UnstableSetProviderResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -20244,49 +9344,18 @@ func (v *UnstableSetSessionModelRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "modelId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.ModelId = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.ModelId)
 		case "sessionId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x3)
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "modelId", "sessionId")
 		}
-		if foldsTo(key, "_meta", "modelId", "sessionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -20307,23 +9376,14 @@ func (v *UnstableSetSessionModelResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -20344,93 +9404,20 @@ func (v *UnstableStartNesRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "repository":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Repository = nil
-			} else {
-				var x2 UnstableNesRepository
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Repository = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Repository, elemFast[UnstableNesRepository])
 		case "workspaceFolders":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.WorkspaceFolders = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x3 := []UnstableWorkspaceFolder{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x4 UnstableWorkspaceFolder
-					if d.peek() == 'n' {
-						return errFallback
-					}
-					if err := x4.decodeFast(d); err != nil {
-						return err
-					}
-					x3 = append(x3, x4)
-				}
-				v.WorkspaceFolders = x3
-			}
-			continue
+			bit, err = 1<<2, fieldSlice(d, &v.WorkspaceFolders, elemFast[UnstableWorkspaceFolder])
 		case "workspaceUri":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.WorkspaceUri = nil
-			} else {
-				var x5 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				x5 = x6
-				v.WorkspaceUri = &x5
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.WorkspaceUri, elemString[string])
+		default:
+			err = d.otherMember(key, "_meta", "repository", "workspaceFolders", "workspaceUri")
 		}
-		if foldsTo(key, "_meta", "repository", "workspaceFolders", "workspaceUri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -20451,36 +9438,16 @@ func (v *UnstableStartNesResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "sessionId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "sessionId")
 		}
-		if foldsTo(key, "_meta", "sessionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -20501,123 +9468,31 @@ func (v *UnstableSuggestNesRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "context":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Context = nil
-			} else {
-				var x2 UnstableNesSuggestContext
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Context = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Context, elemFast[UnstableNesSuggestContext])
 		case "position":
-			if seen&(1<<2) != 0 {
-				return errFallback
+			bit = 1 << 2
+			if err = d.notNull(); err == nil {
+				err = v.Position.decodeFast(d)
 			}
-			seen |= 1 << 2
-			if d.peek() == 'n' {
-				return errFallback
-			}
-			if err := v.Position.decodeFast(d); err != nil {
-				return err
-			}
-			continue
 		case "selection":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if d.null() {
-				v.Selection = nil
-			} else {
-				var x3 UnstableRange
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x3.decodeFast(d); err != nil {
-					return err
-				}
-				v.Selection = &x3
-			}
-			continue
+			bit, err = 1<<3, fieldPtr(d, &v.Selection, elemFast[UnstableRange])
 		case "sessionId":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x4)
-			}
-			continue
+			bit, err = 1<<4, fieldString(d, &v.SessionId)
 		case "triggerKind":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if !d.null() {
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.TriggerKind = UnstableNesTriggerKind(x5)
-			}
-			continue
+			bit, err = 1<<5, fieldString(d, &v.TriggerKind)
 		case "uri":
-			if seen&(1<<6) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 6
-			if !d.null() {
-				x6, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x6
-			}
-			continue
+			bit, err = 1<<6, fieldString(d, &v.Uri)
 		case "version":
-			if seen&(1<<7) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 7
-			if !d.null() {
-				x7, err := d.integer()
-				if err != nil {
-					return err
-				}
-				v.Version = x7
-			}
-			continue
+			bit, err = 1<<7, fieldInt(d, &v.Version)
+		default:
+			err = d.otherMember(key, "_meta", "context", "position", "selection", "sessionId", "triggerKind", "uri", "version")
 		}
-		if foldsTo(key, "_meta", "context", "position", "selection", "sessionId", "triggerKind", "uri", "version") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -20638,52 +9513,16 @@ func (v *UnstableSuggestNesResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "suggestions":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Suggestions = nil
-			} else {
-				if err := d.beginArray(); err != nil {
-					return err
-				}
-				x2 := []UnstableNesSuggestion{}
-				for first := true; ; first = false {
-					more, err := d.nextItem(first)
-					if err != nil {
-						return err
-					}
-					if !more {
-						break
-					}
-					var x3 UnstableNesSuggestion
-					if err := x3.decodeFast(d); err != nil {
-						return err
-					}
-					x2 = append(x2, x3)
-				}
-				v.Suggestions = x2
-			}
-			continue
+			bit, err = 1<<1, fieldSlice(d, &v.Suggestions, elemUnion[UnstableNesSuggestion])
+		default:
+			err = d.otherMember(key, "_meta", "suggestions")
 		}
-		if foldsTo(key, "_meta", "suggestions") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -20704,43 +9543,16 @@ func (v *UnstableTextDocumentContentChangeEvent) decodeFast(d *fastDecoder) erro
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "range":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if d.null() {
-				v.Range = nil
-			} else {
-				var x1 UnstableRange
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x1.decodeFast(d); err != nil {
-					return err
-				}
-				v.Range = &x1
-			}
-			continue
+			bit, err = 1<<0, fieldPtr(d, &v.Range, elemFast[UnstableRange])
 		case "text":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Text = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Text)
+		default:
+			err = d.otherMember(key, "range", "text")
 		}
-		if foldsTo(key, "range", "text") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -20761,38 +9573,16 @@ func (v *UnstableWorkspaceFolder) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "name":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if !d.null() {
-				x1, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Name = x1
-			}
-			continue
+			bit, err = 1<<0, fieldString(d, &v.Name)
 		case "uri":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Uri = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Uri)
+		default:
+			err = d.otherMember(key, "name", "uri")
 		}
-		if foldsTo(key, "name", "uri") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -20813,36 +9603,16 @@ func (v *UnstructuredCommandInput) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "hint":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Hint = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Hint)
+		default:
+			err = d.otherMember(key, "_meta", "hint")
 		}
-		if foldsTo(key, "_meta", "hint") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -20863,111 +9633,24 @@ func (v *Usage) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "cachedReadTokens":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			if d.null() {
-				v.CachedReadTokens = nil
-			} else {
-				var x1 int
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x2, err := d.integer()
-				if err != nil {
-					return err
-				}
-				x1 = x2
-				v.CachedReadTokens = &x1
-			}
-			continue
+			bit, err = 1<<0, fieldPtr(d, &v.CachedReadTokens, elemInt[int])
 		case "cachedWriteTokens":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.CachedWriteTokens = nil
-			} else {
-				var x3 int
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x4, err := d.integer()
-				if err != nil {
-					return err
-				}
-				x3 = x4
-				v.CachedWriteTokens = &x3
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.CachedWriteTokens, elemInt[int])
 		case "inputTokens":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x5, err := d.integer()
-				if err != nil {
-					return err
-				}
-				v.InputTokens = x5
-			}
-			continue
+			bit, err = 1<<2, fieldInt(d, &v.InputTokens)
 		case "outputTokens":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x6, err := d.integer()
-				if err != nil {
-					return err
-				}
-				v.OutputTokens = x6
-			}
-			continue
+			bit, err = 1<<3, fieldInt(d, &v.OutputTokens)
 		case "thoughtTokens":
-			if seen&(1<<4) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 4
-			if d.null() {
-				v.ThoughtTokens = nil
-			} else {
-				var x7 int
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x8, err := d.integer()
-				if err != nil {
-					return err
-				}
-				x7 = x8
-				v.ThoughtTokens = &x7
-			}
-			continue
+			bit, err = 1<<4, fieldPtr(d, &v.ThoughtTokens, elemInt[int])
 		case "totalTokens":
-			if seen&(1<<5) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 5
-			if !d.null() {
-				x9, err := d.integer()
-				if err != nil {
-					return err
-				}
-				v.TotalTokens = x9
-			}
-			continue
+			bit, err = 1<<5, fieldInt(d, &v.TotalTokens)
+		default:
+			err = d.otherMember(key, "cachedReadTokens", "cachedWriteTokens", "inputTokens", "outputTokens", "thoughtTokens", "totalTokens")
 		}
-		if foldsTo(key, "cachedReadTokens", "cachedWriteTokens", "inputTokens", "outputTokens", "thoughtTokens", "totalTokens") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -20988,67 +9671,20 @@ func (v *UsageUpdate) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "cost":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.Cost = nil
-			} else {
-				var x2 Cost
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				v.Cost = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.Cost, elemFast[Cost])
 		case "size":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.integer()
-				if err != nil {
-					return err
-				}
-				v.Size = x3
-			}
-			continue
+			bit, err = 1<<2, fieldInt(d, &v.Size)
 		case "used":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.integer()
-				if err != nil {
-					return err
-				}
-				v.Used = x4
-			}
-			continue
+			bit, err = 1<<3, fieldInt(d, &v.Used)
+		default:
+			err = d.otherMember(key, "_meta", "cost", "size", "used")
 		}
-		if foldsTo(key, "_meta", "cost", "size", "used") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -21069,49 +9705,18 @@ func (v *WaitForTerminalExitRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "sessionId":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x2)
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.SessionId)
 		case "terminalId":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.TerminalId = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.TerminalId)
+		default:
+			err = d.otherMember(key, "_meta", "sessionId", "terminalId")
 		}
-		if foldsTo(key, "_meta", "sessionId", "terminalId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -21132,63 +9737,18 @@ func (v *WaitForTerminalExitResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "exitCode":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if d.null() {
-				v.ExitCode = nil
-			} else {
-				var x2 int
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x3, err := d.integer()
-				if err != nil {
-					return err
-				}
-				x2 = x3
-				v.ExitCode = &x2
-			}
-			continue
+			bit, err = 1<<1, fieldPtr(d, &v.ExitCode, elemInt[int])
 		case "signal":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if d.null() {
-				v.Signal = nil
-			} else {
-				var x4 string
-				if d.peek() == 'n' {
-					return errFallback
-				}
-				x5, err := d.str()
-				if err != nil {
-					return err
-				}
-				x4 = x5
-				v.Signal = &x4
-			}
-			continue
+			bit, err = 1<<2, fieldPtr(d, &v.Signal, elemString[string])
+		default:
+			err = d.otherMember(key, "_meta", "exitCode", "signal")
 		}
-		if foldsTo(key, "_meta", "exitCode", "signal") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -21209,62 +9769,20 @@ func (v *WriteTextFileRequest) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "content":
-			if seen&(1<<1) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 1
-			if !d.null() {
-				x2, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Content = x2
-			}
-			continue
+			bit, err = 1<<1, fieldString(d, &v.Content)
 		case "path":
-			if seen&(1<<2) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 2
-			if !d.null() {
-				x3, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.Path = x3
-			}
-			continue
+			bit, err = 1<<2, fieldString(d, &v.Path)
 		case "sessionId":
-			if seen&(1<<3) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 3
-			if !d.null() {
-				x4, err := d.str()
-				if err != nil {
-					return err
-				}
-				v.SessionId = SessionId(x4)
-			}
-			continue
+			bit, err = 1<<3, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "content", "path", "sessionId")
 		}
-		if foldsTo(key, "_meta", "content", "path", "sessionId") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}
@@ -21285,23 +9803,14 @@ func (v *WriteTextFileResponse) decodeFast(d *fastDecoder) error {
 		if !ok {
 			break
 		}
+		var bit uint64
 		switch string(key) {
 		case "_meta":
-			if seen&(1<<0) != 0 {
-				return errFallback
-			}
-			seen |= 1 << 0
-			x1, err := d.mapAny()
-			if err != nil {
-				return err
-			}
-			v.Meta = x1
-			continue
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
-		if foldsTo(key, "_meta") {
-			return errFallback
-		}
-		if err := d.skip(); err != nil {
+		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
 		}
 	}

@@ -163,7 +163,7 @@ func emitStruct(o *typeFiles, m *model, t *goType) {
 		b.p("// UnmarshalJSON decodes %s; integers beyond 2^53 in dynamically typed", t.Name)
 		b.p("// fields stay exact (see decodeExact).")
 		b.p("func (v *%s) UnmarshalJSON(b []byte) error {", t.Name)
-		emitFastEntry(b, t)
+		emitFastEntry(b, t, "v")
 		emitNamedShadow(b, t.Name)
 		b.p("var p %s", t.Name)
 		b.p("if err := decodeExact(b, &p); err != nil {\nreturn withUpstreamStruct(err, &p)\n}")
@@ -226,7 +226,7 @@ func emitDefaultsCodec(b *w, t *goType, defaults []*field) {
 
 	b.p("// UnmarshalJSON decodes %s; a missing or null key takes its schema default.", t.Name)
 	b.p("func (v *%s) UnmarshalJSON(b []byte) error {", t.Name)
-	emitFastEntry(b, t)
+	emitFastEntry(b, t, "v")
 	b.p("// The key scan comes first and the local type is named Alias, as in")
 	b.p("// upstream v0.13.5, so decode errors read the same (they reach the peer")
 	b.p("// as text).")
@@ -260,7 +260,7 @@ func emitLenientCodec(b *w, t *goType) {
 	b.p("// UnmarshalJSON decodes %s. A malformed value in a field the schema marks", t.Name)
 	b.p("// default-on-error is treated as absent instead of failing the whole object.")
 	b.p("func (v *%s) UnmarshalJSON(b []byte) error {", t.Name)
-	emitFastEntry(b, t)
+	emitFastEntry(b, t, "v")
 	emitNamedShadow(b, t.Name)
 	b.p("var p %s", t.Name)
 	b.p("if err := decodeExact(b, &p); err != nil {")
@@ -415,7 +415,7 @@ func emitUnionUnmarshal(b *w, m *model, t *goType) {
 	if nullVariant == nil {
 		b.p("if isJSONNull(b) {\nreturn nil\n}")
 	}
-	b.p("if !fastDecodeOff.Load() {\nd := fastDecoder{jsonScanner: jsonScanner{data: b}}\nvar x %s\nif x.decodeFast(&d) == nil && d.atEnd() {\n*u = x\nreturn nil\n}\n}", t.Name)
+	emitFastEntry(b, t, "u")
 	b.p("return u.unmarshalSlow(b)\n}\n")
 	b.p("// unmarshalSlow decodes through encoding/json, following v0.13.5's rules")
 	b.p("// for payloads the tag does not decide.")
@@ -599,6 +599,6 @@ func emitObjectDecode(b *w, m *model, t *goType, objects []*variant) {
 
 // emitFastEntry starts an UnmarshalJSON with the one-pass decoder; the rest
 // of the method is the general path it falls back to.
-func emitFastEntry(b *w, t *goType) {
-	b.p("if !fastDecodeOff.Load() {\nd := fastDecoder{jsonScanner: jsonScanner{data: b}}\nvar x %s\nif x.decodeFast(&d) == nil && d.atEnd() {\n*v = x\nreturn nil\n}\n}", t.Name)
+func emitFastEntry(b *w, t *goType, recv string) {
+	b.p("if d := takeFastDecoder(b); d != nil {\nvar x %s\nif d.finish(x.decodeFast(d)) {\n*%s = x\nreturn nil\n}\n}", t.Name, recv)
 }
