@@ -17,12 +17,13 @@ export ACP_TEST_POSTGRES_DSN
 
 # Every module of the repository: `make test`, `make lint` and `make bench`
 # visit each (nested modules own their go.mod).
-MODULES := sdk . conformance/wire conformance/consumer conformance/bench patches/wirecheck
+MODULES := sdk . conformance/wire conformance/consumer conformance/bench patches/wirecheck \
+           internal/tools/publishcheck
 
 FUZZTIME ?= 30s
 
 .PHONY: all test generate generate-check lint vet staticcheck apicheck bench \
-        bench-compare fuzz-short conformance patches-check tools clean
+        bench-compare fuzz-short conformance patches-check publish-check tools clean
 
 all: lint test
 
@@ -75,6 +76,13 @@ conformance:
 ## patches-check: apply patches/ to upstream v0.13.5 and run its tests.
 patches-check:
 	./patches/check.sh
+
+## publish-check: the root and SDK modules pass the module zip rules (no
+## reserved or invalid file names), and a consumer module fetches the root
+## module through a file-based module proxy built from this tree and builds.
+## The tool's own tests prove a tree holding e.g. aux.go fails.
+publish-check:
+	cd internal/tools/publishcheck && $(GO) test -count=1 . && $(GO) run . -repo ../../..
 
 tools: $(TOOLS)/staticcheck $(TOOLS)/apidiff $(TOOLS)/benchstat
 

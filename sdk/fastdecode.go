@@ -20,6 +20,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 )
@@ -49,15 +50,39 @@ func decodeParams[T any, PT interface {
 	*T
 	fastDecodable
 }](params json.RawMessage, p PT) error {
-	if !fastDecodeOff.Load() {
-		d := fastDecoder{jsonScanner: jsonScanner{data: params}}
-		if err := p.decodeFast(&d); err == nil && d.atEnd() {
+	if d := takeFastDecoder(params); d != nil {
+		if d.finish(p.decodeFast(d)) {
 			return nil
 		}
 	}
 	var zero T
 	*p = zero
 	return decodeExact(params, p)
+}
+
+// decoders recycles fastDecoders: decodeFast hands its decoder to the
+// generic list and pointer helpers, so a decoder never stays on its
+// caller's stack, and a fresh one per message would be an allocation.
+var decoders = sync.Pool{New: func() any { return new(fastDecoder) }}
+
+// takeFastDecoder returns a decoder over data, or nil when the fast path
+// is off. Hand it back with finish.
+func takeFastDecoder(data []byte) *fastDecoder {
+	if fastDecodeOff.Load() {
+		return nil
+	}
+	d := decoders.Get().(*fastDecoder)
+	d.jsonScanner = jsonScanner{data: data}
+	return d
+}
+
+// finish reports whether decoding succeeded (err is nil and only
+// whitespace is left) and returns d to the pool, holding no input.
+func (d *fastDecoder) finish(err error) bool {
+	ok := err == nil && d.atEnd()
+	d.jsonScanner = jsonScanner{}
+	decoders.Put(d)
+	return ok
 }
 
 // nextKey returns the next member's key (consuming it and the colon), or
@@ -270,4 +295,199 @@ func foldsTo(key []byte, names ...string) bool {
 		}
 	}
 	return false
+}
+
+// The helpers below are what the generated decodeFast methods are made of
+// (fastdecode_gen.go): each struct member is one call, and a member's
+// bookkeeping (a repeated key, a key unknown to the struct) one call after
+// the switch on its key. A "field" helper follows encoding/json's rules for
+// null in a struct field (a scalar keeps its value; a pointer, slice or map
+// becomes nil); an "elem" helper decodes a list item or a pointer's target,
+// where null is left to the general path (every reader rejects it).
+
+// memberDone records the member just decoded (bit; 0 for a key the struct
+// does not have). An error from its decoding, or a key seen twice (where
+// encoding/json keeps the last value and may merge), ends the fast path.
+func memberDone(seen, bit uint64, err error) (uint64, error) {
+	if err != nil {
+		return seen, err
+	}
+	if seen&bit != 0 {
+		return seen, errFallback
+	}
+	return seen | bit, nil
+}
+
+// otherMember skips the value of a key the struct does not have, unless
+// the key matches one of its fields case-insensitively, which encoding/json
+// would decode into that field.
+func (d *fastDecoder) otherMember(key []byte, fields ...string) error {
+	if foldsTo(key, fields...) {
+		return errFallback
+	}
+	return d.skip()
+}
+
+// notNull ends the fast path on null where encoding/json's null rules for
+// a struct value are not the decoder's to apply.
+func (d *fastDecoder) notNull() error {
+	if d.peek() == 'n' {
+		return errFallback
+	}
+	return nil
+}
+
+func elemString[T ~string](d *fastDecoder, p *T) error {
+	s, err := d.str()
+	if err == nil {
+		*p = T(s)
+	}
+	return err
+}
+
+func elemInt[T ~int](d *fastDecoder, p *T) error {
+	n, err := d.integer()
+	if err == nil {
+		*p = T(n)
+	}
+	return err
+}
+
+func elemFloat[T ~float64](d *fastDecoder, p *T) error {
+	f, err := d.float()
+	if err == nil {
+		*p = T(f)
+	}
+	return err
+}
+
+func elemBool[T ~bool](d *fastDecoder, p *T) error {
+	b, err := d.boolean()
+	if err == nil {
+		*p = T(b)
+	}
+	return err
+}
+
+// fieldString, fieldInt, fieldFloat and fieldBool decode a scalar field;
+// null leaves it unchanged.
+func fieldString[T ~string](d *fastDecoder, p *T) error {
+	if d.null() {
+		return nil
+	}
+	return elemString(d, p)
+}
+
+func fieldInt[T ~int](d *fastDecoder, p *T) error {
+	if d.null() {
+		return nil
+	}
+	return elemInt(d, p)
+}
+
+func fieldFloat[T ~float64](d *fastDecoder, p *T) error {
+	if d.null() {
+		return nil
+	}
+	return elemFloat(d, p)
+}
+
+func fieldBool[T ~bool](d *fastDecoder, p *T) error {
+	if d.null() {
+		return nil
+	}
+	return elemBool(d, p)
+}
+
+// decodeAny decodes any value into an interface (null gives nil).
+func decodeAny(d *fastDecoder, p *any) error {
+	v, err := d.anyValue()
+	if err == nil {
+		*p = v
+	}
+	return err
+}
+
+// decodeMapAny decodes an object or null into a map[string]any.
+func decodeMapAny(d *fastDecoder, p *map[string]any) error {
+	m, err := d.mapAny()
+	if err == nil {
+		*p = m
+	}
+	return err
+}
+
+// fieldPtr decodes a pointer: null gives nil, anything else a new value
+// decoded by elem.
+func fieldPtr[T any](d *fastDecoder, p **T, elem func(*fastDecoder, *T) error) error {
+	if d.null() {
+		*p = nil
+		return nil
+	}
+	x := new(T)
+	if err := elem(d, x); err != nil {
+		return err
+	}
+	*p = x
+	return nil
+}
+
+// fieldSlice decodes a list: null gives nil, an array a non-nil slice of
+// items decoded by elem (in place, so an item never lives outside it).
+func fieldSlice[T any](d *fastDecoder, p *[]T, elem func(*fastDecoder, *T) error) error {
+	if d.null() {
+		*p = nil
+		return nil
+	}
+	if err := d.beginArray(); err != nil {
+		return err
+	}
+	s := []T{}
+	for first := true; ; first = false {
+		more, err := d.nextItem(first)
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+		var zero T
+		s = append(s, zero)
+		if err := elem(d, &s[len(s)-1]); err != nil {
+			return err
+		}
+	}
+	*p = s
+	return nil
+}
+
+// elemFast decodes a generated struct, or a union where null is a variant.
+func elemFast[T any, PT interface {
+	*T
+	fastDecodable
+}](d *fastDecoder, p *T) error {
+	if err := d.notNull(); err != nil {
+		return err
+	}
+	return PT(p).decodeFast(d)
+}
+
+// elemUnion decodes a union that takes null as a no-op itself.
+func elemUnion[T any, PT interface {
+	*T
+	fastDecodable
+}](d *fastDecoder, p *T) error {
+	return PT(p).decodeFast(d)
+}
+
+// elemRaw hands one value to encoding/json (Nullable, maps of other types).
+func elemRaw[T any](d *fastDecoder, p *T) error {
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	if decodeExact(raw, p) != nil {
+		return errFallback
+	}
+	return nil
 }

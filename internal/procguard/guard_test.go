@@ -152,7 +152,7 @@ func running(pid int) bool {
 	return ok && !e.dead()
 }
 
-// Scenario 36: the leader exits 0 leaving a same-group child and a detached
+// docs/cursor-cli.md#scenario-36: the leader exits 0 leaving a same-group child and a detached
 // (setsid) child; both are torn down and reaped, and the exit code is 0.
 func TestNaturalExitLeftoversReaped(t *testing.T) {
 	modes(t, func(t *testing.T, mode Mode) {
@@ -174,7 +174,7 @@ func TestNaturalExitLeftoversReaped(t *testing.T) {
 	})
 }
 
-// Scenario 33: a stop signal is forwarded to the group; TERM then KILL for
+// docs/cursor-cli.md#scenario-33: a stop signal is forwarded to the group; TERM then KILL for
 // members ignoring it.
 func TestTerminateEscalatesToKill(t *testing.T) {
 	modes(t, func(t *testing.T, mode Mode) {
@@ -290,7 +290,7 @@ func startParent(t *testing.T, mode, script string, n int) (*exec.Cmd, []int) {
 	return parent, pids
 }
 
-// Scenario 34 (in-process guard): when the process that started the CLI
+// docs/cursor-cli.md#scenario-34 (in-process guard): when the process that started the CLI
 // dies, Pdeathsig kills the CLI.
 func TestParentDeathKillsChild(t *testing.T) {
 	checkNoLeftovers(t)
@@ -300,7 +300,7 @@ func TestParentDeathKillsChild(t *testing.T) {
 	proctest.AwaitGone(t, pids[1:])
 }
 
-// Scenario 34 (guard process): when the host is SIGKILLed, the guard notices
+// docs/cursor-cli.md#scenario-34 (guard process): when the host is SIGKILLed, the guard notices
 // and tears down the CLI, a grandchild in its group and a detached (setsid)
 // grandchild, both holding the CLI's stdout, then exits.
 func TestHostKilledGuardTearsDownTree(t *testing.T) {
@@ -315,7 +315,7 @@ func TestHostKilledGuardTearsDownTree(t *testing.T) {
 	proctest.AwaitGone(t, pids)
 }
 
-// Scenario 33 (guard process): a stop signal sent to the guard itself tears
+// docs/cursor-cli.md#scenario-33 (guard process): a stop signal sent to the guard itself tears
 // the tree down; the host sees the child's end and ErrGuardLost is not
 // reported.
 func TestGuardStopSignal(t *testing.T) {
@@ -351,7 +351,7 @@ func TestGuardKilledHostBackstop(t *testing.T) {
 	proctest.AwaitGone(t, []int{pids[0], p.Pid()})
 }
 
-// Scenario 35: spawn failures are reported by Start.
+// docs/cursor-cli.md#scenario-35: spawn failures are reported by Start.
 func TestStartFailures(t *testing.T) {
 	modes(t, func(t *testing.T, mode Mode) {
 		checkNoLeftovers(t)

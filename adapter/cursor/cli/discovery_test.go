@@ -43,7 +43,7 @@ func assertNoPath(t *testing.T, v any, dirs ...string) {
 	}
 }
 
-// Scenario 1.
+// docs/cursor-cli.md#scenario-1.
 func TestCatalogWithCursorBin(t *testing.T) {
 	checkNoLeftovers(t)
 	dir := t.TempDir()
@@ -72,7 +72,7 @@ func TestCatalogWithCursorBin(t *testing.T) {
 	}
 }
 
-// Scenario 1 counterpart: a set but incompatible CURSOR_BIN is
+// docs/cursor-cli.md#scenario-1 counterpart: a set but incompatible CURSOR_BIN is
 // authoritative; PATH is not consulted.
 func TestCursorBinIsAuthoritative(t *testing.T) {
 	checkNoLeftovers(t)
@@ -93,7 +93,7 @@ func TestCursorBinIsAuthoritative(t *testing.T) {
 	}
 }
 
-// Scenario 2.
+// docs/cursor-cli.md#scenario-2.
 func TestLegacyCursorAgentDoesNotShadowAgent(t *testing.T) {
 	checkNoLeftovers(t)
 	a, b := t.TempDir(), t.TempDir()
@@ -110,7 +110,7 @@ func TestLegacyCursorAgentDoesNotShadowAgent(t *testing.T) {
 	assertNoPath(t, disc, a, b)
 }
 
-// Scenario 3.
+// docs/cursor-cli.md#scenario-3.
 func TestForeignAgentIsUnavailableHealthStillV2(t *testing.T) {
 	checkNoLeftovers(t)
 	dir := t.TempDir()
@@ -128,7 +128,7 @@ func TestForeignAgentIsUnavailableHealthStillV2(t *testing.T) {
 	assertNoPath(t, entry, dir)
 }
 
-// Scenario 4.
+// docs/cursor-cli.md#scenario-4.
 func TestNotLoggedInNamesExecutableNotPath(t *testing.T) {
 	checkNoLeftovers(t)
 	dir := t.TempDir()
@@ -143,7 +143,7 @@ func TestNotLoggedInNamesExecutableNotPath(t *testing.T) {
 	assertNoPath(t, entry, dir)
 }
 
-// Scenario 5.
+// docs/cursor-cli.md#scenario-5.
 func TestHangingHelpTimesOut(t *testing.T) {
 	checkNoLeftovers(t)
 	dir := t.TempDir()
@@ -175,7 +175,7 @@ func TestProbeCacheKeyedByFile(t *testing.T) {
 	}
 }
 
-// Scenario 39 (with the executable): the models subcommand variant.
+// docs/cursor-cli.md#scenario-39 (with the executable): the models subcommand variant.
 func TestListModelsBothForms(t *testing.T) {
 	checkNoLeftovers(t)
 	for _, help := range []string{"compatible", "models-subcommand"} {
@@ -192,7 +192,7 @@ func TestListModelsBothForms(t *testing.T) {
 	}
 }
 
-// Scenario 39.
+// docs/cursor-cli.md#scenario-39.
 func TestParseModelList(t *testing.T) {
 	models := ParseModelList([]byte(fakeModelList))
 	want := []Model{

@@ -48,7 +48,7 @@ func hostMain() int {
 	return 1
 }
 
-// Scenario 34 (guard process): the host is SIGKILLed mid-turn; the guard
+// docs/cursor-cli.md#scenario-34 (guard process): the host is SIGKILLed mid-turn; the guard
 // process notices and tears down the CLI, a grandchild in its process group
 // and a detached (setsid) one ignoring SIGTERM, both holding stdout.
 func TestRunHostKilledGuardTearsDownTree(t *testing.T) {

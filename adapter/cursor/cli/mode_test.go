@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Scenario 7.
+// docs/cursor-cli.md#scenario-7.
 func TestPermissionModeFlags(t *testing.T) {
 	cases := map[PermissionMode][]string{
 		ModeDefault:    {"--trust"},
@@ -26,7 +26,7 @@ func TestPermissionModeFlags(t *testing.T) {
 	}
 }
 
-// Scenario 8.
+// docs/cursor-cli.md#scenario-8.
 func TestPermissionModeNormalisation(t *testing.T) {
 	for _, stored := range []string{"auto_review", "bogus", ""} {
 		m, changed := NormalizeStoredMode(stored)

@@ -7,7 +7,7 @@ import (
 	"github.com/kdlbs/acp-go-sdk/adapter/cursor/cli/stream"
 )
 
-// Class is a turn's outcome classification (reference §8).
+// Class is a turn's outcome classification (docs/cursor-cli.md#classes).
 type Class string
 
 // Outcome classes. Every class but ClassSuccess projects as an empty final

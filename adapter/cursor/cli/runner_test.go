@@ -18,7 +18,7 @@ func out(line string) string { return "out " + line }
 // between them on a loaded machine.
 func batch(lines ...string) string { return "batch " + strings.Join(lines, "\x1e") }
 
-// Scenario 11.
+// docs/cursor-cli.md#scenario-11.
 func TestRunSuccessWithUsageDropsEcho(t *testing.T) {
 	f := newFixture(t, out(lineInit), out(lineEcho), out(lineThinking), out(lineThinkDone),
 		out(lineReadStart), out(lineReadDone), out(lineAssistant), out(lineResultOK))
@@ -51,7 +51,7 @@ func TestRunSuccessWithUsageDropsEcho(t *testing.T) {
 	}
 }
 
-// Scenario 10 (argv transport): the prompt reaches the CLI as the last
+// docs/cursor-cli.md#scenario-10 (argv transport): the prompt reaches the CLI as the last
 // argument, and the recorded argv shows only a placeholder.
 func TestRunArgvTransportRedactsPrompt(t *testing.T) {
 	f := newFixture(t, "record", out(lineInit), out(lineResultOK))
@@ -79,7 +79,7 @@ func TestRunArgvTransportRedactsPrompt(t *testing.T) {
 	}
 }
 
-// Scenario 10 (stdin transport): the fake reads the envelope, then EOF.
+// docs/cursor-cli.md#scenario-10 (stdin transport): the fake reads the envelope, then EOF.
 func TestRunStdinTransport(t *testing.T) {
 	f := newFixture(t, "record", out(lineInit), out(lineResultOK))
 	f.runner.Transport = TransportStdin
@@ -111,7 +111,7 @@ func readRecord(t *testing.T, path string) fakeRecord {
 	return rec
 }
 
-// Scenario 12.
+// docs/cursor-cli.md#scenario-12.
 func TestRunPlanModeInteractionPairDropped(t *testing.T) {
 	req := `{"type":"interaction_query","subtype":"request","query_type":"plan","prompt":"SECRET-QUERY https://example.invalid/x","session_id":"` + sid + `"}`
 	resp := `{"type":"interaction_query","subtype":"response","answer":"SECRET-ANSWER","session_id":"` + sid + `"}`
@@ -129,7 +129,7 @@ func TestRunPlanModeInteractionPairDropped(t *testing.T) {
 	}
 }
 
-// Scenario 13.
+// docs/cursor-cli.md#scenario-13.
 func TestRunShellRejectedIsDeclinedTurnSucceeds(t *testing.T) {
 	f := newFixture(t, out(lineInit), out(lineShellStart), out(lineShellRej), out(lineResultOK))
 	res := f.run(SessionState{}, "run tests")
@@ -142,7 +142,7 @@ func TestRunShellRejectedIsDeclinedTurnSucceeds(t *testing.T) {
 	}
 }
 
-// Scenario 14.
+// docs/cursor-cli.md#scenario-14.
 func TestRunNeedsConfirmationFailsClosed(t *testing.T) {
 	confirm := `{"type":"tool_call","subtype":"completed","call_id":"call-2","tool_call":{"shellToolCall":{"result":{"needsConfirmation":{"command":"rm -rf /"}}}},"session_id":"` + sid + `"}`
 	f := newFixture(t, out(lineInit), out(lineShellStart), out(confirm), "hang")
@@ -153,7 +153,7 @@ func TestRunNeedsConfirmationFailsClosed(t *testing.T) {
 	}
 }
 
-// Scenario 15.
+// docs/cursor-cli.md#scenario-15.
 func TestRunUnknownEventTypeIsSchemaErrorKeepsSessionID(t *testing.T) {
 	f := newFixture(t, out(lineInit), out(`{"type":"brand_new_event","session_id":"`+sid+`"}`), "hang")
 	res := f.run(SessionState{}, "x")
@@ -171,7 +171,7 @@ func TestRunUnknownEventTypeIsSchemaErrorKeepsSessionID(t *testing.T) {
 	}
 }
 
-// Scenario 16 (runner side): unknown fields and a grepToolCall are accepted;
+// docs/cursor-cli.md#scenario-16 (runner side): unknown fields and a grepToolCall are accepted;
 // tolerated unknown subtypes are counted.
 func TestRunAcceptsUnknownFieldsAndGenericTools(t *testing.T) {
 	grepStart := `{"type":"tool_call","subtype":"started","call_id":"g1","new_field":{"x":1},"tool_call":{"grepToolCall":{"args":{"pattern":"main"}}},"session_id":"` + sid + `"}`
@@ -187,7 +187,7 @@ func TestRunAcceptsUnknownFieldsAndGenericTools(t *testing.T) {
 	}
 }
 
-// Scenario 17 (runner side): a malformed result is a schema error.
+// docs/cursor-cli.md#scenario-17 (runner side): a malformed result is a schema error.
 func TestRunMalformedResultIsSchemaError(t *testing.T) {
 	bad := `{"type":"result","subtype":"success","is_error":"false","result":"x","session_id":"` + sid + `"}`
 	f := newFixture(t, out(lineInit), out(bad), "hang")
@@ -195,7 +195,7 @@ func TestRunMalformedResultIsSchemaError(t *testing.T) {
 	assertFailure(t, res, ClassSchemaError)
 }
 
-// Scenario 18.
+// docs/cursor-cli.md#scenario-18.
 func TestRunLogicalErrorEmptiesFinalText(t *testing.T) {
 	f := newFixture(t, out(lineInit), out(lineAssistant), out(lineResultErr), "exit 1")
 	res := f.run(SessionState{}, "x")
@@ -205,7 +205,7 @@ func TestRunLogicalErrorEmptiesFinalText(t *testing.T) {
 	}
 }
 
-// Scenario 19.
+// docs/cursor-cli.md#scenario-19.
 func TestRunInvalidSessionIDNotStored(t *testing.T) {
 	for name, id := range map[string]string{
 		"too long":   strings.Repeat("a", 300),
@@ -224,7 +224,7 @@ func TestRunInvalidSessionIDNotStored(t *testing.T) {
 	}
 }
 
-// Scenario 20: init then exit 1 / exit 0 without result; the id is stored,
+// docs/cursor-cli.md#scenario-20: init then exit 1 / exit 0 without result; the id is stored,
 // the hash is not, and the retry resumes and re-injects the prelude.
 func TestRunNoResultKeepsIDRetryResumes(t *testing.T) {
 	for _, tc := range []struct {
@@ -269,7 +269,7 @@ func TestRunNoResultKeepsIDRetryResumes(t *testing.T) {
 	}
 }
 
-// Scenario 21.
+// docs/cursor-cli.md#scenario-21.
 func TestRunSilentFakeIsNoInit(t *testing.T) {
 	f := newFixture(t, "hang")
 	f.runner.Timeouts.Startup = 300 * time.Millisecond
@@ -277,7 +277,7 @@ func TestRunSilentFakeIsNoInit(t *testing.T) {
 	assertFailure(t, res, ClassNoInit)
 }
 
-// Scenario 21 variant: exit before init.
+// docs/cursor-cli.md#scenario-21 variant: exit before init.
 func TestRunExitBeforeInitIsNoInit(t *testing.T) {
 	f := newFixture(t, "err boom", "exit 2")
 	res := f.run(SessionState{}, "x")
@@ -287,7 +287,7 @@ func TestRunExitBeforeInitIsNoInit(t *testing.T) {
 	}
 }
 
-// Scenario 22.
+// docs/cursor-cli.md#scenario-22.
 func TestRunNonJSONLineIsSchemaErrorBlankSkipped(t *testing.T) {
 	f := newFixture(t, out(lineInit), "out ", "out    ", "out Error: something \x01 broke", "hang")
 	res := f.run(SessionState{}, "x")
@@ -297,7 +297,7 @@ func TestRunNonJSONLineIsSchemaErrorBlankSkipped(t *testing.T) {
 	}
 }
 
-// Scenario 23.
+// docs/cursor-cli.md#scenario-23.
 func TestRunOversizedLine(t *testing.T) {
 	f := newFixture(t, out(lineInit), "bigline 20971520", "hang")
 	f.runner.Limits.MaxLineBytes = 1 << 20
@@ -305,7 +305,7 @@ func TestRunOversizedLine(t *testing.T) {
 	assertFailure(t, res, ClassLineTooLong)
 }
 
-// Scenario 24.
+// docs/cursor-cli.md#scenario-24.
 func TestRunTruncatedFinalFragmentIsNotAnEvent(t *testing.T) {
 	f := newFixture(t, out(lineInit), `raw {"type":"result","subtype":"succ`, "exit 137")
 	res := f.run(SessionState{}, "x")
@@ -315,7 +315,7 @@ func TestRunTruncatedFinalFragmentIsNotAnEvent(t *testing.T) {
 	assertFailure(t, res, ClassExitNonzero)
 }
 
-// Scenario 25.
+// docs/cursor-cli.md#scenario-25.
 func TestRunRawStderrTailAttached(t *testing.T) {
 	f := newFixture(t, "err \x1b[31mT: plan limit reached\x1b[0m", "exit 1")
 	res := f.run(SessionState{}, "x")
@@ -328,7 +328,7 @@ func TestRunRawStderrTailAttached(t *testing.T) {
 	}
 }
 
-// Scenario 26.
+// docs/cursor-cli.md#scenario-26.
 func TestRunStderrFloodDoesNotBlock(t *testing.T) {
 	f := newFixture(t, out(lineInit), "stderrflood 52428800", out(lineResultOK))
 	f.runner.Timeouts.Idle = 30 * time.Second // the flood takes a while under -race
@@ -342,7 +342,7 @@ func TestRunStderrFloodDoesNotBlock(t *testing.T) {
 	}
 }
 
-// Scenario 27.
+// docs/cursor-cli.md#scenario-27.
 func TestRunIdleWarningThenTimeout(t *testing.T) {
 	f := newFixture(t, out(lineInit), "hang")
 	f.shortIdle()
@@ -359,7 +359,7 @@ func TestRunIdleWarningThenTimeout(t *testing.T) {
 	}
 }
 
-// Scenario 27 variant: idle with an unanswered interaction request.
+// docs/cursor-cli.md#scenario-27 variant: idle with an unanswered interaction request.
 func TestRunIdleWithOpenInteractionIsApprovalRequired(t *testing.T) {
 	req := `{"type":"interaction_query","subtype":"request","session_id":"` + sid + `"}`
 	f := newFixture(t, batch(lineInit, req), "hang")
@@ -368,7 +368,7 @@ func TestRunIdleWithOpenInteractionIsApprovalRequired(t *testing.T) {
 	assertFailure(t, res, ClassApprovalRequired)
 }
 
-// Scenario 28: an open shell call whose timeout exceeds the idle limit
+// docs/cursor-cli.md#scenario-28: an open shell call whose timeout exceeds the idle limit
 // extends it; the result follows and the turn succeeds.
 func TestRunOpenShellCallExtendsIdle(t *testing.T) {
 	start := `{"type":"tool_call","subtype":"started","call_id":"sh","tool_call":{"shellToolCall":{"args":{"command":"sleep 1","timeout":10000}}},"session_id":"` + sid + `"}`
@@ -381,7 +381,7 @@ func TestRunOpenShellCallExtendsIdle(t *testing.T) {
 	}
 }
 
-// Scenario 28 counterpart: a background shell call does not extend idle.
+// docs/cursor-cli.md#scenario-28 counterpart: a background shell call does not extend idle.
 func TestRunBackgroundShellDoesNotExtendIdle(t *testing.T) {
 	start := `{"type":"tool_call","subtype":"started","call_id":"sh","tool_call":{"shellToolCall":{"args":{"command":"server","timeout":60000,"isBackground":true}}},"session_id":"` + sid + `"}`
 	f := newFixture(t, out(lineInit), out(start), "hang")
@@ -390,7 +390,7 @@ func TestRunBackgroundShellDoesNotExtendIdle(t *testing.T) {
 	assertFailure(t, res, ClassIdleTimeout)
 }
 
-// Scenario 29.
+// docs/cursor-cli.md#scenario-29.
 func TestRunEndlessRetriesHitWallClock(t *testing.T) {
 	f := newFixture(t, out(lineInit), "retry-forever 50")
 	f.runner.Timeouts.WallClock = 800 * time.Millisecond
@@ -398,7 +398,7 @@ func TestRunEndlessRetriesHitWallClock(t *testing.T) {
 	assertFailure(t, res, ClassWallClockTimeout)
 }
 
-// Scenario 30.
+// docs/cursor-cli.md#scenario-30.
 func TestRunLingerAfterResultIgnoringTERMStaysSuccess(t *testing.T) {
 	f := newFixture(t, "ignore-term", out(lineInit), out(lineResultOK), "hang")
 	res := f.run(SessionState{}, "x")
@@ -407,7 +407,7 @@ func TestRunLingerAfterResultIgnoringTERMStaysSuccess(t *testing.T) {
 	}
 }
 
-// Scenario 31: the fake exits after result leaving setsid grandchildren
+// docs/cursor-cli.md#scenario-31: the fake exits after result leaving setsid grandchildren
 // holding stdout (one ignoring SIGTERM, one orphaned by a double fork).
 func TestRunDetachedGrandchildrenHoldingStdout(t *testing.T) {
 	f := newFixture(t, out(lineInit), "spawn-detached ignore-term", "spawn-doublefork", "spawn-child", out(lineResultOK), "exit 0")
@@ -423,7 +423,7 @@ func TestRunDetachedGrandchildrenHoldingStdout(t *testing.T) {
 	}
 }
 
-// Scenario 32.
+// docs/cursor-cli.md#scenario-32.
 func TestRunStopMidTurnIgnoringTERM(t *testing.T) {
 	f := newFixture(t, "ignore-term", out(lineInit), out(lineAssistant), "hang")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -444,7 +444,7 @@ func TestRunStopMidTurnIgnoringTERM(t *testing.T) {
 	}
 }
 
-// Scenario 40.
+// docs/cursor-cli.md#scenario-40.
 func TestRunAggregateCapOneNotice(t *testing.T) {
 	big := strings.Repeat("y", 40<<10)
 	var script []string
@@ -477,7 +477,7 @@ func TestRunAggregateCapOneNotice(t *testing.T) {
 	}
 }
 
-// Scenario 41.
+// docs/cursor-cli.md#scenario-41.
 func TestRunParallelCallsMatchByCallID(t *testing.T) {
 	s1 := `{"type":"tool_call","subtype":"started","call_id":"p1","model_call_id":"m","tool_call":{"readToolCall":{"args":{"path":"a.go"}}}}`
 	s2 := `{"type":"tool_call","subtype":"started","call_id":"p2","model_call_id":"m","tool_call":{"globToolCall":{"args":{"globPattern":"*.go"}}}}`
@@ -499,7 +499,7 @@ func TestRunParallelCallsMatchByCallID(t *testing.T) {
 	}
 }
 
-// Scenario 31 variant: with periodic snapshots off, the orphans of a double
+// docs/cursor-cli.md#scenario-31 variant: with periodic snapshots off, the orphans of a double
 // fork are still found at teardown (environment token, pipe holders).
 func TestRunDetachedGrandchildrenFoundWithoutSnapshots(t *testing.T) {
 	f := newFixture(t, out(lineInit), "spawn-doublefork", "spawn-detached ignore-term", out(lineResultOK), "exit 0")
@@ -511,7 +511,7 @@ func TestRunDetachedGrandchildrenFoundWithoutSnapshots(t *testing.T) {
 	}
 }
 
-// Scenario 6: the admitted absolute path is spawned even when PATH changes.
+// docs/cursor-cli.md#scenario-6: the admitted absolute path is spawned even when PATH changes.
 func TestRunSpawnsAdmittedPathDespitePATHChange(t *testing.T) {
 	f := newFixture(t, "record", out(lineInit), out(lineResultOK))
 	other := t.TempDir()
@@ -523,7 +523,7 @@ func TestRunSpawnsAdmittedPathDespitePATHChange(t *testing.T) {
 	}
 }
 
-// Scenario 35: a vanished executable is spawn_failed
+// docs/cursor-cli.md#scenario-35: a vanished executable is spawn_failed
 // and the probe verdict is dropped; an over-long argv prompt is refused
 // before spawning.
 func TestRunSpawnFailures(t *testing.T) {
@@ -542,7 +542,7 @@ func TestRunSpawnFailures(t *testing.T) {
 	}
 }
 
-// Scenario 9: --resume only for a valid id; a flag-like model is refused
+// docs/cursor-cli.md#scenario-9: --resume only for a valid id; a flag-like model is refused
 // before spawning.
 func TestCommandResumeAndModelValidation(t *testing.T) {
 	f := newFixture(t)
@@ -576,7 +576,7 @@ func TestCommandResumeAndModelValidation(t *testing.T) {
 	}
 }
 
-// Scenario 7: each mode's flags in argv.
+// docs/cursor-cli.md#scenario-7: each mode's flags in argv.
 func TestCommandPermissionFlags(t *testing.T) {
 	f := newFixture(t)
 	for mode, want := range map[PermissionMode][]string{
@@ -600,7 +600,7 @@ func TestCommandPermissionFlags(t *testing.T) {
 	}
 }
 
-// Scenario 37: a fork's failing first turn and successful retry: neither
+// docs/cursor-cli.md#scenario-37: a fork's failing first turn and successful retry: neither
 // resumes the parent's id, memory is injected both times and committed only
 // after success.
 func TestForkNeverInheritsProviderID(t *testing.T) {
@@ -647,7 +647,7 @@ func TestForkNeverInheritsProviderID(t *testing.T) {
 	}
 }
 
-// Scenario 38: a standalone job shares nothing with its parent.
+// docs/cursor-cli.md#scenario-38: a standalone job shares nothing with its parent.
 func TestStandaloneJobIsolated(t *testing.T) {
 	f := newFixture(t, out(`{"type":"system","subtype":"init","session_id":"job-1"}`), out(lineResultOK))
 	parent := SessionState{CursorSessionID: "claude-parent", InstructionHash: "h", ForkMemory: "m"}

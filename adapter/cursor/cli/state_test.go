@@ -101,7 +101,7 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 	return k, nil
 }
 
-// Scenario 23 (memory): a 20 MiB line against a 1 MiB cap allocates about
+// docs/cursor-cli.md#scenario-23 (memory): a 20 MiB line against a 1 MiB cap allocates about
 // the cap, not the line.
 func TestReadLinesBoundsMemory(t *testing.T) {
 	lines := make(chan lineMsg, 4)

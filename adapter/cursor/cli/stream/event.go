@@ -2,7 +2,7 @@
 // `--output-format stream-json`): one JSON object per line, decoded into a
 // typed Event or rejected with a *SchemaError.
 //
-// Unknown-data policy (reference §6.7):
+// Unknown-data policy (docs/cursor-cli.md#unknown-data):
 //   - unknown fields are ignored;
 //   - an unknown top-level type is a schema error (drift must be loud);
 //   - an unknown subtype under system, retry, connection or thinking yields

@@ -1,7 +1,7 @@
 package stream
 
 // OutcomeClass is how the runner treats a completed tool call's outcome key
-// (reference §6.5).
+// (docs/cursor-cli.md#outcome-keys).
 type OutcomeClass int
 
 // Outcome classes.

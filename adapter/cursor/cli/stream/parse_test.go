@@ -68,7 +68,7 @@ func TestParseFields(t *testing.T) {
 	}
 }
 
-// Scenario 16 (parser): unknown fields and any *ToolCall key are accepted;
+// docs/cursor-cli.md#scenario-16 (parser): unknown fields and any *ToolCall key are accepted;
 // zero, two or unknown outcome keys are schema errors.
 func TestParseToolOutcomes(t *testing.T) {
 	ok := `{"type":"tool_call","subtype":"completed","call_id":"g","extra":[1,2],"tool_call":{"grepToolCall":{"result":{"success":{"matches":1}}}}}`
@@ -100,7 +100,7 @@ func TestParseToolOutcomes(t *testing.T) {
 	}
 }
 
-// Scenario 17.
+// docs/cursor-cli.md#scenario-17.
 func TestParseResultValidation(t *testing.T) {
 	for name, line := range map[string]string{
 		"is_error missing":  `{"type":"result","subtype":"success","result":"x"}`,
@@ -129,7 +129,7 @@ func TestParseResultValidation(t *testing.T) {
 	}
 }
 
-// Scenario 22: the excerpt of a non-JSON line is bounded and escaped.
+// docs/cursor-cli.md#scenario-22: the excerpt of a non-JSON line is bounded and escaped.
 func TestParseExcerpt(t *testing.T) {
 	_, err := Parse([]byte("T: plan limit \x1b[31m" + strings.Repeat("z", 1000)))
 	se, ok := err.(*SchemaError)

@@ -24,33 +24,33 @@ func (e *fastEmitter) tmp() string {
 // stringAliases are type aliases of string the model does not hold.
 var stringAliases = map[string]bool{"MessageId": true, "TerminalId": true, "AuthMethodId": true}
 
-// scalarOf returns the decoder method for a Go type that is (or is named
-// after) a JSON scalar, and whether a conversion is needed.
-func (e *fastEmitter) scalarOf(goType string) (method string, conv bool) {
+// scalarKind returns the helper suffix (String, Int, Float, Bool) for a Go
+// type that is, or is named after, a JSON scalar; "" for other types.
+func (e *fastEmitter) scalarKind(goType string) string {
 	switch goType {
 	case "string":
-		return "str", false
+		return "String"
 	case "int":
-		return "integer", false
+		return "Int"
 	case "float64":
-		return "float", false
+		return "Float"
 	case "bool":
-		return "boolean", false
+		return "Bool"
 	}
 	if stringAliases[goType] {
-		return "str", false
+		return "String"
 	}
 	if t := e.m.types[goType]; t != nil {
 		switch {
 		case t.Kind == kindEnum:
-			return "str", true
+			return "String"
 		case t.Kind == kindNamed && t.Underlying == "string":
-			return "str", true
+			return "String"
 		case t.Kind == kindNamed && t.Underlying == "int":
-			return "integer", true
+			return "Int"
 		}
 	}
-	return "", false
+	return ""
 }
 
 // hasFast reports whether goType is a generated struct or union with decodeFast.
@@ -59,81 +59,54 @@ func (e *fastEmitter) hasFast(goType string) bool {
 	return t != nil && (t.Kind == kindStruct || t.Kind == kindUnion)
 }
 
-// decode emits code that decodes the next value into target (an
-// addressable expression of type goType). Null follows encoding/json: it
-// leaves scalars unchanged and makes pointers, slices, maps and any nil.
-func (e *fastEmitter) decode(goType, target string) {
-	b := e.b
-	if m, conv := e.scalarOf(goType); m != "" {
-		x := e.tmp()
-		b.p("if !d.null() {")
-		b.p("%s, err := d.%s()\nif err != nil {\nreturn err\n}", x, m)
-		if conv {
-			b.p("%s = %s(%s)", target, goType, x)
-		} else {
-			b.p("%s = %s", target, x)
-		}
-		b.p("}")
-		return
+// decodesNull reports whether goType is a union that decodes null itself,
+// as a no-op (one without a null variant).
+func (e *fastEmitter) decodesNull(goType string) bool {
+	t := e.m.types[goType]
+	return t != nil && t.Kind == kindUnion && unionNullVariant(t.Union) == nil
+}
+
+// field returns an expression decoding a struct field of goType into
+// target with encoding/json's null rules (the helpers are in fastdecode.go),
+// or ok=false for a struct value, which emitStructFast decodes in place.
+func (e *fastEmitter) field(goType, target string) (expr string, ok bool) {
+	switch {
+	case e.scalarKind(goType) != "":
+		return fmt.Sprintf("field%s(d, &%s)", e.scalarKind(goType), target), true
+	case strings.HasPrefix(goType, "*"):
+		return fmt.Sprintf("fieldPtr(d, &%s, %s)", target, e.elem(goType[1:])), true
+	case strings.HasPrefix(goType, "[]"):
+		return fmt.Sprintf("fieldSlice(d, &%s, %s)", target, e.elem(goType[2:])), true
+	case e.decodesNull(goType):
+		return target + ".decodeFast(d)", true
+	case e.hasFast(goType):
+		// A generic helper would take the field's address through an
+		// interface call and move every decoded value to the heap.
+		return "", false
 	}
+	return fmt.Sprintf("%s(d, &%s)", e.elem(goType), target), true
+}
+
+// elem returns a func(*fastDecoder, *goType) error decoding one non-null
+// value (a list item, a pointer's target) for the generic helpers.
+func (e *fastEmitter) elem(goType string) string {
 	switch {
 	case goType == "any":
-		x := e.tmp()
-		b.p("%s, err := d.anyValue()\nif err != nil {\nreturn err\n}\n%s = %s", x, target, x)
+		return "decodeAny"
 	case goType == "map[string]any":
-		x := e.tmp()
-		b.p("%s, err := d.mapAny()\nif err != nil {\nreturn err\n}\n%s = %s", x, target, x)
+		return "decodeMapAny"
+	case e.scalarKind(goType) != "":
+		return fmt.Sprintf("elem%s[%s]", e.scalarKind(goType), goType)
 	case strings.HasPrefix(goType, "*"):
-		elem := goType[1:]
-		x := e.tmp()
-		b.p("if d.null() {\n%s = nil\n} else {", target)
-		b.p("var %s %s", x, elem)
-		e.decodeValue(elem, x)
-		b.p("%s = &%s\n}", target, x)
+		return fmt.Sprintf("func(d *fastDecoder, p *%s) error {\nreturn fieldPtr(d, p, %s)\n}", goType, e.elem(goType[1:]))
 	case strings.HasPrefix(goType, "[]"):
-		elem := goType[2:]
-		s, x := e.tmp(), e.tmp()
-		b.p("if d.null() {\n%s = nil\n} else {", target)
-		b.p("if err := d.beginArray(); err != nil {\nreturn err\n}")
-		b.p("%s := %s{}", s, goType)
-		b.p("for first := true; ; first = false {")
-		b.p("more, err := d.nextItem(first)\nif err != nil {\nreturn err\n}\nif !more {\nbreak\n}")
-		b.p("var %s %s", x, elem)
-		e.decodeValue(elem, x)
-		b.p("%s = append(%s, %s)\n}", s, s, x)
-		b.p("%s = %s\n}", target, s)
+		return fmt.Sprintf("func(d *fastDecoder, p *%s) error {\nreturn fieldSlice(d, p, %s)\n}", goType, e.elem(goType[2:]))
+	case e.decodesNull(goType):
+		return fmt.Sprintf("elemUnion[%s]", goType)
 	case e.hasFast(goType):
-		// A union without a null variant decodes null itself, as a no-op.
-		if t := e.m.types[goType]; t.Kind != kindUnion || unionNullVariant(t.Union) != nil {
-			b.p("if d.peek() == 'n' {\nreturn errFallback\n}")
-		}
-		b.p("if err := %s.decodeFast(d); err != nil {\nreturn err\n}", target)
-	default:
-		e.decodeRaw(target)
+		return fmt.Sprintf("elemFast[%s]", goType)
 	}
-}
-
-// decodeValue decodes a non-null element (of a slice or behind a pointer).
-func (e *fastEmitter) decodeValue(goType, target string) {
-	if m, conv := e.scalarOf(goType); m != "" {
-		x := e.tmp()
-		e.b.p("if d.peek() == 'n' {\nreturn errFallback\n}")
-		e.b.p("%s, err := d.%s()\nif err != nil {\nreturn err\n}", x, m)
-		if conv {
-			e.b.p("%s = %s(%s)", target, goType, x)
-		} else {
-			e.b.p("%s = %s", target, x)
-		}
-		return
-	}
-	e.decode(goType, target)
-}
-
-// decodeRaw hands one value to encoding/json (Nullable, maps of other types).
-func (e *fastEmitter) decodeRaw(target string) {
-	x := e.tmp()
-	e.b.p("%s, err := d.raw()\nif err != nil {\nreturn err\n}", x)
-	e.b.p("if decodeExact(%s, &%s) != nil {\nreturn errFallback\n}", x, target)
+	return fmt.Sprintf("elemRaw[%s]", goType)
 }
 
 func emitStructFast(b *w, m *model, t *goType) {
@@ -145,34 +118,36 @@ func emitStructFast(b *w, m *model, t *goType) {
 		return
 	}
 	b.p("if err := d.beginObject(); err != nil {\nreturn err\n}")
-	if len(t.Fields) > 0 {
-		b.p("var seen uint64")
+	if len(t.Fields) == 0 {
+		b.p("for first := true; ; first = false {")
+		b.p("_, ok, err := d.nextKey(first)\nif err != nil || !ok {\nreturn err\n}")
+		b.p("if err := d.skip(); err != nil {\nreturn err\n}\n}\n}\n")
+		return
 	}
+	b.p("var seen uint64")
 	b.p("for first := true; ; first = false {")
-	if len(t.Fields) > 0 {
-		b.p("key, ok, err := d.nextKey(first)")
-	} else {
-		b.p("_, ok, err := d.nextKey(first)")
-	}
-	b.p("if err != nil {\nreturn err\n}\nif !ok {\nbreak\n}")
+	b.p("key, ok, err := d.nextKey(first)\nif err != nil {\nreturn err\n}\nif !ok {\nbreak\n}")
+	b.p("var bit uint64")
+	b.p("switch string(key) {")
 	var names []string
-	if len(t.Fields) > 0 {
-		b.p("switch string(key) {")
-		for i, f := range t.Fields {
-			names = append(names, fmt.Sprintf("%q", f.JSONName))
-			b.p("case %q:", f.JSONName)
-			b.p("if seen&(1<<%d) != 0 {\nreturn errFallback\n}\nseen |= 1 << %d", i, i)
-			if f.Default != nil {
-				// null takes the default: leave that to the general path.
-				b.p("if d.peek() == 'n' {\nreturn errFallback\n}")
-			}
-			e.decode(f.GoType, "v."+f.GoName)
-			b.p("continue")
+	for i, f := range t.Fields {
+		names = append(names, fmt.Sprintf("%q", f.JSONName))
+		b.p("case %q:", f.JSONName)
+		if f.Default != nil {
+			// null takes the default: leave that to the general path.
+			b.p("if err := d.notNull(); err != nil {\nreturn err\n}")
 		}
-		b.p("}")
-		b.p("if foldsTo(key, %s) {\nreturn errFallback\n}", strings.Join(names, ", "))
+		target := "v." + f.GoName
+		if expr, ok := e.field(f.GoType, target); ok {
+			b.p("bit, err = 1<<%d, %s", i, expr)
+			continue
+		}
+		b.p("bit = 1 << %d", i)
+		b.p("if err = d.notNull(); err == nil {\nerr = %s.decodeFast(d)\n}", target)
 	}
-	b.p("if err := d.skip(); err != nil {\nreturn err\n}")
+	b.p("default:\nerr = d.otherMember(key, %s)", strings.Join(names, ", "))
+	b.p("}")
+	b.p("if seen, err = memberDone(seen, bit, err); err != nil {\nreturn err\n}")
 	b.p("}")
 	for i, f := range t.Fields {
 		if f.Default != nil {

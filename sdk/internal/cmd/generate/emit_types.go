@@ -22,15 +22,21 @@ func anyish(t string) bool {
 	return t == "any" || strings.Contains(t, "map[string]any") || t == "[]any"
 }
 
-func emitTypes(m *model) string {
-	var b w
-	b.WriteString(header)
-	b.p("package acp\n")
-	b.p("import (\n\"encoding/json\"\n\"errors\"\n\"fmt\"\n)\n")
+// typeFiles holds the three files the generated types are written to:
+// declarations (and Validate, as upstream keeps them) in types_gen.go, the
+// encoding/json codec methods in codec_gen.go, the one-pass decoders in
+// fastdecode_gen.go, so a reader looking for a type finds only types.
+type typeFiles struct {
+	types, codec, fast w
+}
+
+func emitTypes(m *model) (types, codec, fast string) {
+	var o typeFiles
 	for _, t := range m.sorted() {
+		b := &o.types
 		switch t.Kind {
 		case kindEnum:
-			emitEnum(&b, t)
+			emitEnum(b, t)
 		case kindNamed:
 			b.WriteString(t.Doc)
 			b.p("type %s %s\n", t.Name, t.Underlying)
@@ -38,11 +44,43 @@ func emitTypes(m *model) string {
 			b.WriteString(t.Doc)
 			b.p("type %s = %s\n", t.Name, t.Underlying)
 		case kindStruct:
-			emitStruct(&b, m, t)
+			emitStruct(&o, m, t)
 		case kindUnion:
-			emitUnion(&b, m, t)
+			emitUnion(&o, m, t)
 		}
 	}
+	return withImports(o.types.String()), withImports(o.codec.String()), withImports(o.fast.String())
+}
+
+// usesPackage reports whether code outside comments refers to sel ("json.").
+func usesPackage(body, sel string) bool {
+	for _, line := range strings.Split(body, "\n") {
+		if code, _, _ := strings.Cut(line, "//"); strings.Contains(code, sel) {
+			return true
+		}
+	}
+	return false
+}
+
+// withImports puts the file header and the imports body uses in front of it.
+func withImports(body string) string {
+	var b w
+	b.WriteString(header)
+	b.p("package acp\n")
+	var imports []string
+	for _, pkg := range []struct{ path, use string }{
+		{"encoding/json", "json."},
+		{"errors", "errors."},
+		{"fmt", "fmt."},
+	} {
+		if usesPackage(body, pkg.use) {
+			imports = append(imports, strconv.Quote(pkg.path))
+		}
+	}
+	if len(imports) > 0 {
+		b.p("import (\n%s\n)\n", strings.Join(imports, "\n"))
+	}
+	b.WriteString(body)
 	return b.String()
 }
 
@@ -76,7 +114,8 @@ func fieldTag(f *field) string {
 	}
 }
 
-func emitStruct(b *w, m *model, t *goType) {
+func emitStruct(o *typeFiles, m *model, t *goType) {
+	b := &o.types
 	b.WriteString(t.Doc)
 	b.p("type %s struct {", t.Name)
 	for _, f := range t.Fields {
@@ -111,7 +150,11 @@ func emitStruct(b *w, m *model, t *goType) {
 			exact = true
 		}
 	}
-	emitStructFast(b, m, t)
+	if t.Validate {
+		emitStructValidate(b, t)
+	}
+	emitStructFast(&o.fast, m, t)
+	b = &o.codec
 	if len(defaults) > 0 {
 		emitDefaultsCodec(b, t, defaults)
 	} else if t.Lenient {
@@ -120,15 +163,12 @@ func emitStruct(b *w, m *model, t *goType) {
 		b.p("// UnmarshalJSON decodes %s; integers beyond 2^53 in dynamically typed", t.Name)
 		b.p("// fields stay exact (see decodeExact).")
 		b.p("func (v *%s) UnmarshalJSON(b []byte) error {", t.Name)
-		emitFastEntry(b, t)
+		emitFastEntry(b, t, "v")
 		emitNamedShadow(b, t.Name)
 		b.p("var p %s", t.Name)
 		b.p("if err := decodeExact(b, &p); err != nil {\nreturn withUpstreamStruct(err, &p)\n}")
 		b.p("*v = %s(p)\nreturn nil\n}\n", shadowAlias(t.Name))
 		emitShadowAlias(b, t.Name)
-	}
-	if t.Validate {
-		emitStructValidate(b, t)
 	}
 }
 
@@ -186,7 +226,7 @@ func emitDefaultsCodec(b *w, t *goType, defaults []*field) {
 
 	b.p("// UnmarshalJSON decodes %s; a missing or null key takes its schema default.", t.Name)
 	b.p("func (v *%s) UnmarshalJSON(b []byte) error {", t.Name)
-	emitFastEntry(b, t)
+	emitFastEntry(b, t, "v")
 	b.p("// The key scan comes first and the local type is named Alias, as in")
 	b.p("// upstream v0.13.5, so decode errors read the same (they reach the peer")
 	b.p("// as text).")
@@ -220,7 +260,7 @@ func emitLenientCodec(b *w, t *goType) {
 	b.p("// UnmarshalJSON decodes %s. A malformed value in a field the schema marks", t.Name)
 	b.p("// default-on-error is treated as absent instead of failing the whole object.")
 	b.p("func (v *%s) UnmarshalJSON(b []byte) error {", t.Name)
-	emitFastEntry(b, t)
+	emitFastEntry(b, t, "v")
 	emitNamedShadow(b, t.Name)
 	b.p("var p %s", t.Name)
 	b.p("if err := decodeExact(b, &p); err != nil {")
@@ -276,10 +316,11 @@ func emitLenientRetry(b *w, t *goType, local string) {
 	}
 }
 
-// emitUnion writes a union type, its codecs, Validate and, for open unions,
-// the Unknown accessor or the catch-all variant type.
-func emitUnion(b *w, m *model, t *goType) {
+// emitUnion writes a union type, Validate and, for open unions, the Unknown
+// accessor or the catch-all variant type; its codecs go to the codec files.
+func emitUnion(o *typeFiles, m *model, t *goType) {
 	u := t.Union
+	b := &o.types
 	b.WriteString(t.Doc)
 	b.p("type %s struct {", t.Name)
 	for _, v := range u.Variants {
@@ -296,9 +337,10 @@ func emitUnion(b *w, m *model, t *goType) {
 	}
 	b.p("}\n")
 
-	emitUnionMarshal(b, m, t)
-	emitUnionUnmarshal(b, m, t)
-	emitUpstreamMarker(b, t.Name)
+	emitUnionMarshal(&o.codec, m, t)
+	emitUnionUnmarshal(&o.codec, m, t)
+	emitUpstreamMarker(&o.codec, t.Name)
+	emitUnionFast(&o.fast, m, t)
 
 	b.p("// Validate checks that exactly one variant is set.")
 	b.p("func (u *%s) Validate() error {", t.Name)
@@ -373,9 +415,8 @@ func emitUnionUnmarshal(b *w, m *model, t *goType) {
 	if nullVariant == nil {
 		b.p("if isJSONNull(b) {\nreturn nil\n}")
 	}
-	b.p("if !fastDecodeOff.Load() {\nd := fastDecoder{jsonScanner: jsonScanner{data: b}}\nvar x %s\nif x.decodeFast(&d) == nil && d.atEnd() {\n*u = x\nreturn nil\n}\n}", t.Name)
+	emitFastEntry(b, t, "u")
 	b.p("return u.unmarshalSlow(b)\n}\n")
-	emitUnionFast(b, m, t)
 	b.p("// unmarshalSlow decodes through encoding/json, following v0.13.5's rules")
 	b.p("// for payloads the tag does not decide.")
 	b.p("func (u *%s) unmarshalSlow(b []byte) error {", t.Name)
@@ -558,6 +599,6 @@ func emitObjectDecode(b *w, m *model, t *goType, objects []*variant) {
 
 // emitFastEntry starts an UnmarshalJSON with the one-pass decoder; the rest
 // of the method is the general path it falls back to.
-func emitFastEntry(b *w, t *goType) {
-	b.p("if !fastDecodeOff.Load() {\nd := fastDecoder{jsonScanner: jsonScanner{data: b}}\nvar x %s\nif x.decodeFast(&d) == nil && d.atEnd() {\n*v = x\nreturn nil\n}\n}", t.Name)
+func emitFastEntry(b *w, t *goType, recv string) {
+	b.p("if d := takeFastDecoder(b); d != nil {\nvar x %s\nif d.finish(x.decodeFast(d)) {\n*%s = x\nreturn nil\n}\n}", t.Name, recv)
 }

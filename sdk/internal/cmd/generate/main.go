@@ -1,6 +1,8 @@
-// Command generate writes the SDK's generated files (types_gen.go,
-// constants_gen.go, helpers_gen.go, client_gen.go, agent_gen.go) from the ACP
-// JSON schemas in sdk/schema. Run it from the sdk directory:
+// Command generate writes the SDK's generated files from the ACP JSON
+// schemas in sdk/schema: types_gen.go (declarations), codec_gen.go
+// (MarshalJSON, UnmarshalJSON), fastdecode_gen.go (the one-pass decoders),
+// constants_gen.go, helpers_gen.go, client_gen.go and agent_gen.go. Run it
+// from the sdk directory:
 //
 //	go run ./internal/cmd/generate
 //
@@ -51,12 +53,15 @@ func generate(schemaDir string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	types, codec, fast := emitTypes(m)
 	raw := map[string]string{
-		"types_gen.go":     emitTypes(m),
-		"constants_gen.go": emitConstants(m),
-		"helpers_gen.go":   emitHelpers(m),
-		"client_gen.go":    emitClientFile(m),
-		"agent_gen.go":     emitAgentFile(m),
+		"types_gen.go":      types,
+		"codec_gen.go":      codec,
+		"fastdecode_gen.go": fast,
+		"constants_gen.go":  emitConstants(m),
+		"helpers_gen.go":    emitHelpers(m),
+		"client_gen.go":     emitClientFile(m),
+		"agent_gen.go":      emitAgentFile(m),
 		// A test-only index of the generated types for golden and fuzz tests.
 		"types_index_gen_test.go": emitIndex(m),
 	}
