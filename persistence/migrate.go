@@ -73,6 +73,10 @@ func (r MigrationReport) Step(name string) (StepResult, bool) {
 // Nothing propagates: the report is for callers and tests that want it.
 func (s *Store) Migrate(ctx context.Context) MigrationReport {
 	var rep MigrationReport
+	if s.readOnly {
+		rep.Steps = append(rep.Steps, StepResult{Name: StepMeta, Err: errReadOnly})
+		return rep
+	}
 	run := func(name string, f func() (skipped bool, note string, err error)) StepResult {
 		skipped, note, err := safeStep(f)
 		res := StepResult{Name: name, Err: err, Skipped: skipped, Note: note}
@@ -158,6 +162,9 @@ func (s *Store) Migrate(ctx context.Context) MigrationReport {
 	}
 	return rep
 }
+
+// errReadOnly is the step error of Migrate on a store from OpenReadOnly.
+var errReadOnly = errors.New("persistence: the store is open read-only; no migration runs")
 
 // safeStep runs f, turning a panic into the step's error.
 func safeStep(f func() (bool, string, error)) (skipped bool, note string, err error) {
