@@ -2,8 +2,11 @@ package persistence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // PostgreSQL side of the migration procedures: the catalog probe (scoped
@@ -65,6 +68,24 @@ WHERE n.nspname = current_schema() AND t.relname = 'task_session_subagents'
 	return sh, rows.Err()
 }
 
+// hostDependency explains an ALTER or DROP that PostgreSQL refused because
+// a host object (a view, a rule, another table's foreign key) depends on
+// what it changes: the transaction rolled back, nothing changed, and the
+// host must make the change itself around that object. Other errors pass
+// through.
+func hostDependency(err error, change string) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || (pe.Code != "0A000" && pe.Code != "2BP01") || strings.Contains(pe.Message, "cached plan") {
+		return err
+	}
+	detail := pe.Detail
+	if detail == "" {
+		detail = pe.Message
+	}
+	return fmt.Errorf("%s is refused because a host object depends on it (%s); nothing changed: "+
+		"drop that object, run the migration and recreate it, or make the change yourself: %w", change, detail, err)
+}
+
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // amend makes a pre-amendment table execution-aware in one transaction;
@@ -108,7 +129,7 @@ func (postgresEngine) amend(ctx context.Context, s *Store, sh tableShape) error 
 			q = `ALTER TABLE task_session_subagents DROP CONSTRAINT ` + quoteIdent(u.constraint)
 		}
 		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return err
+			return hostDependency(err, "dropping the unique (task_session_id, tool_call_id) of task_session_subagents")
 		}
 	}
 	if err := s.failpoint("execution_identity.drop_pair"); err != nil {
@@ -124,7 +145,7 @@ func (postgresEngine) amend(ctx context.Context, s *Store, sh tableShape) error 
 	}
 	if q := widenSQL(sh); q != "" {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return err
+			return hostDependency(err, "widening the metric columns of task_session_subagents to BIGINT")
 		}
 	}
 	if _, err := s.putKey(ctx, tx, KeyExecutionSince, keyText(s.now())); err != nil {
@@ -157,15 +178,17 @@ func widenSQL(sh tableShape) string {
 
 func (e postgresEngine) widen(ctx context.Context, s *Store) (bool, error) {
 	sh, err := e.probe(ctx, s.writer)
-	if err != nil || !sh.exists {
-		return false, err
+	if err != nil || !sh.exists || sh.foreign() != nil {
+		return false, err // a foreign table is reported by the amendment step
 	}
 	q := widenSQL(sh)
 	if q == "" {
 		return false, nil
 	}
-	_, err = s.writer.ExecContext(ctx, q)
-	return err == nil, err
+	if _, err = s.writer.ExecContext(ctx, q); err != nil {
+		return false, hostDependency(err, "widening the metric columns of task_session_subagents to BIGINT")
+	}
+	return true, nil
 }
 
 // zoneTimes turns observed_at, settled_at and updated_at from timestamp
@@ -175,8 +198,8 @@ func (e postgresEngine) widen(ctx context.Context, s *Store) (bool, error) {
 // every column is already timestamptz.
 func (e postgresEngine) zoneTimes(ctx context.Context, s *Store) (bool, error) {
 	sh, err := e.probe(ctx, s.writer)
-	if err != nil || !sh.exists {
-		return false, err
+	if err != nil || !sh.exists || sh.foreign() != nil {
+		return false, err // a foreign table is reported by the amendment step
 	}
 	var parts []string
 	for _, c := range []string{"observed_at", "settled_at", "updated_at"} {
@@ -196,7 +219,7 @@ func (e postgresEngine) zoneTimes(ctx context.Context, s *Store) (bool, error) {
 		return false, err
 	}
 	if _, err := tx.ExecContext(ctx, `ALTER TABLE task_session_subagents `+strings.Join(parts, ", ")); err != nil {
-		return false, err
+		return false, hostDependency(err, "turning the timestamps of task_session_subagents into timestamptz")
 	}
 	if err := s.failpoint("timestamptz.alter"); err != nil {
 		return false, err

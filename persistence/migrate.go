@@ -73,6 +73,10 @@ func (r MigrationReport) Step(name string) (StepResult, bool) {
 // Nothing propagates: the report is for callers and tests that want it.
 func (s *Store) Migrate(ctx context.Context) MigrationReport {
 	var rep MigrationReport
+	if s.readOnly {
+		rep.Steps = append(rep.Steps, StepResult{Name: StepMeta, Err: errReadOnly})
+		return rep
+	}
 	run := func(name string, f func() (skipped bool, note string, err error)) StepResult {
 		skipped, note, err := safeStep(f)
 		res := StepResult{Name: name, Err: err, Skipped: skipped, Note: note}
@@ -91,6 +95,13 @@ func (s *Store) Migrate(ctx context.Context) MigrationReport {
 		run(StepHostTables, func() (bool, string, error) { return false, "", s.createHostTables(ctx) })
 	}
 	run(StepSchema, func() (bool, string, error) {
+		sh, err := s.eng.probe(ctx, s.writer)
+		if err != nil {
+			return false, "", err
+		}
+		if err := sh.foreign(); err != nil {
+			return false, "", err
+		}
 		return false, "", s.execDDL(ctx, append([]string{subagentsTableDDL(s.eng, "task_session_subagents")}, indexDDL...)...)
 	})
 	run(StepWidenMetrics, func() (bool, string, error) {
@@ -108,6 +119,8 @@ func (s *Store) Migrate(ctx context.Context) MigrationReport {
 		switch {
 		case err != nil:
 			return false, "", err
+		case sh.foreign() != nil:
+			return false, "", sh.foreign()
 		case sh.amended():
 			return true, "already execution-aware", nil
 		case sh.preAmendment():
@@ -158,6 +171,9 @@ func (s *Store) Migrate(ctx context.Context) MigrationReport {
 	}
 	return rep
 }
+
+// errReadOnly is the step error of Migrate on a store from OpenReadOnly.
+var errReadOnly = errors.New("persistence: the store is open read-only; no migration runs")
 
 // safeStep runs f, turning a panic into the step's error.
 func safeStep(f func() (bool, string, error)) (skipped bool, note string, err error) {
@@ -372,6 +388,27 @@ func (t tableShape) hasUnique(cols []string) bool {
 func (t tableShape) amended() bool {
 	c, ok := t.columns["agent_execution_id"]
 	return t.exists && ok && c.notNull && t.hasUnique(tripleKey) && !t.hasUnique(pairKey)
+}
+
+// foreign reports, for an existing table, the columns of the layer's shape
+// it lacks (the execution column aside, which the amendment adds) as an
+// error: a table of that name the layer did not create, which no step may
+// touch. nil when the table is absent or has every column.
+func (t tableShape) foreign() error {
+	if !t.exists {
+		return nil
+	}
+	var missing []string
+	for _, c := range finalColumns {
+		if _, ok := t.columns[c]; !ok && c != "agent_execution_id" {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("table task_session_subagents exists but this layer did not create it (no column %s); "+
+		"no DDL run on it: rename it, or keep the subagent contexts in another database or schema", strings.Join(missing, ", "))
 }
 
 // preAmendment is P: the table exists and lacks the column or has the pair

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -30,6 +33,10 @@ type Store struct {
 	upsertSQL    string
 	upsertStmt   atomic.Pointer[sql.Stmt] // prepared on first successful use
 	hooks        hooks
+	// readOnly: opened by OpenReadOnly; Migrate refuses to run.
+	readOnly bool
+	// connectTimeout bounds a PostgreSQL connect whose DSN has none.
+	connectTimeout time.Duration
 }
 
 // hooks are test failpoints. Production code leaves them nil.
@@ -60,6 +67,12 @@ func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.log = l } }
 // from the caller's cancellation, so only this bound applies.
 func WithWriteTimeout(d time.Duration) Option { return func(s *Store) { s.writeTimeout = d } }
 
+// WithConnectTimeout bounds each PostgreSQL connect when the DSN sets no
+// connect_timeout (default 10 s; PostgreSQL counts whole seconds, so a
+// shorter bound rounds up to 1 s). The context passed to Open bounds the
+// first connect as well.
+func WithConnectTimeout(d time.Duration) Option { return func(s *Store) { s.connectTimeout = d } }
+
 // WithHostTables says whether the store creates the host tables it reads
 // (task_sessions, task_session_turns, task_session_messages) when absent.
 // Open defaults to true (standalone); OpenDB to false (hosted: only
@@ -71,14 +84,70 @@ func WithHostTables(create bool) Option { return func(s *Store) { s.hostTables =
 // SQLite `sqlite:///abs/path`, `sqlite://rel/path`, `file:…` or a plain
 // file path. Open fails only when the database cannot be reached;
 // migration failures are logged at WARN and retried on the next Open.
+// Connecting honours ctx; a PostgreSQL DSN without connect_timeout gets
+// the store's connect timeout (WithConnectTimeout, default 10 s), so a
+// server that accepts and never answers cannot hang Open.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	s, err := open(ctx, dsn, false, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.Migrate(ctx)
+	return s, nil
+}
+
+// ErrNeedsMigration is returned (wrapped) by OpenReadOnly when the
+// database lacks part of the schema this package reads, or does not exist:
+// a writing Open (or Migrate) must run first. Check it with errors.Is.
+var ErrNeedsMigration = errors.New("persistence: the database needs migration")
+
+// OpenReadOnly opens the database named by dsn (as Open) for reading only:
+// it never migrates and never writes. SQLite opens the file read-only
+// (mode=ro, query_only), so a read-only file or directory works;
+// PostgreSQL sessions run with default_transaction_read_only, so a role
+// with SELECT only works. When the schema is behind, it fails with an
+// error wrapping ErrNeedsMigration that says what is missing. Writes
+// through the returned store fail; Migrate reports a read-only error.
+func OpenReadOnly(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	s, err := open(ctx, dsn, true, opts)
+	if err != nil {
+		return nil, err
+	}
+	if missing, err := s.missingSchema(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("persistence: schema check: %w", err)
+	} else if missing != "" {
+		s.Close()
+		return nil, fmt.Errorf("%w: %s", ErrNeedsMigration, missing)
+	}
+	return s, nil
+}
+
+// open connects the handles of Open and OpenReadOnly and builds the store,
+// without migrating.
+func open(ctx context.Context, dsn string, readOnly bool, opts []Option) (*Store, error) {
 	kind, target, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
+	cfg := Store{connectTimeout: defaultConnectTimeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	var writer, reader *sql.DB
 	switch kind {
 	case SQLite:
+		if err := checkSQLiteFile(target, readOnly); err != nil {
+			return nil, err
+		}
+		if readOnly {
+			writer, err = openSQLiteReadOnly(ctx, target)
+			if err != nil {
+				return nil, fmt.Errorf("persistence: open %s read-only: %w", kind, err)
+			}
+			reader = writer
+			break
+		}
 		writer, err = sql.Open("sqlite3", sqliteDSN(target, "immediate"))
 		if err != nil {
 			return nil, err
@@ -98,7 +167,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 			reader.SetMaxOpenConns(4)
 		}
 	case Postgres:
-		writer, err = sql.Open("pgx", target)
+		writer, err = sql.Open("pgx", postgresSettings(target, cfg.connectTimeout, readOnly))
 		if err != nil {
 			return nil, err
 		}
@@ -112,9 +181,16 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	if err := writer.PingContext(ctx); err != nil {
 		closeAll()
+		if kind == SQLite {
+			err = explainSQLiteOpen(target, err)
+		}
 		return nil, fmt.Errorf("persistence: open %s: %w", kind, err)
 	}
-	s, err := newStore(ctx, kind, writer, reader, append([]Option{WithHostTables(true)}, opts...))
+	base := []Option{WithHostTables(true)}
+	if readOnly {
+		base = append(base, func(s *Store) { s.readOnly = true })
+	}
+	s, err := newStore(ctx, kind, writer, reader, append(base, opts...))
 	if err != nil {
 		closeAll()
 		return nil, err
@@ -123,8 +199,30 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if reader != writer {
 		s.owned = append(s.owned, reader)
 	}
-	s.Migrate(ctx)
 	return s, nil
+}
+
+// defaultConnectTimeout bounds a PostgreSQL connect whose DSN sets none.
+const defaultConnectTimeout = 10 * time.Second
+
+// postgresSettings adds connect_timeout (whole seconds, at least 1) when the
+// DSN has none and, for a read-only store, default_transaction_read_only
+// (pgx sends unknown parameters as run-time settings). Settings already in
+// the DSN win. A DSN that is not a URL is left as it is.
+func postgresSettings(target string, timeout time.Duration, readOnly bool) string {
+	u, err := url.Parse(target)
+	if err != nil {
+		return target
+	}
+	q := u.Query()
+	if q.Get("connect_timeout") == "" && timeout > 0 {
+		q.Set("connect_timeout", strconv.Itoa(int(max(1, (timeout+time.Second-1)/time.Second))))
+	}
+	if readOnly && q.Get("default_transaction_read_only") == "" {
+		q.Set("default_transaction_read_only", "on")
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // OpenDB builds a store on handles the host already owns and migrates. On
@@ -416,4 +514,140 @@ func intPtr(n sql.NullInt64) *int64 {
 		return nil
 	}
 	return &n.Int64
+}
+
+// sqliteFile is the file a SQLite target names ("" for an in-memory
+// database): the part before any query, without a file: scheme.
+func sqliteFile(target string) string {
+	if isSQLiteMemory(target) || target == "" {
+		return ""
+	}
+	p, _, _ := strings.Cut(target, "?")
+	if rest, ok := strings.CutPrefix(p, "file:"); ok {
+		if u, err := url.PathUnescape(rest); err == nil {
+			rest = u
+		}
+		p = strings.TrimPrefix(rest, "//")
+	}
+	return p
+}
+
+// checkSQLiteFile reports, before SQLite does in vaguer words, a database
+// that cannot be opened as asked: for reading, a missing file (it needs
+// migration: a writing open creates it); for writing, a missing directory.
+func checkSQLiteFile(target string, readOnly bool) error {
+	path := sqliteFile(target)
+	if path == "" {
+		return nil
+	}
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("persistence: SQLite database %s: %w", path, err)
+	}
+	if readOnly {
+		return fmt.Errorf("%w: no database at %s", ErrNeedsMigration, path)
+	}
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("persistence: cannot create the SQLite database %s: directory %s: %w", path, dir, err)
+	}
+	return nil
+}
+
+// explainSQLiteOpen turns SQLite's "unable to open database file" for a
+// writing open into the reason: the directory is not writable (SQLite
+// creates the database, and beside it the -wal and -shm files of WAL
+// mode). It writes nothing unless the open already failed, and then only
+// a temporary file it removes at once.
+func explainSQLiteOpen(target string, err error) error {
+	path := sqliteFile(target)
+	if path == "" {
+		return err
+	}
+	dir := filepath.Dir(path)
+	f, terr := os.CreateTemp(dir, ".acp-write-check-*")
+	if terr == nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	return fmt.Errorf("directory %s is not writable (SQLite creates %s and its -wal and -shm files there; read commands open it read-only): %w",
+		dir, filepath.Base(path), err)
+}
+
+// openSQLiteReadOnly opens target with mode=ro and query_only, so SQLite
+// writes nothing. A WAL database whose directory is not writable cannot
+// get its shared-memory file; it is then opened immutable (no locking),
+// the only way SQLite reads it there.
+func openSQLiteReadOnly(ctx context.Context, target string) (*sql.DB, error) {
+	var first error
+	for _, immutable := range []bool{false, true} {
+		db, err := sql.Open("sqlite3", sqliteReadOnlyDSN(target, immutable))
+		if err == nil {
+			db.SetMaxOpenConns(4)
+			var n int
+			if err = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master`).Scan(&n); err == nil {
+				return db, nil
+			}
+			db.Close()
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return nil, first
+}
+
+// sqliteReadOnlyDSN is target as a file: URI with mode=ro (and, when
+// asked, immutable=1), query_only, a busy timeout and deferred
+// transactions. Other parameters of the DSN are kept.
+func sqliteReadOnlyDSN(target string, immutable bool) string {
+	p, rawQuery, _ := strings.Cut(target, "?")
+	q, _ := url.ParseQuery(rawQuery)
+	if !strings.HasPrefix(p, "file:") {
+		p = "file:" + (&url.URL{Path: p}).EscapedPath()
+	}
+	q.Set("mode", "ro")
+	q.Set("_query_only", "1")
+	q.Set("_txlock", "deferred")
+	if q.Get("_busy_timeout") == "" {
+		q.Set("_busy_timeout", "5000")
+	}
+	if immutable {
+		q.Set("immutable", "1")
+	}
+	return p + "?" + q.Encode()
+}
+
+// missingSchema names what a read needs and the database lacks ("" when
+// nothing): kandev_meta, the messages table and task_session_subagents in
+// its execution-aware shape with every column.
+func (s *Store) missingSchema(ctx context.Context) (string, error) {
+	var missing []string
+	for _, tc := range [][2]string{{"kandev_meta", "value"}, {"task_session_messages", "metadata"}} {
+		has, err := s.eng.hasColumn(ctx, s.reader, tc[0], tc[1])
+		if err != nil {
+			return "", err
+		}
+		if !has {
+			missing = append(missing, "table "+tc[0])
+		}
+	}
+	sh, err := s.eng.probe(ctx, s.reader)
+	switch {
+	case err != nil:
+		return "", err
+	case !sh.exists:
+		missing = append(missing, "table task_session_subagents")
+	case !sh.amended():
+		missing = append(missing, "the execution-aware shape of task_session_subagents")
+	default:
+		for _, c := range finalColumns {
+			if _, ok := sh.columns[c]; !ok {
+				missing = append(missing, "column task_session_subagents."+c)
+			}
+		}
+	}
+	return strings.Join(missing, ", "), nil
 }

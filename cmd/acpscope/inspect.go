@@ -21,7 +21,7 @@ func cmdHealth(ctx context.Context, e env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError("health takes no arguments")
 	}
-	s, err := openStore(ctx, *dsn)
+	s, err := openStoreReadOnly(ctx, *dsn)
 	if err != nil {
 		return err
 	}

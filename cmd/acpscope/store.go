@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,8 +18,9 @@ import (
 )
 
 // defaultDSN is the embedded default database: $ACPSCOPE_DB, else
-// acpscope.db in $XDG_DATA_HOME/acpscope (~/.local/share/acpscope).
-func defaultDSN() (string, error) {
+// acpscope.db in $XDG_DATA_HOME/acpscope (~/.local/share/acpscope). With
+// create, the directory is made when absent.
+func defaultDSN(create bool) (string, error) {
 	if dsn := os.Getenv("ACPSCOPE_DB"); dsn != "" {
 		return dsn, nil
 	}
@@ -31,21 +33,45 @@ func defaultDSN() (string, error) {
 		dir = filepath.Join(home, ".local", "share")
 	}
 	dir = filepath.Join(dir, "acpscope")
+	if !create {
+		return filepath.Join(dir, "acpscope.db"), nil
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		return "", fmt.Errorf("database directory: %w", err)
 	}
 	return filepath.Join(dir, "acpscope.db"), nil
 }
 
-// openStore opens the database named by dsn ("" = the default).
+// openStore opens the database named by dsn ("" = the default) and
+// migrates it.
 func openStore(ctx context.Context, dsn string) (*persistence.Store, error) {
 	if dsn == "" {
 		var err error
-		if dsn, err = defaultDSN(); err != nil {
+		if dsn, err = defaultDSN(true); err != nil {
 			return nil, err
 		}
 	}
 	s, err := persistence.Open(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	return s, nil
+}
+
+// openStoreReadOnly opens the database for the read commands: it never
+// migrates or writes, so a read-only file, directory or role serves, and a
+// database that is behind says so.
+func openStoreReadOnly(ctx context.Context, dsn string) (*persistence.Store, error) {
+	if dsn == "" {
+		var err error
+		if dsn, err = defaultDSN(false); err != nil {
+			return nil, err
+		}
+	}
+	s, err := persistence.OpenReadOnly(ctx, dsn)
+	if errors.Is(err, persistence.ErrNeedsMigration) {
+		return nil, fmt.Errorf("database: %w (a run or replay with --db brings it up to date)", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
@@ -156,7 +182,7 @@ func cmdSubagents(ctx context.Context, e env, args []string) error {
 	if *session == "" || fs.NArg() > 0 {
 		return usageError("subagents needs --session ID and no other arguments")
 	}
-	s, err := openStore(ctx, *dsn)
+	s, err := openStoreReadOnly(ctx, *dsn)
 	if err != nil {
 		return err
 	}
