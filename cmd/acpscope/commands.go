@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 	"github.com/kdlbs/acp-go-sdk/internal/procguard"
@@ -245,7 +246,7 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 			if i > 0 {
 				fmt.Fprintln(e.stdout)
 			}
-			fmt.Fprintf(e.stdout, "── replaying %s ──\n", src.name)
+			fmt.Fprintf(e.stdout, "── replaying %s ──\n", safetext.Text(src.name))
 		}
 		term := o.terminal(e.stdout)
 		res, err := replayOne(ctx, src.c, turnConfig{
@@ -324,7 +325,8 @@ func finishTurn(e env, o outputFlags, term *view.Terminal, res turnResult, err e
 	}
 	term.Summary()
 	if err == nil {
-		fmt.Fprintf(e.stdout, "\nturn ended: %s (agent dialect %s, session %s)\n", res.stopReason, res.dialect, res.sessionID)
+		fmt.Fprintf(e.stdout, "\nturn ended: %s (agent dialect %s, session %s)\n",
+			safetext.Text(string(res.stopReason)), safetext.Text(res.dialect), safetext.Text(res.sessionID))
 	}
 	return err
 }

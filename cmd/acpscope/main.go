@@ -24,6 +24,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/internal/procguard"
 )
 
@@ -56,6 +57,11 @@ type env struct {
 
 // run dispatches a command line and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// Everything on standard error (error messages, the connection log, the
+	// agent's own stderr) may carry agent bytes: it passes the sanitiser.
+	safeErr := safetext.NewWriter(stderr)
+	defer safeErr.Close()
+	stderr = safeErr
 	e := env{stdin: stdin, stdout: stdout, stderr: stderr}
 	if len(args) == 0 {
 		usage(stderr)

@@ -1,14 +1,15 @@
 package view
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 )
 
 // spinnerFrames animate the progress line while subagents run.
@@ -201,33 +202,18 @@ func (t *Terminal) flushTextLocked() {
 	}
 }
 
-// logLocked writes one log line above the progress line. Control
-// characters an agent put into its text or titles are replaced, so they can
-// neither drive the terminal nor break the plain output.
+// logLocked writes one log line above the progress line. Control and
+// bidirectional formatting characters an agent put into its text or titles
+// are replaced (safetext), so they can neither drive the terminal nor
+// break or disguise the plain output.
 func (t *Terminal) logLocked(line string) {
 	t.clearProgressLocked()
 	fmt.Fprintln(t.w, printable(line))
 	t.drawProgressLocked()
 }
 
-// printable replaces the control characters of s (C0, DEL and C1) with
-// U+FFFD, and a tab with a space, leaving every other character alone.
-func printable(s string) string {
-	if !strings.ContainsFunc(s, isControl) {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\t':
-			return ' '
-		case isControl(r):
-			return utf8.RuneError
-		}
-		return r
-	}, s)
-}
-
-func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
+// printable is the one sanitiser, safetext.Text.
+func printable(s string) string { return safetext.Text(s) }
 
 func (t *Terminal) clearProgressLocked() {
 	if t.progress {
@@ -363,9 +349,11 @@ type CardLine struct {
 
 // WriteJSON writes one CardLine per subagent card on b, in first-seen order.
 func WriteJSON(w io.Writer, b *Board, agent string) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	for _, c := range b.Subagents() {
+		buf.Reset()
 		line := CardLine{
 			SessionID:        c.Event.SessionID,
 			ToolCallID:       c.Event.ToolCallID,
@@ -375,6 +363,11 @@ func WriteJSON(w io.Writer, b *Board, agent string) error {
 			Subagent:         c.Event.Payload,
 		}
 		if err := enc.Encode(line); err != nil {
+			return err
+		}
+		// Control and bidirectional characters are escaped: the same JSON
+		// value, nothing a terminal acts on.
+		if _, err := w.Write(safetext.JSON(buf.Bytes())); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/internal/goldentest"
 )
 
@@ -115,7 +116,7 @@ func TestAgentControlCharactersNeverReachTheTerminal(t *testing.T) {
 	term.AgentText("s1", strings.Repeat("x", maxPendingText+10))
 	term.Summary()
 	out := buf.String()
-	if strings.ContainsFunc(out, func(r rune) bool { return r != '\n' && isControl(r) }) {
+	if strings.ContainsFunc(out, func(r rune) bool { return r != '\n' && safetext.Forbidden(r) }) {
 		t.Fatalf("control characters reached the output:\n%q", out)
 	}
 	if !strings.Contains(out, "agent: red �[31mtext� end\n") {
