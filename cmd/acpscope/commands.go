@@ -43,6 +43,7 @@ type outputFlags struct {
 	noDB       bool
 	permission string
 	timeout    time.Duration
+	grace      time.Duration
 	verbose    bool
 	subagents  bool
 }
@@ -54,7 +55,8 @@ func (o *outputFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.db, "db", "", "database for subagent contexts: a SQLite path or postgres://… (default: $ACPSCOPE_DB, else the embedded SQLite database)")
 	fs.BoolVar(&o.noDB, "no-db", false, "do not persist subagent contexts")
 	fs.StringVar(&o.permission, "permission", PolicyReject, "answer to permission requests: allow, reject or cancel")
-	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "limit for the whole turn")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "limit for the whole turn; then the turn is cancelled (session/cancel, exit code 3)")
+	fs.DurationVar(&o.grace, "cancel-grace", 5*time.Second, "how long a cancelled turn (--timeout, SIGINT, SIGTERM) waits for the agent to answer session/cancel before the agent is killed")
 	fs.BoolVar(&o.subagents, "subagents", false, "declare clientCapabilities.subagents: agents that support ACP subagent sessions then report children as child sessions instead of legacy tool calls")
 	fs.BoolVar(&o.verbose, "verbose", false, "log the connection's informational messages to standard error (default: warnings only)")
 }
@@ -80,6 +82,9 @@ func (o *outputFlags) validate() error {
 	}
 	if o.timeout <= 0 {
 		return usageError("--timeout must be positive")
+	}
+	if o.grace < 0 {
+		return usageError("--cancel-grace must not be negative")
 	}
 	return nil
 }
@@ -182,7 +187,8 @@ func cmdRun(ctx context.Context, e env, args []string) error {
 	term := o.terminal(e.stdout)
 	res, err := runTurn(ctx, turnConfig{
 		dialect: o.agent, prompt: text, cwd: dir, policy: o.permission,
-		term: term, sink: sink.record, timeout: o.timeout, log: o.logger(e.stderr), subagents: o.subagents,
+		term: term, sink: sink.record, timeout: o.timeout, grace: o.grace, abort: agent.kill,
+		log: o.logger(e.stderr), subagents: o.subagents,
 	}, toAgent, fromAgent)
 	return finishTurn(e, o, term, res, err)
 }
@@ -251,7 +257,7 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 		term := o.terminal(e.stdout)
 		res, err := replayOne(ctx, src.c, turnConfig{
 			dialect: dialect, prompt: recordedPrompt(src.c), cwd: "/", policy: o.permission,
-			term: term, sink: sink.record, timeout: o.timeout, log: o.logger(e.stderr), subagents: o.subagents,
+			term: term, sink: sink.record, timeout: o.timeout, grace: o.grace, log: o.logger(e.stderr), subagents: o.subagents,
 		})
 		if err := finishTurn(e, o, term, res, err); err != nil {
 			return err
@@ -272,6 +278,13 @@ func replayOne(ctx context.Context, c *capture.Capture, cfg turnConfig) (turnRes
 		agentToClientW.CloseWithError(io.EOF)
 		served <- err
 	}()
+	// Aborting the scripted agent ends it and both pipes, so nothing stays
+	// blocked on them.
+	cfg.abort = func() {
+		cancel()
+		clientToAgentR.CloseWithError(io.ErrClosedPipe)
+		agentToClientW.CloseWithError(io.ErrClosedPipe)
+	}
 	res, err := runTurn(ctx, cfg, clientToAgentW, agentToClientR)
 	clientToAgentW.Close()
 	cancel()
@@ -376,6 +389,15 @@ func startAgent(command []string, dir string, stderr io.Writer) (*agentProcess, 
 		return nil, err
 	}
 	return &agentProcess{proc: proc, stdin: stdin, stdout: stdout}, nil
+}
+
+// kill ends the agent and every descendant at once (SIGKILL to the whole
+// tree, through the process guard) and closes its stdio, so that a write
+// blocked on an agent that stopped reading ends.
+func (a *agentProcess) kill() {
+	a.proc.Kill()
+	a.stdin.Close()
+	a.stdout.Close()
 }
 
 // stop ends the agent: stdin is closed first (an ACP agent exits at end of

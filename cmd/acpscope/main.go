@@ -11,7 +11,8 @@
 //	acpscope cursor doctor                     report Cursor CLI discovery and compatibility
 //
 // Exit codes: 0 success; 1 the agent or the turn failed; 2 usage or input
-// error (bad flags, unreadable or malformed capture, unreachable database).
+// error (bad flags, unreadable or malformed capture, unreachable database);
+// 3 the turn was cancelled by --timeout, SIGINT or SIGTERM.
 package main
 
 import (
@@ -36,6 +37,10 @@ const (
 	exitOK    = 0
 	exitTurn  = 1
 	exitUsage = 2
+	// exitCancelled: acpscope cancelled the turn (--timeout, SIGINT,
+	// SIGTERM). It is apart from 1 so that a script can tell "the agent
+	// failed" from "the agent ran out of time or was interrupted".
+	exitCancelled = 3
 )
 
 func main() {
@@ -43,6 +48,10 @@ func main() {
 	// nothing they start survives acpscope, even when it is SIGKILLed.
 	procguard.EnableGuardProcess()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal cancels the turn (see runTurn); a second one has its
+	// default effect and ends acpscope at once (the guard still ends the
+	// agent).
+	context.AfterFunc(ctx, stop)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -97,6 +106,9 @@ func exitCode(err error, stderr io.Writer) int {
 		return exitOK
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
+	case errors.Is(err, errCancelled):
+		fmt.Fprintf(stderr, "acpscope: %v\n", err)
+		return exitCancelled
 	case errors.Is(err, errTurn):
 		fmt.Fprintf(stderr, "acpscope: %v\n", err)
 		return exitTurn
@@ -117,7 +129,8 @@ Usage:
   acpscope cursor doctor                      report Cursor CLI discovery and compatibility
 
 Run 'acpscope <command> -h' for the flags of a command.
-Exit codes: 0 ok, 1 agent or turn failure, 2 usage or input error.
+Exit codes: 0 ok, 1 agent or turn failure, 2 usage or input error,
+3 turn cancelled (--timeout, SIGINT or SIGTERM).
 `)
 }
 

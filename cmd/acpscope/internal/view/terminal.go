@@ -101,6 +101,34 @@ func (t *Terminal) AgentText(sessionID, chunk string) {
 func (t *Terminal) Event(ev adapter.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.eventLocked(ev)
+}
+
+// CancelOpen ends every card whose status is not terminal as cancelled
+// (a child session is no longer live), shows the change, and returns the
+// events it applied so that other sinks (the store) can record them too.
+// acpscope calls it when it cancelled a turn and the agent left cards open.
+func (t *Terminal) CancelOpen() []adapter.Event {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var evs []adapter.Event
+	for _, c := range t.board.Cards() {
+		if c.Status.Terminal() {
+			continue
+		}
+		ev := c.Event.Clone()
+		ev.Kind = adapter.EventToolUpdate
+		ev.Status = adapter.ToolStatusCancelled
+		if ev.Child != nil {
+			ev.Child.Live = false
+		}
+		t.eventLocked(ev)
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+func (t *Terminal) eventLocked(ev adapter.Event) {
 	t.flushTextLocked()
 	if ev.Kind == adapter.EventSessionMessage && ev.Message != nil {
 		t.logLocked(messageLine(ev.Message))
