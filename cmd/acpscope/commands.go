@@ -57,7 +57,7 @@ func (o *outputFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.permission, "permission", PolicyReject, "answer to permission requests: allow, reject or cancel")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "limit for the whole turn; then the turn is cancelled (session/cancel, exit code 3)")
 	fs.DurationVar(&o.grace, "cancel-grace", 5*time.Second, "how long a cancelled turn (--timeout, SIGINT, SIGTERM) waits for the agent to answer session/cancel before the agent is killed")
-	fs.BoolVar(&o.subagents, "subagents", false, "declare clientCapabilities.subagents: agents that support ACP subagent sessions then report children as child sessions instead of legacy tool calls")
+	fs.BoolVar(&o.subagents, "subagents", false, "declare clientCapabilities.subagents: agents that support ACP subagent sessions then report children as child sessions instead of legacy tool calls (replay: default from the capture's initialize)")
 	fs.BoolVar(&o.verbose, "verbose", false, "log the connection's informational messages to standard error (default: warnings only)")
 }
 
@@ -235,12 +235,24 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 	default:
 		return usageError("replay takes at most one capture file")
 	}
+	subagentsSet := false
+	fs.Visit(func(f *flag.Flag) { subagentsSet = subagentsSet || f.Name == "subagents" })
 	sink, closeStore, err := openSink(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
 	for i, src := range sources {
+		subagents := o.subagents
+		if recorded, ok := recordedSubagents(src.c); ok {
+			switch {
+			case !subagentsSet:
+				subagents = recorded
+			case recorded != o.subagents:
+				fmt.Fprintf(e.stderr, "acpscope: warning: %s was recorded %s clientCapabilities.subagents; replaying %s it (--subagents=%v), so the agent's answers may not match\n",
+					src.name, declaring(recorded), declaring(o.subagents), o.subagents)
+			}
+		}
 		dialect := o.agent
 		if dialect == "" {
 			dialect = src.c.Agent()
@@ -257,7 +269,7 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 		term := o.terminal(e.stdout)
 		res, err := replayOne(ctx, src.c, turnConfig{
 			dialect: dialect, prompt: recordedPrompt(src.c), cwd: "/", policy: o.permission,
-			term: term, sink: sink.record, timeout: o.timeout, grace: o.grace, log: o.logger(e.stderr), subagents: o.subagents,
+			term: term, sink: sink.record, timeout: o.timeout, grace: o.grace, log: o.logger(e.stderr), subagents: subagents,
 		})
 		if err := finishTurn(e, o, term, res, err); err != nil {
 			return err
@@ -292,6 +304,37 @@ func replayOne(ctx context.Context, c *capture.Capture, cfg turnConfig) (turnRes
 		err = fmt.Errorf("%w: replay: %v", errTurn, serr)
 	}
 	return res, err
+}
+
+// recordedSubagents reports whether the capture's first initialize request
+// declared clientCapabilities.subagents; ok is false when the capture holds
+// no readable initialize request.
+func recordedSubagents(c *capture.Capture) (declared, ok bool) {
+	for _, e := range c.Entries {
+		if e.From != capture.FromClient {
+			continue
+		}
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				ClientCapabilities map[string]json.RawMessage `json:"clientCapabilities"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(e.Msg, &m) != nil || m.Method != "initialize" {
+			continue
+		}
+		v, has := m.Params.ClientCapabilities["subagents"]
+		return has && string(v) != "null", true
+	}
+	return false, false
+}
+
+// declaring words a declaration for the replay warning.
+func declaring(declared bool) string {
+	if declared {
+		return "declaring"
+	}
+	return "without"
 }
 
 // recordedPrompt is the text of the capture's first session/prompt, so a
