@@ -29,12 +29,19 @@ type Terminal struct {
 	order    []string                    // sessions with pending text, in order
 	frame    int
 	progress bool // a progress line is on screen
+	// children maps a known child session to the label its text is shown
+	// under (the card's header, else its id); at most maxChildLabels.
+	children map[string]string
 }
+
+// maxChildLabels bounds the child sessions whose labels a Terminal keeps;
+// text of a child beyond it is labelled by its session id.
+const maxChildLabels = 4096
 
 // NewTerminal returns a renderer writing to w. animate enables the progress
 // line and its spinner; pass false when w is not a terminal.
 func NewTerminal(w io.Writer, animate bool) *Terminal {
-	return &Terminal{w: w, animate: animate, board: NewBoard(), text: map[string]*strings.Builder{}}
+	return &Terminal{w: w, animate: animate, board: NewBoard(), text: map[string]*strings.Builder{}, children: map[string]string{}}
 }
 
 // Board returns the cards seen so far. The board is not safe for
@@ -86,7 +93,7 @@ func (t *Terminal) AgentText(sessionID, chunk string) {
 	}
 	for _, line := range strings.Split(s[:i], "\n") {
 		if strings.TrimSpace(line) != "" {
-			t.logLocked("agent: " + line)
+			t.logLocked(t.speaker(sessionID) + line)
 		}
 	}
 	rest := ""
@@ -128,6 +135,41 @@ func (t *Terminal) CancelOpen() []adapter.Event {
 	return evs
 }
 
+// speaker is the prefix of a session's text: "agent: " for the agent's own
+// sessions, "↳ <child's card>: " for a known child session.
+func (t *Terminal) speaker(sessionID string) string {
+	if label, ok := t.children[sessionID]; ok {
+		return "↳ " + label + ": "
+	}
+	return "agent: "
+}
+
+// noteChild remembers the child session an event reveals: the session of
+// a subagent-session card, or an event's own session when it has a parent.
+func (t *Terminal) noteChild(ev adapter.Event, c *Card) {
+	child, label := "", ""
+	switch {
+	case ev.Child != nil && ev.Child.SessionID != "":
+		child = ev.Child.SessionID
+		if c != nil && c.IsSubagent() {
+			label = oneLine(Header(c), 60)
+		}
+	case ev.ParentSessionID != "":
+		child = ev.SessionID
+	default:
+		return
+	}
+	if label == "" {
+		if _, ok := t.children[child]; ok {
+			return // keep the better label a card gave
+		}
+		label = "session " + truncate(child, 24)
+	}
+	if _, ok := t.children[child]; ok || len(t.children) < maxChildLabels {
+		t.children[child] = label
+	}
+}
+
 func (t *Terminal) eventLocked(ev adapter.Event) {
 	t.flushTextLocked()
 	if ev.Kind == adapter.EventSessionMessage && ev.Message != nil {
@@ -136,6 +178,7 @@ func (t *Terminal) eventLocked(ev adapter.Event) {
 	}
 	before, seen := t.snapshot(ev)
 	c := t.board.Apply(ev)
+	t.noteChild(ev, c)
 	if c == nil {
 		return
 	}
@@ -220,7 +263,7 @@ func (t *Terminal) Flush() {
 func (t *Terminal) flushTextLocked() {
 	for _, s := range t.order {
 		if rest := strings.TrimSpace(t.text[s].String()); rest != "" {
-			t.logLocked("agent: " + rest)
+			t.logLocked(t.speaker(s) + rest)
 		}
 		t.text[s].Reset()
 	}
