@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 	"github.com/kdlbs/acp-go-sdk/internal/procguard"
@@ -42,6 +43,7 @@ type outputFlags struct {
 	noDB       bool
 	permission string
 	timeout    time.Duration
+	grace      time.Duration
 	verbose    bool
 	subagents  bool
 }
@@ -53,8 +55,9 @@ func (o *outputFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.db, "db", "", "database for subagent contexts: a SQLite path or postgres://… (default: $ACPSCOPE_DB, else the embedded SQLite database)")
 	fs.BoolVar(&o.noDB, "no-db", false, "do not persist subagent contexts")
 	fs.StringVar(&o.permission, "permission", PolicyReject, "answer to permission requests: allow, reject or cancel")
-	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "limit for the whole turn")
-	fs.BoolVar(&o.subagents, "subagents", false, "declare clientCapabilities.subagents: agents that support ACP subagent sessions then report children as child sessions instead of legacy tool calls")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "limit for the whole turn; then the turn is cancelled (session/cancel, exit code 3)")
+	fs.DurationVar(&o.grace, "cancel-grace", 5*time.Second, "how long a cancelled turn (--timeout, SIGINT, SIGTERM) waits for the agent to answer session/cancel before the agent is killed")
+	fs.BoolVar(&o.subagents, "subagents", false, "declare clientCapabilities.subagents: agents that support ACP subagent sessions then report children as child sessions instead of legacy tool calls (replay: default from the capture's initialize)")
 	fs.BoolVar(&o.verbose, "verbose", false, "log the connection's informational messages to standard error (default: warnings only)")
 }
 
@@ -79,6 +82,9 @@ func (o *outputFlags) validate() error {
 	}
 	if o.timeout <= 0 {
 		return usageError("--timeout must be positive")
+	}
+	if o.grace < 0 {
+		return usageError("--cancel-grace must not be negative")
 	}
 	return nil
 }
@@ -181,7 +187,8 @@ func cmdRun(ctx context.Context, e env, args []string) error {
 	term := o.terminal(e.stdout)
 	res, err := runTurn(ctx, turnConfig{
 		dialect: o.agent, prompt: text, cwd: dir, policy: o.permission,
-		term: term, sink: sink.record, timeout: o.timeout, log: o.logger(e.stderr), subagents: o.subagents,
+		term: term, sink: sink.record, timeout: o.timeout, grace: o.grace, abort: agent.kill,
+		log: o.logger(e.stderr), subagents: o.subagents,
 	}, toAgent, fromAgent)
 	return finishTurn(e, o, term, res, err)
 }
@@ -228,12 +235,24 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 	default:
 		return usageError("replay takes at most one capture file")
 	}
+	subagentsSet := false
+	fs.Visit(func(f *flag.Flag) { subagentsSet = subagentsSet || f.Name == "subagents" })
 	sink, closeStore, err := openSink(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
 	for i, src := range sources {
+		subagents := o.subagents
+		if recorded, ok := recordedSubagents(src.c); ok {
+			switch {
+			case !subagentsSet:
+				subagents = recorded
+			case recorded != o.subagents:
+				fmt.Fprintf(e.stderr, "acpscope: warning: %s was recorded %s clientCapabilities.subagents; replaying %s it (--subagents=%v), so the agent's answers may not match\n",
+					src.name, declaring(recorded), declaring(o.subagents), o.subagents)
+			}
+		}
 		dialect := o.agent
 		if dialect == "" {
 			dialect = src.c.Agent()
@@ -245,12 +264,12 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 			if i > 0 {
 				fmt.Fprintln(e.stdout)
 			}
-			fmt.Fprintf(e.stdout, "── replaying %s ──\n", src.name)
+			fmt.Fprintf(e.stdout, "── replaying %s ──\n", safetext.Text(src.name))
 		}
 		term := o.terminal(e.stdout)
 		res, err := replayOne(ctx, src.c, turnConfig{
 			dialect: dialect, prompt: recordedPrompt(src.c), cwd: "/", policy: o.permission,
-			term: term, sink: sink.record, timeout: o.timeout, log: o.logger(e.stderr), subagents: o.subagents,
+			term: term, sink: sink.record, timeout: o.timeout, grace: o.grace, log: o.logger(e.stderr), subagents: subagents,
 		})
 		if err := finishTurn(e, o, term, res, err); err != nil {
 			return err
@@ -271,6 +290,13 @@ func replayOne(ctx context.Context, c *capture.Capture, cfg turnConfig) (turnRes
 		agentToClientW.CloseWithError(io.EOF)
 		served <- err
 	}()
+	// Aborting the scripted agent ends it and both pipes, so nothing stays
+	// blocked on them.
+	cfg.abort = func() {
+		cancel()
+		clientToAgentR.CloseWithError(io.ErrClosedPipe)
+		agentToClientW.CloseWithError(io.ErrClosedPipe)
+	}
 	res, err := runTurn(ctx, cfg, clientToAgentW, agentToClientR)
 	clientToAgentW.Close()
 	cancel()
@@ -278,6 +304,37 @@ func replayOne(ctx context.Context, c *capture.Capture, cfg turnConfig) (turnRes
 		err = fmt.Errorf("%w: replay: %v", errTurn, serr)
 	}
 	return res, err
+}
+
+// recordedSubagents reports whether the capture's first initialize request
+// declared clientCapabilities.subagents; ok is false when the capture holds
+// no readable initialize request.
+func recordedSubagents(c *capture.Capture) (declared, ok bool) {
+	for _, e := range c.Entries {
+		if e.From != capture.FromClient {
+			continue
+		}
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				ClientCapabilities map[string]json.RawMessage `json:"clientCapabilities"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(e.Msg, &m) != nil || m.Method != "initialize" {
+			continue
+		}
+		v, has := m.Params.ClientCapabilities["subagents"]
+		return has && string(v) != "null", true
+	}
+	return false, false
+}
+
+// declaring words a declaration for the replay warning.
+func declaring(declared bool) string {
+	if declared {
+		return "declaring"
+	}
+	return "without"
 }
 
 // recordedPrompt is the text of the capture's first session/prompt, so a
@@ -324,7 +381,8 @@ func finishTurn(e env, o outputFlags, term *view.Terminal, res turnResult, err e
 	}
 	term.Summary()
 	if err == nil {
-		fmt.Fprintf(e.stdout, "\nturn ended: %s (agent dialect %s, session %s)\n", res.stopReason, res.dialect, res.sessionID)
+		fmt.Fprintf(e.stdout, "\nturn ended: %s (agent dialect %s, session %s)\n",
+			safetext.Text(string(res.stopReason)), safetext.Text(res.dialect), safetext.Text(res.sessionID))
 	}
 	return err
 }
@@ -374,6 +432,15 @@ func startAgent(command []string, dir string, stderr io.Writer) (*agentProcess, 
 		return nil, err
 	}
 	return &agentProcess{proc: proc, stdin: stdin, stdout: stdout}, nil
+}
+
+// kill ends the agent and every descendant at once (SIGKILL to the whole
+// tree, through the process guard) and closes its stdio, so that a write
+// blocked on an agent that stopped reading ends.
+func (a *agentProcess) kill() {
+	a.proc.Kill()
+	a.stdin.Close()
+	a.stdout.Close()
 }
 
 // stop ends the agent: stdin is closed first (an ACP agent exits at end of

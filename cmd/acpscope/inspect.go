@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/adapter/cursor/cli"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 )
 
 // cmdHealth implements `acpscope health [--db DSN]`: the persistence
@@ -30,7 +31,9 @@ func cmdHealth(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%w: health check: %v", errTurn, err)
 	}
-	w := e.stdout
+	// What the database reports passes the sanitiser.
+	w := safetext.NewWriter(e.stdout)
+	defer w.Close()
 	fmt.Fprintf(w, "engine:            %s\n", s.Engine())
 	fmt.Fprintf(w, "activation:        %s\n", h.State)
 	fmt.Fprintf(w, "capture since:     %s\n", timeOrNone(h.CaptureSince))
@@ -87,11 +90,16 @@ func cmdCursor(ctx context.Context, e env, args []string) error {
 		Catalog    cli.CatalogEntry      `json:"cursor"`
 	}{cli.HealthCapability(), entry}
 	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(report)
+		data, err := json.MarshalIndent(report, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = e.stdout.Write(safetext.JSON(append(data, '\n')))
+		return err
 	}
-	w := e.stdout
+	// What the candidate programs reported passes the sanitiser.
+	w := safetext.NewWriter(e.stdout)
+	defer w.Close()
 	fmt.Fprintf(w, "backend contract:  version %d, instructions via %s\n", report.Capability.Version, report.Capability.InstructionChannel)
 	for _, c := range entry.Candidates {
 		line := fmt.Sprintf("candidate %-12s (%s): %s", c.Name, c.Source, c.Status)

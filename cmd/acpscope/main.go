@@ -11,7 +11,8 @@
 //	acpscope cursor doctor                     report Cursor CLI discovery and compatibility
 //
 // Exit codes: 0 success; 1 the agent or the turn failed; 2 usage or input
-// error (bad flags, unreadable or malformed capture, unreachable database).
+// error (bad flags, unreadable or malformed capture, unreachable database);
+// 3 the turn was cancelled by --timeout, SIGINT or SIGTERM.
 package main
 
 import (
@@ -24,6 +25,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/internal/procguard"
 )
 
@@ -35,6 +37,10 @@ const (
 	exitOK    = 0
 	exitTurn  = 1
 	exitUsage = 2
+	// exitCancelled: acpscope cancelled the turn (--timeout, SIGINT,
+	// SIGTERM). It is apart from 1 so that a script can tell "the agent
+	// failed" from "the agent ran out of time or was interrupted".
+	exitCancelled = 3
 )
 
 func main() {
@@ -42,6 +48,10 @@ func main() {
 	// nothing they start survives acpscope, even when it is SIGKILLed.
 	procguard.EnableGuardProcess()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal cancels the turn (see runTurn); a second one has its
+	// default effect and ends acpscope at once (the guard still ends the
+	// agent).
+	context.AfterFunc(ctx, stop)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -56,6 +66,11 @@ type env struct {
 
 // run dispatches a command line and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// Everything on standard error (error messages, the connection log, the
+	// agent's own stderr) may carry agent bytes: it passes the sanitiser.
+	safeErr := safetext.NewWriter(stderr)
+	defer safeErr.Close()
+	stderr = safeErr
 	e := env{stdin: stdin, stdout: stdout, stderr: stderr}
 	if len(args) == 0 {
 		usage(stderr)
@@ -91,6 +106,9 @@ func exitCode(err error, stderr io.Writer) int {
 		return exitOK
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
+	case errors.Is(err, errCancelled):
+		fmt.Fprintf(stderr, "acpscope: %v\n", err)
+		return exitCancelled
 	case errors.Is(err, errTurn):
 		fmt.Fprintf(stderr, "acpscope: %v\n", err)
 		return exitTurn
@@ -111,7 +129,8 @@ Usage:
   acpscope cursor doctor                      report Cursor CLI discovery and compatibility
 
 Run 'acpscope <command> -h' for the flags of a command.
-Exit codes: 0 ok, 1 agent or turn failure, 2 usage or input error.
+Exit codes: 0 ok, 1 agent or turn failure, 2 usage or input error,
+3 turn cancelled (--timeout, SIGINT or SIGTERM).
 `)
 }
 

@@ -242,10 +242,25 @@ func TestReplaySubagentSessionForm(t *testing.T) {
 	if len(cards) != 1 || !strings.Contains(string(cards[0].Subagent), `"child_session_id":"child1"`) {
 		t.Fatalf("cards = %s", out)
 	}
-	// Without the declaration the subagent-session frames are not read.
-	code, out, errOut = acpscope(t, "", "replay", "--json", "--no-db", capture)
+}
+
+// Replay declares what the capture's initialize declared: the capture
+// above was recorded with clientCapabilities.subagents, so it replays to
+// its card without the flag. --subagents=false overrides it (and the
+// subagent-session frames are then not read), with a warning that the
+// replay differs from the recording.
+func TestReplayFollowsRecordedClientCapabilities(t *testing.T) {
+	capture := filepath.Join("testdata", "subagent_session.jsonl")
+	code, out, errOut := acpscope(t, "", "replay", "--json", "--no-db", capture)
+	if code != exitOK || !strings.Contains(out, `"child_session_id":"child1"`) || errOut != "" {
+		t.Fatalf("without the flag: exit %d, out %s, stderr %q", code, out, errOut)
+	}
+	code, out, errOut = acpscope(t, "", "replay", "--json", "--no-db", "--subagents=false", capture)
 	if code != exitOK || strings.Contains(out, "child1") {
-		t.Fatalf("without --subagents: exit %d, out %s %s", code, out, errOut)
+		t.Fatalf("--subagents=false: exit %d, out %s %s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "warning") || !strings.Contains(errOut, "clientCapabilities.subagents") {
+		t.Fatalf("no warning that the replay differs from the recording: %q", errOut)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
@@ -195,7 +196,8 @@ func cmdSubagents(ctx context.Context, e env, args []string) error {
 	return nil
 }
 
-// writeContexts prints stored contexts as a table, in stored order.
+// writeContexts prints stored contexts as a table, in stored order. Every
+// stored field passes the sanitiser: it came from an agent.
 func writeContexts(w io.Writer, rows []persistence.SubagentContext) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "no subagent contexts stored for this session")
@@ -205,18 +207,19 @@ func writeContexts(w io.Writer, rows []persistence.SubagentContext) {
 	fmt.Fprintln(tw, "OBSERVED\tTOOL CALL\tPARENT\tTYPE\tDESCRIPTION\tTOOL STATUS\tAGENT STATUS\tMODEL\tTOKENS\tTOOLS\tDURATION\tASYNC")
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n",
-			r.ObservedAt.UTC().Format(time.RFC3339), r.ToolCallID, deref(r.ParentToolCallID), deref(r.SubagentType),
+			r.ObservedAt.UTC().Format(time.RFC3339), safetext.Text(r.ToolCallID), deref(r.ParentToolCallID), deref(r.SubagentType),
 			deref(r.Description), deref(r.ToolStatus), deref(r.AgentStatus), deref(r.Model),
 			num(r.TotalTokens), num(r.ToolUseCount), num(r.DurationMs), r.IsAsync)
 	}
 	tw.Flush()
 }
 
+// deref is a stored optional text, sanitised; "-" when absent.
 func deref(s *string) string {
 	if s == nil {
 		return "-"
 	}
-	return *s
+	return safetext.Text(*s)
 }
 
 func num(n *int64) string {

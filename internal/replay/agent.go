@@ -20,7 +20,12 @@
 //     capture holding only agent notifications replays as one turn.
 //   - A recorded agent request is sent as recorded and the agent waits for
 //     the live client's response to it before it goes on, as a real agent
-//     waiting for a permission or a cursor/task answer would.
+//     waiting for a permission or a cursor/task answer would. A client
+//     request that arrives meanwhile and that the capture records later
+//     (session/prompt after a permission the agent asked right after
+//     session/new, as Auggie does) is held and followed once the wait is
+//     over, so the replay does not depend on which of the two arrives
+//     first; any other request is answered at once with its fallback.
 //   - Client notifications (session/cancel) and responses the script does not
 //     wait for are read and ignored.
 //
@@ -47,9 +52,18 @@ type Agent struct {
 	// id that request was given, until its response is sent.
 	live map[string]json.RawMessage
 
+	// held are client requests read while the script waited for a
+	// response, to be followed after it (at most maxHeld).
+	held [][]byte
+	read func() ([]byte, error)
+
 	w   io.Writer
 	wmu sync.Mutex
 }
+
+// maxHeld bounds the client requests held while the script waits; beyond
+// it a request gets its fallback answer at once.
+const maxHeld = 256
 
 // NewAgent returns a scripted agent that follows c.
 func NewAgent(c *capture.Capture) *Agent {
@@ -85,7 +99,7 @@ func (a *Agent) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 			}
 		}
 	}()
-	next := func() ([]byte, error) {
+	a.read = func() ([]byte, error) {
 		select {
 		case line := <-incoming:
 			return line, nil
@@ -99,7 +113,7 @@ func (a *Agent) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		}
 	}
 	for {
-		line, err := next()
+		line, err := a.next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -110,7 +124,7 @@ func (a *Agent) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		if err != nil || !m.IsRequest() {
 			continue // notifications, stray responses, garbage: ignored
 		}
-		if err := a.answer(m, next); err != nil {
+		if err := a.answer(m); err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil // the client closed while the script waited on it
 			}
@@ -119,12 +133,23 @@ func (a *Agent) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	}
 }
 
+// next returns the next client message: a held request first, else the
+// next line read.
+func (a *Agent) next() ([]byte, error) {
+	if len(a.held) > 0 {
+		line := a.held[0]
+		a.held = a.held[1:]
+		return line, nil
+	}
+	return a.read()
+}
+
 // answer plays the script for one live client request.
-func (a *Agent) answer(req capture.Message, next func() ([]byte, error)) error {
+func (a *Agent) answer(req capture.Message) error {
 	k := a.findClientRequest(req.Method)
 	if k < 0 {
 		if req.Method == "session/prompt" {
-			if err := a.play(len(a.entries), next); err != nil {
+			if err := a.play(len(a.entries)); err != nil {
 				return err
 			}
 		}
@@ -133,7 +158,7 @@ func (a *Agent) answer(req capture.Message, next func() ([]byte, error)) error {
 	rec, _ := capture.ParseMessage(a.entries[k].Msg)
 	a.live[capture.IDKey(rec.ID)] = req.ID
 	a.pos = k + 1
-	if err := a.play(-1, next); err != nil {
+	if err := a.play(-1); err != nil {
 		return err
 	}
 	if id, ok := a.live[capture.IDKey(rec.ID)]; ok {
@@ -162,7 +187,7 @@ func (a *Agent) findClientRequest(method string) int {
 
 // play sends agent entries from pos on. With limit < 0 it stops at the next
 // recorded client request; otherwise it plays up to index limit.
-func (a *Agent) play(limit int, next func() ([]byte, error)) error {
+func (a *Agent) play(limit int) error {
 	for a.pos < len(a.entries) && (limit < 0 || a.pos < limit) {
 		e := a.entries[a.pos]
 		m, err := capture.ParseMessage(e.Msg)
@@ -192,7 +217,7 @@ func (a *Agent) play(limit int, next func() ([]byte, error)) error {
 			if err := a.send(e.Msg); err != nil {
 				return err
 			}
-			if err := a.awaitResponse(m.ID, next); err != nil {
+			if err := a.awaitResponse(m.ID); err != nil {
 				return err
 			}
 		default:
@@ -205,12 +230,15 @@ func (a *Agent) play(limit int, next func() ([]byte, error)) error {
 }
 
 // awaitResponse reads client messages until the response to the agent's
-// request id arrives. Requests the client sends meanwhile are answered with
-// their fallback so neither side waits on the other.
-func (a *Agent) awaitResponse(id json.RawMessage, next func() ([]byte, error)) error {
+// request id arrives. A request the client sends meanwhile is held when the
+// capture records it later (it is followed after the wait); any other is
+// answered with its fallback, so neither side waits on the other.
+func (a *Agent) awaitResponse(id json.RawMessage) error {
 	want := capture.IDKey(id)
+	var held [][]byte
+	defer func() { a.held = append(held, a.held...) }()
 	for {
-		line, err := next()
+		line, err := a.next()
 		if err != nil {
 			return err
 		}
@@ -222,6 +250,10 @@ func (a *Agent) awaitResponse(id json.RawMessage, next func() ([]byte, error)) e
 			return nil
 		}
 		if m.IsRequest() {
+			if len(held)+len(a.held) < maxHeld && a.findClientRequest(m.Method) >= 0 {
+				held = append(held, line)
+				continue
+			}
 			if err := a.send(buildResponse(m.ID, Fallback(m.Method, a.sessionHint()), nil)); err != nil {
 				return err
 			}

@@ -114,3 +114,28 @@ func TestReplayAnswersWhenCaptureEndsEarly(t *testing.T) {
 	lc.expect(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}}`)
 	lc.expect(`{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}`)
 }
+
+// The agent asks a permission right after session/new; the live client
+// sends session/prompt before it answers the permission. The prompt is
+// held until the permission's answer and then follows the recorded turn
+// (its recorded stop reason), instead of getting a fallback end_turn.
+func TestReplayHoldsARecordedRequestWhileWaiting(t *testing.T) {
+	c, err := capture.Read(strings.NewReader(`{"from":"client","msg":{"jsonrpc":"2.0","id":1,"method":"session/new","params":{}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s1"}}}
+{"from":"client","msg":{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"cancelled"}}}}
+{"from":"client","msg":{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"plan","entries":[]}}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","id":2,"result":{"stopReason":"max_tokens"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := start(t, c)
+	lc.send(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{}}`)
+	lc.expect(`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}`)
+	lc.expect(`{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s1"}}`)
+	lc.send(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{}}`)
+	lc.send(`{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"cancelled"}}}`)
+	lc.expect(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"plan","entries":[]}}}`)
+	lc.expect(`{"jsonrpc":"2.0","id":2,"result":{"stopReason":"max_tokens"}}`)
+}

@@ -9,6 +9,18 @@
 //	-mode ok       the fan-out above, then end_turn (default)
 //	-mode error    the prompt fails with a JSON-RPC error
 //	-mode exit     the process exits in the middle of the turn
+//
+// Hostile modes, for the cancel and timeout tests. Each opens a subagent
+// card and then:
+//
+//	-mode cancel   waits for session/cancel and answers cancelled
+//	-mode hang     ignores session/cancel and never answers
+//	-mode deaf     stops reading its standard input for good after asking
+//	               the client to read -file many times, so the client's
+//	               writes block on a full pipe (see deaf.go)
+//
+// With -ready FILE, the agent creates FILE once the card is open, so a test
+// knows the turn is under way before it interrupts it.
 package main
 
 import (
@@ -21,17 +33,47 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "ok", "ok, error or exit")
+	mode := flag.String("mode", "ok", "ok, error, exit, cancel, hang or deaf")
+	ready := flag.String("ready", "", "create this file once the turn's card is open")
+	file := flag.String("file", "", "the file the deaf mode asks the client to read")
 	flag.Parse()
-	a := &agent{mode: *mode}
+	if *mode == "deaf" {
+		deaf(*file, *ready)
+		return
+	}
+	a := &agent{mode: *mode, ready: *ready, cancelled: make(chan struct{})}
 	conn := acp.NewAgentSideConnection(a, os.Stdout, os.Stdin)
 	a.conn = conn
 	<-conn.Done()
 }
 
 type agent struct {
-	mode string
-	conn *acp.AgentSideConnection
+	mode      string
+	ready     string
+	conn      *acp.AgentSideConnection
+	cancelled chan struct{}
+}
+
+// openCard sends a subagent card that stays in progress, then marks the
+// turn as under way (-ready).
+func openCard(ctx context.Context, conn *acp.AgentSideConnection, sid acp.SessionId, ready string) error {
+	err := conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: acp.SessionUpdate{ToolCall: &acp.SessionUpdateToolCall{
+		ToolCallId: "toolu_LONG", Title: "Long task", Kind: acp.ToolKindThink, Status: acp.ToolCallStatusInProgress,
+		RawInput: map[string]any{"description": "Long task", "prompt": "never ends", "subagent_type": "general-purpose"},
+		Meta:     map[string]any{"claudeCode": map[string]any{"toolName": "Agent"}},
+	}}})
+	if err != nil {
+		return err
+	}
+	markReady(ready)
+	return nil
+}
+
+// markReady creates the -ready file, if one was asked for.
+func markReady(path string) {
+	if path != "" {
+		_ = os.WriteFile(path, nil, 0o644)
+	}
 }
 
 func (a *agent) Initialize(context.Context, acp.InitializeRequest) (acp.InitializeResponse, error) {
@@ -46,8 +88,18 @@ func (a *agent) NewSession(context.Context, acp.NewSessionRequest) (acp.NewSessi
 }
 
 func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptResponse, error) {
-	if a.mode == "error" {
+	switch a.mode {
+	case "error":
 		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": "the model is unavailable"})
+	case "cancel", "hang":
+		if err := openCard(ctx, a.conn, req.SessionId, a.ready); err != nil {
+			return acp.PromptResponse{}, err
+		}
+		if a.mode == "hang" {
+			select {} // answers nothing, ever; only a kill ends it
+		}
+		<-a.cancelled
+		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
 	}
 	sid := req.SessionId
 	claude := func(tool string, extra map[string]any) map[string]any {
@@ -116,7 +168,14 @@ func (a *agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.Auth
 	return acp.AuthenticateResponse{}, nil
 }
 
-func (a *agent) Cancel(context.Context, acp.CancelNotification) error { return nil }
+func (a *agent) Cancel(context.Context, acp.CancelNotification) error {
+	select {
+	case <-a.cancelled:
+	default:
+		close(a.cancelled)
+	}
+	return nil
+}
 
 func (a *agent) CloseSession(context.Context, acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
 	return acp.CloseSessionResponse{}, nil
@@ -146,7 +205,7 @@ var _ acp.Agent = (*agent)(nil)
 
 func init() {
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: fakeagent [-mode ok|error|exit]")
+		fmt.Fprintln(os.Stderr, "usage: fakeagent [-mode ok|error|exit|cancel|hang|deaf] [-ready FILE] [-file FILE]")
 		flag.PrintDefaults()
 	}
 }

@@ -1,14 +1,15 @@
 package view
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 )
 
 // spinnerFrames animate the progress line while subagents run.
@@ -28,12 +29,19 @@ type Terminal struct {
 	order    []string                    // sessions with pending text, in order
 	frame    int
 	progress bool // a progress line is on screen
+	// children maps a known child session to the label its text is shown
+	// under (the card's header, else its id); at most maxChildLabels.
+	children map[string]string
 }
+
+// maxChildLabels bounds the child sessions whose labels a Terminal keeps;
+// text of a child beyond it is labelled by its session id.
+const maxChildLabels = 4096
 
 // NewTerminal returns a renderer writing to w. animate enables the progress
 // line and its spinner; pass false when w is not a terminal.
 func NewTerminal(w io.Writer, animate bool) *Terminal {
-	return &Terminal{w: w, animate: animate, board: NewBoard(), text: map[string]*strings.Builder{}}
+	return &Terminal{w: w, animate: animate, board: NewBoard(), text: map[string]*strings.Builder{}, children: map[string]string{}}
 }
 
 // Board returns the cards seen so far. The board is not safe for
@@ -85,7 +93,7 @@ func (t *Terminal) AgentText(sessionID, chunk string) {
 	}
 	for _, line := range strings.Split(s[:i], "\n") {
 		if strings.TrimSpace(line) != "" {
-			t.logLocked("agent: " + line)
+			t.logLocked(t.speaker(sessionID) + line)
 		}
 	}
 	rest := ""
@@ -100,6 +108,69 @@ func (t *Terminal) AgentText(sessionID, chunk string) {
 func (t *Terminal) Event(ev adapter.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.eventLocked(ev)
+}
+
+// CancelOpen ends every card whose status is not terminal as cancelled
+// (a child session is no longer live), shows the change, and returns the
+// events it applied so that other sinks (the store) can record them too.
+// acpscope calls it when it cancelled a turn and the agent left cards open.
+func (t *Terminal) CancelOpen() []adapter.Event {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var evs []adapter.Event
+	for _, c := range t.board.Cards() {
+		if c.Status.Terminal() {
+			continue
+		}
+		ev := c.Event.Clone()
+		ev.Kind = adapter.EventToolUpdate
+		ev.Status = adapter.ToolStatusCancelled
+		if ev.Child != nil {
+			ev.Child.Live = false
+		}
+		t.eventLocked(ev)
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+// speaker is the prefix of a session's text: "agent: " for the agent's own
+// sessions, "↳ <child's card>: " for a known child session.
+func (t *Terminal) speaker(sessionID string) string {
+	if label, ok := t.children[sessionID]; ok {
+		return "↳ " + label + ": "
+	}
+	return "agent: "
+}
+
+// noteChild remembers the child session an event reveals: the session of
+// a subagent-session card, or an event's own session when it has a parent.
+func (t *Terminal) noteChild(ev adapter.Event, c *Card) {
+	child, label := "", ""
+	switch {
+	case ev.Child != nil && ev.Child.SessionID != "":
+		child = ev.Child.SessionID
+		if c != nil && c.IsSubagent() {
+			label = oneLine(Header(c), 60)
+		}
+	case ev.ParentSessionID != "":
+		child = ev.SessionID
+	default:
+		return
+	}
+	if label == "" {
+		if _, ok := t.children[child]; ok {
+			return // keep the better label a card gave
+		}
+		label = "session " + truncate(child, 24)
+	}
+	if _, ok := t.children[child]; ok || len(t.children) < maxChildLabels {
+		t.children[child] = label
+	}
+}
+
+func (t *Terminal) eventLocked(ev adapter.Event) {
 	t.flushTextLocked()
 	if ev.Kind == adapter.EventSessionMessage && ev.Message != nil {
 		t.logLocked(messageLine(ev.Message))
@@ -107,6 +178,7 @@ func (t *Terminal) Event(ev adapter.Event) {
 	}
 	before, seen := t.snapshot(ev)
 	c := t.board.Apply(ev)
+	t.noteChild(ev, c)
 	if c == nil {
 		return
 	}
@@ -191,7 +263,7 @@ func (t *Terminal) Flush() {
 func (t *Terminal) flushTextLocked() {
 	for _, s := range t.order {
 		if rest := strings.TrimSpace(t.text[s].String()); rest != "" {
-			t.logLocked("agent: " + rest)
+			t.logLocked(t.speaker(s) + rest)
 		}
 		t.text[s].Reset()
 	}
@@ -201,33 +273,18 @@ func (t *Terminal) flushTextLocked() {
 	}
 }
 
-// logLocked writes one log line above the progress line. Control
-// characters an agent put into its text or titles are replaced, so they can
-// neither drive the terminal nor break the plain output.
+// logLocked writes one log line above the progress line. Control and
+// bidirectional formatting characters an agent put into its text or titles
+// are replaced (safetext), so they can neither drive the terminal nor
+// break or disguise the plain output.
 func (t *Terminal) logLocked(line string) {
 	t.clearProgressLocked()
 	fmt.Fprintln(t.w, printable(line))
 	t.drawProgressLocked()
 }
 
-// printable replaces the control characters of s (C0, DEL and C1) with
-// U+FFFD, and a tab with a space, leaving every other character alone.
-func printable(s string) string {
-	if !strings.ContainsFunc(s, isControl) {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\t':
-			return ' '
-		case isControl(r):
-			return utf8.RuneError
-		}
-		return r
-	}, s)
-}
-
-func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
+// printable is the one sanitiser, safetext.Text.
+func printable(s string) string { return safetext.Text(s) }
 
 func (t *Terminal) clearProgressLocked() {
 	if t.progress {
@@ -363,9 +420,11 @@ type CardLine struct {
 
 // WriteJSON writes one CardLine per subagent card on b, in first-seen order.
 func WriteJSON(w io.Writer, b *Board, agent string) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	for _, c := range b.Subagents() {
+		buf.Reset()
 		line := CardLine{
 			SessionID:        c.Event.SessionID,
 			ToolCallID:       c.Event.ToolCallID,
@@ -375,6 +434,11 @@ func WriteJSON(w io.Writer, b *Board, agent string) error {
 			Subagent:         c.Event.Payload,
 		}
 		if err := enc.Encode(line); err != nil {
+			return err
+		}
+		// Control and bidirectional characters are escaped: the same JSON
+		// value, nothing a terminal acts on.
+		if _, err := w.Write(safetext.JSON(buf.Bytes())); err != nil {
 			return err
 		}
 	}

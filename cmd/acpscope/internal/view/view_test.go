@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/internal/goldentest"
 )
 
@@ -115,7 +116,7 @@ func TestAgentControlCharactersNeverReachTheTerminal(t *testing.T) {
 	term.AgentText("s1", strings.Repeat("x", maxPendingText+10))
 	term.Summary()
 	out := buf.String()
-	if strings.ContainsFunc(out, func(r rune) bool { return r != '\n' && isControl(r) }) {
+	if strings.ContainsFunc(out, func(r rune) bool { return r != '\n' && safetext.Forbidden(r) }) {
 		t.Fatalf("control characters reached the output:\n%q", out)
 	}
 	if !strings.Contains(out, "agent: red �[31mtext� end\n") {
@@ -230,5 +231,30 @@ func TestChildNotConfirmedLiveIsNotShownRunning(t *testing.T) {
 		if got := term.Board().Running(); got != tc.running {
 			t.Errorf("%s live=%t: running %d, want %d", tc.state, tc.live, got, tc.running)
 		}
+	}
+}
+
+// Text a child session (a subagent) writes is shown as the child's, under
+// its card's header, never as "agent: …", which is the parent's voice. A
+// child known only from a tool call of its own is labelled by its id.
+func TestChildSessionTextIsLabelledAsTheChilds(t *testing.T) {
+	var buf bytes.Buffer
+	term := NewTerminal(&buf, false)
+	card := sub(adapter.EventToolCall, "child1", "", adapter.ToolStatusInProgress, adapter.SubagentTask{Description: "Investigate", SubagentType: "general-purpose", ChildSessionID: "child1"})
+	card.Child = &adapter.ChildSession{SessionID: "child1", ParentSessionID: "s1", Live: true}
+	term.Event(card)
+	term.Event(adapter.Event{Kind: adapter.EventToolCall, SessionID: "child2", ParentSessionID: "s1", ToolCallID: "t9", Title: "Read", Status: adapter.ToolStatusPending})
+	term.AgentText("s1", "parent speaks\n")
+	term.AgentText("child1", "child speaks\n")
+	term.AgentText("child2", "other child\n")
+	term.Flush()
+	out := buf.String()
+	for _, want := range []string{"agent: parent speaks\n", "↳ general-purpose — Investigate: child speaks\n", "↳ session child2: other child\n"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "agent: child") || strings.Contains(out, "agent: other") {
+		t.Fatalf("child text shown as the agent's:\n%s", out)
 	}
 }

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// hangGuard is how long a run may take before a test calls it hung. It is
+// a safety net against a hang, not a speed target.
+const hangGuard = 2 * time.Minute
+
+// runGuarded runs acpscope in-process under ctx and fails the test if it
+// does not return within hangGuard.
+func runGuarded(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, args, strings.NewReader(""), &out, &errOut) }()
+	select {
+	case code := <-done:
+		return code, out.String(), errOut.String()
+	case <-time.After(hangGuard):
+		t.Fatalf("acpscope %v did not return: it hangs", args)
+		return 0, "", ""
+	}
+}
+
+// cancelledCard checks that the run's one card ended cancelled.
+func cancelledCard(t *testing.T, out string) {
+	t.Helper()
+	cards := parseCards(t, out)
+	if len(cards) != 1 || *cards[0].ToolStatus != "cancelled" {
+		t.Fatalf("want one card ended cancelled, got:\n%s", out)
+	}
+}
+
+// An agent that honours session/cancel: --timeout sends it, the agent
+// answers cancelled, the open card ends cancelled, and the run says so
+// with the cancelled exit code.
+func TestTimeoutCancelsTheTurn(t *testing.T) {
+	code, out, errOut := runGuarded(t, context.Background(), "run", "--json", "--no-db", "--prompt", "x", "--cwd", t.TempDir(),
+		"--timeout", "300ms", "--cancel-grace", "20s", "--", fakeAgent, "-mode", "cancel")
+	if code != exitCancelled {
+		t.Fatalf("exit %d, want %d: %s", code, exitCancelled, errOut)
+	}
+	cancelledCard(t, out)
+	if !strings.Contains(errOut, "--timeout 300ms reached") || !strings.Contains(errOut, "the agent stopped the turn (cancelled)") {
+		t.Fatalf("message does not say what happened: %q", errOut)
+	}
+}
+
+// An agent that ignores session/cancel is stopped after the grace period.
+func TestTimeoutStopsAnAgentThatIgnoresCancel(t *testing.T) {
+	code, out, errOut := runGuarded(t, context.Background(), "run", "--json", "--no-db", "--prompt", "x", "--cwd", t.TempDir(),
+		"--timeout", "300ms", "--cancel-grace", "300ms", "--", fakeAgent, "-mode", "hang")
+	if code != exitCancelled {
+		t.Fatalf("exit %d, want %d: %s", code, exitCancelled, errOut)
+	}
+	cancelledCard(t, out)
+	if !strings.Contains(errOut, "did not answer within 300ms") {
+		t.Fatalf("message does not say the agent was stopped: %q", errOut)
+	}
+}
+
+// An agent that stops reading its standard input while the client has
+// answers to write: the client's writes block on the full pipe, and the
+// run must still end (the agent's process group is killed after the grace
+// period, which ends the blocked writes).
+func TestTimeoutEndsARunWhoseAgentStopsReading(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.txt")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("x"), 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runGuarded(t, context.Background(), "run", "--json", "--no-db", "--prompt", "x", "--cwd", dir,
+		"--timeout", "1s", "--cancel-grace", "300ms", "--", fakeAgent, "-mode", "deaf", "-file", big)
+	if code != exitCancelled {
+		t.Fatalf("exit %d, want %d: %s", code, exitCancelled, errOut)
+	}
+	cancelledCard(t, out)
+}
+
+// SIGINT and SIGTERM end the run's context; the turn is cancelled the same
+// way as on --timeout.
+func TestInterruptCancelsTheTurn(t *testing.T) {
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for {
+			if _, err := os.Stat(ready); err == nil {
+				cancel()
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	code, out, errOut := runGuarded(t, ctx, "run", "--json", "--no-db", "--prompt", "x", "--cwd", dir,
+		"--cancel-grace", "20s", "--", fakeAgent, "-mode", "cancel", "-ready", ready)
+	if code != exitCancelled {
+		t.Fatalf("exit %d, want %d: %s", code, exitCancelled, errOut)
+	}
+	cancelledCard(t, out)
+	if !strings.Contains(errOut, "interrupted") {
+		t.Fatalf("message does not say the run was interrupted: %q", errOut)
+	}
+}
