@@ -22,16 +22,7 @@ func hasEvent(res *adapter.ReplayResult, id string) bool {
 // testdata/<capture>.jsonl, compares the events with the golden file, then
 // checks final payloads, parents, emitted statuses and counters.
 func TestOtherAgentScenarios(t *testing.T) {
-	tests := []struct {
-		name     string
-		capture  string
-		dialect  string
-		payloads map[string]string // id → final payload JSON ("null" = not a subagent)
-		parents  map[string]string
-		statuses map[string][]adapter.ToolStatus
-		absent   []string // ids that must have no event
-		counters map[string]int64
-	}{
+	runCaptureTable(t, []captureCase{
 		{
 			name: "42_OpenCodeTask", capture: "opencode_task", dialect: "opencode",
 			payloads: map[string]string{
@@ -95,8 +86,44 @@ func TestOtherAgentScenarios(t *testing.T) {
 				adapter.CounterBadSessionID: 1, adapter.CounterLoweredStatus: 2,
 			},
 		},
+	})
+}
+
+// Unknown session-update kinds change nothing; AIR and subagent-session
+// kinds that no dialect handles are dropped and counted (the parent's title
+// is not touched, scenario 33 for other agents).
+func TestUnknownAndUnhandledKinds(t *testing.T) {
+	res := goldentest.Replay(t, "unknown_kinds", adapter.Config{})
+	if got := res.Counters[adapter.CounterSubagentFramesOff]; got != 3 {
+		t.Errorf("subagent_frames_dropped = %d, want 3", got)
 	}
-	for _, tt := range tests {
+	if got := res.Counters[adapter.CounterUnknownUpdates]; got != 1 {
+		t.Errorf("unknown_updates = %d, want 1", got)
+	}
+	if len(res.Events) != 1 || res.Events[0].ToolCallID != "t1" || len(res.Errors) != 0 {
+		t.Errorf("events %+v errors %v", res.Events, res.Errors)
+	}
+}
+
+// captureCase is one capture replayed through a Tracker: the golden file
+// beside it holds every event; the fields pin what the case is about.
+type captureCase struct {
+	name     string
+	capture  string            // testdata/<capture>.jsonl
+	dialect  string            // the dialect the Tracker must select
+	payloads map[string]string // id → final payload JSON ("null" = not a subagent)
+	parents  map[string]string
+	statuses map[string][]adapter.ToolStatus
+	absent   []string // ids that must have no event
+	counters map[string]int64
+	// cards, when non-nil, is every id whose events carry a payload: a
+	// card outside it is a false card.
+	cards []string
+}
+
+// runCaptureTable replays each case and checks it.
+func runCaptureTable(t *testing.T, cases []captureCase) {
+	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			res := goldentest.Replay(t, tt.capture, adapter.Config{})
 			if res.Dialect != tt.dialect {
@@ -122,6 +149,11 @@ func TestOtherAgentScenarios(t *testing.T) {
 					t.Errorf("unexpected event for %q", id)
 				}
 			}
+			if tt.cards != nil {
+				if got := subagentIDs(res); !slices.Equal(got, tt.cards) {
+					t.Errorf("cards %q, want %q", got, tt.cards)
+				}
+			}
 			for name, want := range tt.counters {
 				if got := res.Counters[name]; got != want {
 					t.Errorf("counter %s = %d, want %d", name, got, want)
@@ -131,18 +163,14 @@ func TestOtherAgentScenarios(t *testing.T) {
 	}
 }
 
-// Unknown session-update kinds change nothing; AIR and subagent-session
-// kinds that no dialect handles are dropped and counted (the parent's title
-// is not touched, scenario 33 for other agents).
-func TestUnknownAndUnhandledKinds(t *testing.T) {
-	res := goldentest.Replay(t, "unknown_kinds", adapter.Config{})
-	if got := res.Counters[adapter.CounterSubagentFramesOff]; got != 3 {
-		t.Errorf("subagent_frames_dropped = %d, want 3", got)
+// subagentIDs lists, in first-seen order, the ids whose events carry a
+// payload.
+func subagentIDs(res *adapter.ReplayResult) []string {
+	out := []string{}
+	for _, e := range res.Events {
+		if e.Payload != nil && !slices.Contains(out, e.ToolCallID) {
+			out = append(out, e.ToolCallID)
+		}
 	}
-	if got := res.Counters[adapter.CounterUnknownUpdates]; got != 1 {
-		t.Errorf("unknown_updates = %d, want 1", got)
-	}
-	if len(res.Events) != 1 || res.Events[0].ToolCallID != "t1" || len(res.Errors) != 0 {
-		t.Errorf("events %+v errors %v", res.Events, res.Errors)
-	}
+	return out
 }
