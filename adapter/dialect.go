@@ -17,6 +17,7 @@ const (
 	DialectOpenCode = "opencode"
 	DialectAuggie   = "auggie"
 	DialectCopilot  = "copilot"
+	DialectGemini   = "gemini"
 	DialectGeneric  = "generic"
 )
 
@@ -147,8 +148,8 @@ var (
 
 // Register makes a dialect available by name. Packages register their
 // dialect in init; registering a name twice replaces the earlier factory.
-// The adapter package registers codex, opencode, auggie, copilot and
-// generic; import adapter/claude and adapter/cursor for theirs.
+// The adapter package registers codex, opencode, auggie, copilot, gemini
+// and generic; import adapter/claude and adapter/cursor for theirs.
 func Register(name string, f Factory) {
 	if name == "" || f == nil {
 		panic("adapter: Register needs a name and a factory")
@@ -192,6 +193,7 @@ var agentNameRules = []struct{ needle, dialect string }{
 	{"auggie", DialectAuggie},
 	{"augment", DialectAuggie},
 	{"copilot", DialectCopilot},
+	{"gemini", DialectGemini},
 }
 
 // DialectForAgent returns the dialect name for an initialize agentInfo.name

@@ -65,6 +65,19 @@ func TestOtherAgentScenarios(t *testing.T) {
 			},
 		},
 		{
+			// Frames beyond what gemini-cli 0.61.0 was seen to send: a
+			// completion with text content (the result), a failure's text
+			// (never a result), a title without a name (no card).
+			name: "GeminiResultWhenReported", capture: "gemini_result", dialect: "gemini",
+			payloads: map[string]string{
+				"invoke_agent__a": `{"kind":"subagent_task","subagent_task":{"description":"","prompt":"","subagent_type":"codebase_investigator","result_text":"The bug is in foo.go"}}`,
+				"call_b":          `{"kind":"subagent_task","subagent_task":{"description":"","prompt":"","subagent_type":"cli_help"}}`,
+				"read_c":          `null`,
+			},
+			statuses: map[string][]adapter.ToolStatus{"call_b": {"in_progress", "error"}},
+			cards:    []string{"invoke_agent__a", "call_b"},
+		},
+		{
 			name: "48_52_OpenCodeBackgroundAndDurations", capture: "opencode_background", dialect: "opencode",
 			payloads: map[string]string{
 				"o1": `{"kind":"subagent_task","subagent_task":{"description":"","prompt":"","subagent_type":"","duration_ms":100}}`,

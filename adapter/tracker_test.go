@@ -70,7 +70,8 @@ func TestDialectSelection(t *testing.T) {
 		"auggie":                                "auggie",
 		"GitHub Copilot":                        "copilot",
 		"mock-agent":                            "claude",
-		"gemini-cli":                            "generic",
+		"gemini-cli":                            "gemini",
+		"other-agent":                           "generic",
 		"":                                      "generic",
 	} {
 		if got := adapter.DialectForAgent(agent); got != want {
