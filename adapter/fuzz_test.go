@@ -207,3 +207,28 @@ func FuzzParseGeminiTitle(f *testing.F) {
 		}
 	})
 }
+
+// FuzzUnwrapOpenCodeResult checks the OpenCode answer unwrapping on any
+// output: the result is trimmed and taken from the output, an output
+// without markup is its own answer, and the state is an attribute value.
+func FuzzUnwrapOpenCodeResult(f *testing.F) {
+	for _, s := range []string{
+		"<task id=\"ses_1\" state=\"completed\">\n<task_result>\nANSWER\n</task_result>\n</task>",
+		"<task id=\"x\" state=\"error\">boom</task>", "<task_result>only</task_result>", "<task state=\"a", "<tasks>x</tasks>",
+		"<task id=\"a\"><task_result>x</task_result><task_result>y</task_result></task>", "plain", "",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, output string) {
+		result, state := adapter.UnwrapOpenCodeResult(output)
+		if result != strings.TrimSpace(result) || !strings.Contains(output, result) {
+			t.Fatalf("%q: result %q not a trimmed part of the output", output, result)
+		}
+		if strings.ContainsAny(state, "\"") || !strings.Contains(output, state) {
+			t.Fatalf("%q: bad state %q", output, state)
+		}
+		if !strings.Contains(output, "<") && result != strings.TrimSpace(output) {
+			t.Fatalf("%q: plain output gave %q", output, result)
+		}
+	})
+}

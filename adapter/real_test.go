@@ -41,6 +41,20 @@ func TestRealAgentCaptures(t *testing.T) {
 			cards:    []string{"invoke_agent__call_invoke_generalist"},
 		},
 		{
+			// opencode 1.18.33: the answer is rawOutput.output, wrapped in
+			// <task id=… state=…><task_result>…</task_result></task>.
+			name: "OpenCodeOne", capture: "real/opencode/one", dialect: adapter.DialectOpenCode,
+			payloads: map[string]string{
+				"call_launch_alpha": `{"kind":"subagent_task","subagent_task":{"description":"Inspect alpha","prompt":"You are subagent alpha. Reply with the single word ANSWER-ALPHA.","subagent_type":"general","status":"completed","model":"scripted/scripted","child_session_id":"ses_dcdd4a33effeQXNB6ScdkfEgzF","result_text":"ANSWER-ALPHA"}}`,
+			},
+			cards: []string{"call_launch_alpha"},
+		},
+		{
+			name: "OpenCodeParallel", capture: "real/opencode/parallel", dialect: adapter.DialectOpenCode,
+			cards:   []string{"call_launch_alpha", "call_launch_bravo"},
+			results: map[string]string{"call_launch_alpha": "ANSWER-ALPHA", "call_launch_bravo": "ANSWER-BRAVO"},
+		},
+		{
 			// codex-acp 0.16.0 ran spawn_agent and wait_agent, yet sent no
 			// tool call for them: no card is the right outcome.
 			name: "CodexOneNoCard", capture: "real/codex/one", dialect: adapter.DialectCodex,

@@ -26,7 +26,7 @@ func TestOtherAgentScenarios(t *testing.T) {
 		{
 			name: "42_OpenCodeTask", capture: "opencode_task", dialect: "opencode",
 			payloads: map[string]string{
-				"call_1": `{"kind":"subagent_task","subagent_task":{"description":"Explore","prompt":"Find X","subagent_type":"general","model":"opencode/big-pickle","child_session_id":"ses_child"}}`,
+				"call_1": `{"kind":"subagent_task","subagent_task":{"description":"Explore","prompt":"Find X","subagent_type":"general","model":"opencode/big-pickle","child_session_id":"ses_child","result_text":"done"}}`,
 			},
 		},
 		{
@@ -132,6 +132,9 @@ type captureCase struct {
 	// cards, when non-nil, is every id whose events carry a payload: a
 	// card outside it is a false card.
 	cards []string
+	// results pins the final result_text of cards (when the whole payload
+	// carries ids that differ per capture).
+	results map[string]string
 }
 
 // runCaptureTable replays each case and checks it.
@@ -145,6 +148,11 @@ func runCaptureTable(t *testing.T, cases []captureCase) {
 			for id, want := range tt.payloads {
 				if got := goldentest.PayloadJSON(t, goldentest.Last(t, res, id)); got != want {
 					t.Errorf("%s payload\n got %s\nwant %s", id, got, want)
+				}
+			}
+			for id, want := range tt.results {
+				if e := goldentest.Last(t, res, id); e.Payload == nil || e.Payload.SubagentTask.ResultText != want {
+					t.Errorf("%s result: %s, want %q", id, goldentest.PayloadJSON(t, e), want)
 				}
 			}
 			for id, want := range tt.parents {
