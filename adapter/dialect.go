@@ -60,6 +60,17 @@ type Dialect interface {
 	SessionCleared(tx *Tx, sessionID string)
 }
 
+// ChildTexter is implemented by a dialect whose agent sends a running
+// subagent's text as the parent's own agent_message_chunk (Copilot). The
+// Tracker's ChildText asks it, with the lock held.
+type ChildTexter interface {
+	// ChildText reports whether agent text arriving now in sessionID is a
+	// running subagent's rather than the session's own, and the card's
+	// tool call id when exactly one subagent can be speaking ("" when
+	// several could).
+	ChildText(tx *Tx, sessionID string) (toolCallID string, child bool)
+}
+
 // Traits are the fixed properties of a dialect.
 type Traits struct {
 	// BackgroundWork adds Payload.BackgroundWork to subagent payloads

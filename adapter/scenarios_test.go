@@ -78,6 +78,19 @@ func TestOtherAgentScenarios(t *testing.T) {
 			cards:    []string{"invoke_agent__a", "call_b"},
 		},
 		{
+			// Child tool calls of parallel Copilot tasks: an agent id is
+			// given to a task only when it is the one running foreground
+			// task; a failure's text is no result; kind read is no task.
+			name: "CopilotChildAttribution", capture: "copilot_children", dialect: "copilot",
+			payloads: map[string]string{
+				"t1": `{"kind":"subagent_task","subagent_task":{"description":"One","prompt":"do one","subagent_type":"explore","result_text":"one done"}}`,
+				"t2": `{"kind":"subagent_task","subagent_task":{"description":"Two","prompt":"do two","subagent_type":"explore","agent_id":"agent-B"}}`,
+			},
+			parents:  map[string]string{"c1": "", "c2": "t2", "c3": "t2", "c4": ""},
+			cards:    []string{"t1", "t2"},
+			counters: map[string]int64{adapter.CounterCopilotUnattributed: 1, adapter.CounterBadFields: 1},
+		},
+		{
 			name: "48_52_OpenCodeBackgroundAndDurations", capture: "opencode_background", dialect: "opencode",
 			payloads: map[string]string{
 				"o1": `{"kind":"subagent_task","subagent_task":{"description":"","prompt":"","subagent_type":"","duration_ms":100}}`,

@@ -209,6 +209,23 @@ func (t *Tracker) ParentSession(sessionID string) string {
 	return ""
 }
 
+// ChildText reports whether agent text (an agent_message_chunk) arriving
+// now in sessionID belongs to a running subagent rather than to the
+// session itself, and which card it belongs to ("" when several subagents
+// could be speaking). Copilot sends a foreground child's final text as the
+// parent's own message; a consumer that shows agent text asks before it
+// shows a chunk, and leaves a child's text to the card (whose result it
+// becomes). Dialects without such agents always answer false.
+func (t *Tracker) ChildText(sessionID string) (toolCallID string, child bool) {
+	t.do(func(tx *Tx) {
+		t.ensureDialect()
+		if ct, ok := t.dialect.(ChildTexter); ok {
+			toolCallID, child = ct.ChildText(tx, sessionID)
+		}
+	})
+	return toolCallID, child
+}
+
 // Counters returns a copy of the counters (see the Counter* names; dialects
 // add their own).
 func (t *Tracker) Counters() map[string]int64 {
