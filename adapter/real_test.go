@@ -96,6 +96,20 @@ func TestRealAgentCaptures(t *testing.T) {
 			cards:   []string{"call_launch_alpha"},
 		},
 		{
+			// auggie 0.36.0: title "sub-agent-<type>: <instruction>", kind
+			// other, no rawInput; the answer is rawOutput.output.
+			name: "AuggieOne", capture: "real/auggie/one", dialect: adapter.DialectAuggie,
+			payloads: map[string]string{
+				"toolu_launch_alpha": `{"kind":"subagent_task","subagent_task":{"description":"You are subagent alpha. Reply with the single word ANSWER-ALPHA.","prompt":"","subagent_type":"explore","result_text":"ANSWER-ALPHA"}}`,
+			},
+			cards: []string{"toolu_launch_alpha"},
+		},
+		{
+			name: "AuggieParallel", capture: "real/auggie/parallel", dialect: adapter.DialectAuggie,
+			cards:   []string{"toolu_launch_alpha", "toolu_launch_bravo"},
+			results: map[string]string{"toolu_launch_alpha": "ANSWER-ALPHA", "toolu_launch_bravo": "ANSWER-BRAVO"},
+		},
+		{
 			// codex-acp 0.16.0 ran spawn_agent and wait_agent, yet sent no
 			// tool call for them: no card is the right outcome.
 			name: "CodexOneNoCard", capture: "real/codex/one", dialect: adapter.DialectCodex,

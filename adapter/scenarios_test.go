@@ -17,8 +17,8 @@ func hasEvent(res *adapter.ReplayResult, id string) bool {
 	return false
 }
 
-// Table over the other-agent and bad-input captures (subagents.md §7,
-// scenarios 42–54 outside Claude and Cursor). Each row replays
+// Table over the synthetic captures of the agents outside Claude and Cursor
+// and of bad input. Each row replays
 // testdata/<capture>.jsonl, compares the events with the golden file, then
 // checks final payloads, parents, emitted statuses and counters.
 func TestOtherAgentScenarios(t *testing.T) {
@@ -117,7 +117,7 @@ func TestOtherAgentScenarios(t *testing.T) {
 
 // Unknown session-update kinds change nothing; AIR and subagent-session
 // kinds that no dialect handles are dropped and counted (the parent's title
-// is not touched, scenario 33 for other agents).
+// is not touched).
 func TestUnknownAndUnhandledKinds(t *testing.T) {
 	res := goldentest.Replay(t, "unknown_kinds", adapter.Config{})
 	if got := res.Counters[adapter.CounterSubagentFramesOff]; got != 3 {

@@ -340,10 +340,10 @@ func TestCodexParentNeedsOneMatchAndCorrelationCap(t *testing.T) {
 	}
 }
 
-// Scenario 32 (adapter half): only clientCapabilities.subagents as an
-// object opts in to the subagent-session form; its absence, null, and AIR
-// `_meta` leave the legacy form.
-func TestScenario32_SubagentsDeclaration(t *testing.T) {
+// Only clientCapabilities.subagents as an object opts in to the
+// subagent-session form; its absence, null, and AIR `_meta` leave the
+// legacy form.
+func TestSubagentsDeclarationOptsIn(t *testing.T) {
 	for caps, want := range map[string]bool{
 		`{}`:                                 false,
 		`{"subagents":null}`:                 false,

@@ -34,7 +34,8 @@ func messages(res *adapter.ReplayResult) map[string]*adapter.MessageView {
 	return out
 }
 
-// Subagent-session form (subagents.md §7, scenarios 33–41), over captures.
+// Subagent-session form over captures: the flow, the states, the
+// messages, the session references, and dropping without the capability.
 func TestSubagentSessionScenarios(t *testing.T) {
 	t.Run("34_RFDFlowMapsOntoThePayload", func(t *testing.T) {
 		res := goldentest.Replay(t, "rfd_flow", adapter.Config{})
@@ -154,7 +155,7 @@ func claudeCanCancelAfterReplay(res *adapter.ReplayResult) bool {
 	return false
 }
 
-// Scenario 41 (adapter part): cancel is offered only while the child
+// Cancel is offered only while the child
 // advertises it; after the parent is loaded again, replayed grants are
 // historical and capabilities start empty until a current update.
 func TestCancelGrantAndParentLoad(t *testing.T) {
