@@ -18,9 +18,28 @@ const (
 // oldest is evicted beyond it.
 const MaxCodexCorrelations = 256
 
-// codexDialect reads Codex's collaboration and subagent `_meta`
-// (subagents.md §2.7). It is active only for codex-acp: the same `_meta`
-// from another agent stays generic.
+// codexDialect reads two `_meta.codex` shapes of a Codex tool frame. It is
+// active only for codex-acp: the same `_meta` from another agent stays
+// generic. It is unverified: codex-acp 0.16.0 sends no tool call for its
+// spawn_agent and wait_agent tools and nothing carrying `_meta.codex`, so no
+// real agent has been seen to send what it reads.
+//
+//   - Collaboration: `collaboration.tool == "spawnAgent"` makes a card. The
+//     child thread is the first `collaboration.receiverThreadIds` (else
+//     `rawInput.receiverThreadIds`); prompt and model come from rawInput;
+//     the description is `rawInput.agentsStates[child].message`, else the
+//     prompt; the status `agentsStates[child].status`, else
+//     `rawInput.status`. Other collaboration tools stay generic.
+//   - Activity: `subagent.activity` "started" makes a card for
+//     `subagent.threadId` (else `rawInput.agentThreadId`), described and
+//     typed by the base name of `subagent.path` (else `rawInput.agentPath`);
+//     a terminal activity word updates the card of that child thread and is
+//     suppressed when none matches.
+//
+// Frames correlate by (session, wire tool call id, child thread): a wire id
+// reused for another child gets a derived id, a childless frame matching
+// several correlations is suppressed, and `collaboration.senderThreadId`
+// nests a card under the only correlation whose child thread it is.
 type codexDialect struct {
 	Base
 	sessions map[string][]*codexCorrelation

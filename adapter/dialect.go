@@ -17,6 +17,7 @@ const (
 	DialectOpenCode = "opencode"
 	DialectAuggie   = "auggie"
 	DialectCopilot  = "copilot"
+	DialectGemini   = "gemini"
 	DialectGeneric  = "generic"
 )
 
@@ -57,6 +58,17 @@ type Dialect interface {
 	// SessionCleared runs when a session's state is dropped (ended,
 	// closed, replaced, loaded); sessionID "" means every session.
 	SessionCleared(tx *Tx, sessionID string)
+}
+
+// ChildTexter is implemented by a dialect whose agent sends a running
+// subagent's text as the parent's own agent_message_chunk (Copilot). The
+// Tracker's ChildText asks it, with the lock held.
+type ChildTexter interface {
+	// ChildText reports whether agent text arriving now in sessionID is a
+	// running subagent's rather than the session's own, and the card's
+	// tool call id when exactly one subagent can be speaking ("" when
+	// several could).
+	ChildText(tx *Tx, sessionID string) (toolCallID string, child bool)
 }
 
 // Traits are the fixed properties of a dialect.
@@ -147,8 +159,8 @@ var (
 
 // Register makes a dialect available by name. Packages register their
 // dialect in init; registering a name twice replaces the earlier factory.
-// The adapter package registers codex, opencode, auggie, copilot and
-// generic; import adapter/claude and adapter/cursor for theirs.
+// The adapter package registers codex, opencode, auggie, copilot, gemini
+// and generic; import adapter/claude and adapter/cursor for theirs.
 func Register(name string, f Factory) {
 	if name == "" || f == nil {
 		panic("adapter: Register needs a name and a factory")
@@ -192,6 +204,7 @@ var agentNameRules = []struct{ needle, dialect string }{
 	{"auggie", DialectAuggie},
 	{"augment", DialectAuggie},
 	{"copilot", DialectCopilot},
+	{"gemini", DialectGemini},
 }
 
 // DialectForAgent returns the dialect name for an initialize agentInfo.name

@@ -10,8 +10,10 @@
 //
 // How each agent reports subagents is a Dialect, chosen once per
 // connection: explicitly by name, else from initialize's agentInfo.name,
-// else generic. This package registers the codex, opencode, auggie, copilot
-// and generic dialects; adapter/claude and adapter/cursor register theirs.
+// else generic. This package registers the opencode, auggie, copilot,
+// gemini, codex and generic dialects, one file each (opencode.go, …);
+// adapter/claude and adapter/cursor register theirs. claudecode.go holds
+// the part of Claude's legacy form every dialect reads.
 //
 // The common pipeline, for every dialect:
 //

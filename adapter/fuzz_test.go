@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -17,7 +18,7 @@ import (
 // end and a late update. Nothing may panic (recovered panics count as
 // failures) and every event must encode.
 func FuzzNormalize(f *testing.F) {
-	for _, dir := range []string{"testdata", filepath.Join("claude", "testdata")} {
+	for _, dir := range []string{"testdata", filepath.Join("testdata", "real", "*"), filepath.Join("claude", "testdata")} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 		for _, file := range files {
 			addParams(f, file)
@@ -33,7 +34,7 @@ func FuzzNormalize(f *testing.F) {
 		if json.Unmarshal(params, &n) != nil {
 			return
 		}
-		for _, name := range []string{"generic", "claude", "codex", "opencode", "auggie"} {
+		for _, name := range []string{"generic", "claude", "codex", "opencode", "auggie", "copilot", "gemini"} {
 			tr, err := adapter.NewTracker(adapter.Config{DialectName: name, MaxCompleted: 2, OnEvent: func(e adapter.Event) {
 				if _, err := json.Marshal(e); err != nil {
 					t.Fatalf("%s: event does not encode: %v", name, err)
@@ -115,7 +116,7 @@ func FuzzReplayerFeed(f *testing.F) {
 // that frames meet cards, children and message views made by earlier
 // frames. Nothing may panic and every event must encode.
 func FuzzNormalizeSequence(f *testing.F) {
-	for _, dir := range []string{"testdata", filepath.Join("claude", "testdata")} {
+	for _, dir := range []string{"testdata", filepath.Join("testdata", "real", "*"), filepath.Join("claude", "testdata")} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 		for _, file := range files {
 			seed := &seedCollector{}
@@ -185,4 +186,49 @@ func (s *seedCollector) Add(args ...any) {
 	if b, ok := args[0].([]byte); ok {
 		s.params = append(s.params, b)
 	}
+}
+
+// FuzzParseGeminiTitle checks the Gemini title parser on any title: a
+// name it returns is non-empty, trimmed and inside the title.
+func FuzzParseGeminiTitle(f *testing.F) {
+	for _, s := range []string{"Delegating to agent 'codebase_investigator'", "Delegating to agent ''", "Delegating to agent 'a'b'", "Delegating to agent ' x '", "Delegating to agent 'x", "task"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, title string) {
+		name, ok := adapter.ParseGeminiTitle(title)
+		if !ok {
+			if name != "" {
+				t.Fatalf("%q: name %q without ok", title, name)
+			}
+			return
+		}
+		if name == "" || name != strings.TrimSpace(name) || !strings.Contains(title, name) {
+			t.Fatalf("%q: bad name %q", title, name)
+		}
+	})
+}
+
+// FuzzUnwrapOpenCodeResult checks the OpenCode answer unwrapping on any
+// output: the result is trimmed and taken from the output, an output
+// without markup is its own answer, and the state is an attribute value.
+func FuzzUnwrapOpenCodeResult(f *testing.F) {
+	for _, s := range []string{
+		"<task id=\"ses_1\" state=\"completed\">\n<task_result>\nANSWER\n</task_result>\n</task>",
+		"<task id=\"x\" state=\"error\">boom</task>", "<task_result>only</task_result>", "<task state=\"a", "<tasks>x</tasks>",
+		"<task id=\"a\"><task_result>x</task_result><task_result>y</task_result></task>", "plain", "",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, output string) {
+		result, state := adapter.UnwrapOpenCodeResult(output)
+		if result != strings.TrimSpace(result) || !strings.Contains(output, result) {
+			t.Fatalf("%q: result %q not a trimmed part of the output", output, result)
+		}
+		if strings.ContainsAny(state, "\"") || !strings.Contains(output, state) {
+			t.Fatalf("%q: bad state %q", output, state)
+		}
+		if !strings.Contains(output, "<") && result != strings.TrimSpace(output) {
+			t.Fatalf("%q: plain output gave %q", output, result)
+		}
+	})
 }

@@ -1,21 +1,21 @@
 package adapter
 
-import (
-	"strings"
+// The pipeline common to every dialect: a session/update becomes a
+// ToolFrame, the dialect prepares it, the card is found or created, the
+// dialect's and the common recognition rules run, the common merges and
+// the dialect's Apply fill the payload, and the frame's status is applied
+// without moving backwards. Agent-specific code lives in one file per
+// agent (claudecode.go, opencode.go, auggie.go, copilot.go, codex.go,
+// generic.go; adapter/claude and adapter/cursor for theirs).
 
+import (
 	acp "github.com/coder/acp-go-sdk"
 )
 
-// Per-card gate keys used by the common pipeline.
-const (
-	// valueAuggie marks a card recognised by rule R4; only such cards read
-	// rawOutput.output as their result.
-	valueAuggie = "adapter.auggie"
-	// valueEarlyDurationMs keeps a positive rawOutput.durationMs seen
-	// while the card was not a subagent yet (a completion that arrived
-	// before the frame recognising it), applied once it is.
-	valueEarlyDurationMs = "adapter.earlyDurationMs"
-)
+// valueEarlyDurationMs keeps a positive rawOutput.durationMs seen while
+// the card was not a subagent yet (a completion that arrived before the
+// frame recognising it), applied once it is.
+const valueEarlyDurationMs = "adapter.earlyDurationMs"
 
 func (t *Tracker) handleNotification(tx *Tx, n *acp.SessionNotification) {
 	sid := string(n.SessionId)
@@ -187,57 +187,33 @@ func rememberEarlyDuration(c *Card, f *ToolFrame) {
 	}
 }
 
-// claudeParent reads _meta.claudeCode.parentToolUseId (a non-empty string).
-func claudeParent(f *ToolFrame) string {
-	cc := f.Read.Map(f.Meta, "claudeCode")
-	return f.Read.String(cc, "parentToolUseId")
+// commonRules are the recognition rules every dialect shares, tried in
+// order after the dialect's own Recognize. Each lives beside the agent whose
+// frames it was written for.
+var commonRules = []func(c *Card, f *ToolFrame) bool{
+	recognizeClaudeToolName, // R1, claudecode.go
+	recognizeTaskTitle,      // R2, generic.go
+	recognizeTaskToolName,   // R3, generic.go
+	recognizeAuggieTitle,    // R4, auggie.go
 }
 
-// recognizeCommon applies rules R1–R4 (every agent).
+// recognizeCommon applies the common rules R1–R4.
 func recognizeCommon(c *Card, f *ToolFrame) bool {
-	// R1: _meta.claudeCode.toolName is exactly "Agent" or "Task".
-	if cc := AsMap(f.Meta["claudeCode"]); cc != nil {
-		if name, _ := cc["toolName"].(string); name == "Agent" || name == "Task" {
+	for _, rule := range commonRules {
+		if rule(c, f) {
 			return true
 		}
-	}
-	title := c.title
-	if f.Title != nil {
-		title = *f.Title
-	}
-	// R2: the trimmed title equals "task", any case.
-	if strings.EqualFold(strings.TrimSpace(title), "task") {
-		return true
-	}
-	// R3: rawInput._toolName equals "task", any case.
-	if in := f.RawInputMap(); in != nil {
-		if name, _ := in["_toolName"].(string); strings.EqualFold(name, "task") {
-			return true
-		}
-	}
-	// R4: the Auggie title shape.
-	if typ, _, ok := ParseAuggieTitle(title); ok && typ != "" {
-		c.SetValue(valueAuggie, true)
-		return true
 	}
 	return false
 }
 
-// ParseAuggieTitle splits an Auggie subagent title "sub-agent-<type>: <text>"
-// (rule R4): the prefix is case-sensitive, a colon is required, and the
-// trimmed type before it must be non-empty.
-func ParseAuggieTitle(title string) (subagentType, description string, ok bool) {
-	const prefix = "sub-agent-"
-	rest, found := strings.CutPrefix(title, prefix)
-	if !found {
-		return "", "", false
+// frameTitle is the title a rule judges: the frame's when it carries one
+// (even empty), else the stored title.
+func frameTitle(c *Card, f *ToolFrame) string {
+	if f.Title != nil {
+		return *f.Title
 	}
-	typ, desc, found := strings.Cut(rest, ":")
-	typ = strings.TrimSpace(typ)
-	if !found || typ == "" {
-		return "", "", false
-	}
-	return typ, strings.TrimSpace(desc), true
+	return c.title
 }
 
 // mergeCommon applies the merges every agent shares: rawInput fields
@@ -251,39 +227,15 @@ func mergeCommon(c *Card, f *ToolFrame) {
 		FillString(&task.Prompt, r.String(in, "prompt"))
 		FillString(&task.SubagentType, r.String(in, "subagent_type"))
 	}
-	if c.Value(valueAuggie) == true {
-		if typ, desc, ok := ParseAuggieTitle(c.title); ok {
-			FillString(&task.SubagentType, typ)
-			FillString(&task.Description, desc)
-		}
-	}
+	mergeAuggieTitle(c)
 	out := f.RawOutputMap()
 	if out == nil {
 		return
 	}
 	d, ok := r.Int(out, "durationMs")
 	OverwritePositive(&task.DurationMs, d, ok)
-	if md := r.Map(out, "metadata"); md != nil {
-		OverwriteString(&task.ChildSessionID, r.String(md, "sessionId"))
-		if m := r.Map(md, "model"); m != nil {
-			OverwriteString(&task.Model, joinModel(r.String(m, "providerID"), r.String(m, "modelID")))
-		}
-	}
-	if c.Value(valueAuggie) == true {
-		FillString(&task.ResultText, r.String(out, "output"))
-	}
-}
-
-// joinModel renders an OpenCode model as "provider/model", or whichever
-// half is non-empty.
-func joinModel(provider, model string) string {
-	switch {
-	case provider != "" && model != "":
-		return provider + "/" + model
-	case provider != "":
-		return provider
-	}
-	return model
+	mergeOpenCodeMetadata(task, r, out)
+	mergeAuggieOutput(c, r, out)
 }
 
 // unhandledUpdate is reached for session updates no dialect consumed.
@@ -310,25 +262,4 @@ func (t *Tracker) unhandledUpdate(tx *Tx, n *acp.SessionNotification) {
 var airKinds = map[string]bool{
 	"subagent_spawned": true, "subagent_state_update": true,
 	"async_task_spawned": true, "async_task_progress": true, "async_task_state_update": true,
-}
-
-// genericDialect is the dialect of agents without agent-specific code; the
-// opencode, auggie and copilot names are generic under their own name.
-type genericDialect struct {
-	Base
-	name string
-}
-
-// Name returns the registry name the dialect was made for.
-func (d genericDialect) Name() string {
-	if d.name == "" {
-		return DialectGeneric
-	}
-	return d.name
-}
-
-func init() {
-	for _, name := range []string{DialectGeneric, DialectOpenCode, DialectAuggie, DialectCopilot} {
-		Register(name, func() Dialect { return genericDialect{name: name} })
-	}
 }

@@ -17,25 +17,16 @@ func hasEvent(res *adapter.ReplayResult, id string) bool {
 	return false
 }
 
-// Table over the other-agent and bad-input captures (subagents.md §7,
-// scenarios 42–54 outside Claude and Cursor). Each row replays
+// Table over the synthetic captures of the agents outside Claude and Cursor
+// and of bad input. Each row replays
 // testdata/<capture>.jsonl, compares the events with the golden file, then
 // checks final payloads, parents, emitted statuses and counters.
 func TestOtherAgentScenarios(t *testing.T) {
-	tests := []struct {
-		name     string
-		capture  string
-		dialect  string
-		payloads map[string]string // id → final payload JSON ("null" = not a subagent)
-		parents  map[string]string
-		statuses map[string][]adapter.ToolStatus
-		absent   []string // ids that must have no event
-		counters map[string]int64
-	}{
+	runCaptureTable(t, []captureCase{
 		{
 			name: "42_OpenCodeTask", capture: "opencode_task", dialect: "opencode",
 			payloads: map[string]string{
-				"call_1": `{"kind":"subagent_task","subagent_task":{"description":"Explore","prompt":"Find X","subagent_type":"general","model":"opencode/big-pickle","child_session_id":"ses_child"}}`,
+				"call_1": `{"kind":"subagent_task","subagent_task":{"description":"Explore","prompt":"Find X","subagent_type":"general","model":"opencode/big-pickle","child_session_id":"ses_child","result_text":"done"}}`,
 			},
 		},
 		{
@@ -74,6 +65,32 @@ func TestOtherAgentScenarios(t *testing.T) {
 			},
 		},
 		{
+			// Frames beyond what gemini-cli 0.61.0 was seen to send: a
+			// completion with text content (the result), a failure's text
+			// (never a result), a title without a name (no card).
+			name: "GeminiResultWhenReported", capture: "gemini_result", dialect: "gemini",
+			payloads: map[string]string{
+				"invoke_agent__a": `{"kind":"subagent_task","subagent_task":{"description":"","prompt":"","subagent_type":"codebase_investigator","result_text":"The bug is in foo.go"}}`,
+				"call_b":          `{"kind":"subagent_task","subagent_task":{"description":"","prompt":"","subagent_type":"cli_help"}}`,
+				"read_c":          `null`,
+			},
+			statuses: map[string][]adapter.ToolStatus{"call_b": {"in_progress", "error"}},
+			cards:    []string{"invoke_agent__a", "call_b"},
+		},
+		{
+			// Child tool calls of parallel Copilot tasks: an agent id is
+			// given to a task only when it is the one running foreground
+			// task; a failure's text is no result; kind read is no task.
+			name: "CopilotChildAttribution", capture: "copilot_children", dialect: "copilot",
+			payloads: map[string]string{
+				"t1": `{"kind":"subagent_task","subagent_task":{"description":"One","prompt":"do one","subagent_type":"explore","result_text":"one done"}}`,
+				"t2": `{"kind":"subagent_task","subagent_task":{"description":"Two","prompt":"do two","subagent_type":"explore","agent_id":"agent-B"}}`,
+			},
+			parents:  map[string]string{"c1": "", "c2": "t2", "c3": "t2", "c4": ""},
+			cards:    []string{"t1", "t2"},
+			counters: map[string]int64{adapter.CounterCopilotUnattributed: 1, adapter.CounterBadFields: 1},
+		},
+		{
 			name: "48_52_OpenCodeBackgroundAndDurations", capture: "opencode_background", dialect: "opencode",
 			payloads: map[string]string{
 				"o1": `{"kind":"subagent_task","subagent_task":{"description":"","prompt":"","subagent_type":"","duration_ms":100}}`,
@@ -95,8 +112,47 @@ func TestOtherAgentScenarios(t *testing.T) {
 				adapter.CounterBadSessionID: 1, adapter.CounterLoweredStatus: 2,
 			},
 		},
+	})
+}
+
+// Unknown session-update kinds change nothing; AIR and subagent-session
+// kinds that no dialect handles are dropped and counted (the parent's title
+// is not touched).
+func TestUnknownAndUnhandledKinds(t *testing.T) {
+	res := goldentest.Replay(t, "unknown_kinds", adapter.Config{})
+	if got := res.Counters[adapter.CounterSubagentFramesOff]; got != 3 {
+		t.Errorf("subagent_frames_dropped = %d, want 3", got)
 	}
-	for _, tt := range tests {
+	if got := res.Counters[adapter.CounterUnknownUpdates]; got != 1 {
+		t.Errorf("unknown_updates = %d, want 1", got)
+	}
+	if len(res.Events) != 1 || res.Events[0].ToolCallID != "t1" || len(res.Errors) != 0 {
+		t.Errorf("events %+v errors %v", res.Events, res.Errors)
+	}
+}
+
+// captureCase is one capture replayed through a Tracker: the golden file
+// beside it holds every event; the fields pin what the case is about.
+type captureCase struct {
+	name     string
+	capture  string            // testdata/<capture>.jsonl
+	dialect  string            // the dialect the Tracker must select
+	payloads map[string]string // id → final payload JSON ("null" = not a subagent)
+	parents  map[string]string
+	statuses map[string][]adapter.ToolStatus
+	absent   []string // ids that must have no event
+	counters map[string]int64
+	// cards, when non-nil, is every id whose events carry a payload: a
+	// card outside it is a false card.
+	cards []string
+	// results pins the final result_text of cards (when the whole payload
+	// carries ids that differ per capture).
+	results map[string]string
+}
+
+// runCaptureTable replays each case and checks it.
+func runCaptureTable(t *testing.T, cases []captureCase) {
+	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			res := goldentest.Replay(t, tt.capture, adapter.Config{})
 			if res.Dialect != tt.dialect {
@@ -105,6 +161,11 @@ func TestOtherAgentScenarios(t *testing.T) {
 			for id, want := range tt.payloads {
 				if got := goldentest.PayloadJSON(t, goldentest.Last(t, res, id)); got != want {
 					t.Errorf("%s payload\n got %s\nwant %s", id, got, want)
+				}
+			}
+			for id, want := range tt.results {
+				if e := goldentest.Last(t, res, id); e.Payload == nil || e.Payload.SubagentTask.ResultText != want {
+					t.Errorf("%s result: %s, want %q", id, goldentest.PayloadJSON(t, e), want)
 				}
 			}
 			for id, want := range tt.parents {
@@ -122,6 +183,11 @@ func TestOtherAgentScenarios(t *testing.T) {
 					t.Errorf("unexpected event for %q", id)
 				}
 			}
+			if tt.cards != nil {
+				if got := subagentIDs(res); !slices.Equal(got, tt.cards) {
+					t.Errorf("cards %q, want %q", got, tt.cards)
+				}
+			}
 			for name, want := range tt.counters {
 				if got := res.Counters[name]; got != want {
 					t.Errorf("counter %s = %d, want %d", name, got, want)
@@ -131,18 +197,14 @@ func TestOtherAgentScenarios(t *testing.T) {
 	}
 }
 
-// Unknown session-update kinds change nothing; AIR and subagent-session
-// kinds that no dialect handles are dropped and counted (the parent's title
-// is not touched, scenario 33 for other agents).
-func TestUnknownAndUnhandledKinds(t *testing.T) {
-	res := goldentest.Replay(t, "unknown_kinds", adapter.Config{})
-	if got := res.Counters[adapter.CounterSubagentFramesOff]; got != 3 {
-		t.Errorf("subagent_frames_dropped = %d, want 3", got)
+// subagentIDs lists, in first-seen order, the ids whose events carry a
+// payload.
+func subagentIDs(res *adapter.ReplayResult) []string {
+	out := []string{}
+	for _, e := range res.Events {
+		if e.Payload != nil && !slices.Contains(out, e.ToolCallID) {
+			out = append(out, e.ToolCallID)
+		}
 	}
-	if got := res.Counters[adapter.CounterUnknownUpdates]; got != 1 {
-		t.Errorf("unknown_updates = %d, want 1", got)
-	}
-	if len(res.Events) != 1 || res.Events[0].ToolCallID != "t1" || len(res.Errors) != 0 {
-		t.Errorf("events %+v errors %v", res.Events, res.Errors)
-	}
+	return out
 }

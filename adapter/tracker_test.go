@@ -70,7 +70,8 @@ func TestDialectSelection(t *testing.T) {
 		"auggie":                                "auggie",
 		"GitHub Copilot":                        "copilot",
 		"mock-agent":                            "claude",
-		"gemini-cli":                            "generic",
+		"gemini-cli":                            "gemini",
+		"other-agent":                           "generic",
 		"":                                      "generic",
 	} {
 		if got := adapter.DialectForAgent(agent); got != want {
@@ -339,10 +340,10 @@ func TestCodexParentNeedsOneMatchAndCorrelationCap(t *testing.T) {
 	}
 }
 
-// Scenario 32 (adapter half): only clientCapabilities.subagents as an
-// object opts in to the subagent-session form; its absence, null, and AIR
-// `_meta` leave the legacy form.
-func TestScenario32_SubagentsDeclaration(t *testing.T) {
+// Only clientCapabilities.subagents as an object opts in to the
+// subagent-session form; its absence, null, and AIR `_meta` leave the
+// legacy form.
+func TestSubagentsDeclarationOptsIn(t *testing.T) {
 	for caps, want := range map[string]bool{
 		`{}`:                                 false,
 		`{"subagents":null}`:                 false,

@@ -9,8 +9,8 @@ import (
 	"github.com/kdlbs/acp-go-sdk/internal/goldentest"
 )
 
-// Table over the Claude legacy captures (subagents.md §7, scenarios 22–31
-// and the Claude bad inputs 52–54). Each row replays testdata/<capture>.jsonl,
+// Table over the Claude legacy captures (the _meta.claudeCode form and its
+// bad inputs). Each row replays testdata/<capture>.jsonl,
 // compares every event with the golden file, then checks the final payloads.
 func TestLegacyScenarios(t *testing.T) {
 	tests := []struct {

@@ -10,9 +10,9 @@ import (
 	"github.com/kdlbs/acp-go-sdk/adapter/claude"
 )
 
-// Scenario 41: a child's pending permission request is answered cancelled
-// exactly once when the client cancels that child, and stays with it.
-func TestScenario41_CancelAnswersChildRequestOnce(t *testing.T) {
+// A child's pending permission request is answered cancelled exactly once
+// when the client cancels that child, and stays with it.
+func TestCancelAnswersChildRequestOnce(t *testing.T) {
 	var p claude.PendingPermissions
 	child := p.Ask("child")
 	parent := p.Ask("parent")

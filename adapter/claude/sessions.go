@@ -52,7 +52,8 @@ type Limits struct {
 	Messages int
 	// MessageTextBytes caps one view's text (MaxMessageTextBytes).
 	MessageTextBytes int
-	// MessageBytes bounds the text of all views (MaxMessageBytes).
+	// MessageBytes bounds the text of all views, and separately the text
+	// of all child answers (MaxMessageBytes).
 	MessageBytes int
 }
 
@@ -80,14 +81,24 @@ type registry struct {
 	order    []string          // announcement order, for the bound
 	messages map[msgKey]*adapter.MessageView
 	msgOrder []msgKey
-	links    map[msgKey]msgKey // established links, both directions
-	text     int               // bytes of text held by all views
+	links    map[msgKey]msgKey  // established links, both directions
+	text     int                // bytes of text held by all views
+	answers  map[string]*answer // child session id → its latest agent message
+	answered int                // bytes of text held by all answers
+}
+
+// answer is the latest agent message a child sent in its own session: its
+// final answer once the child is idle.
+type answer struct {
+	messageID string
+	text      string
 }
 
 type msgKey struct{ session, message string }
 
 func newRegistry() *registry {
-	return &registry{children: map[string]string{}, messages: map[msgKey]*adapter.MessageView{}, links: map[msgKey]msgKey{}}
+	return &registry{children: map[string]string{}, messages: map[msgKey]*adapter.MessageView{}, links: map[msgKey]msgKey{},
+		answers: map[string]*answer{}}
 }
 
 // clear forgets the children of sessionID (every child for "") and the
@@ -109,6 +120,7 @@ func (r *registry) clear(sessionID string) {
 	}
 	for id := range drop {
 		delete(r.children, id)
+		r.forgetAnswer(id)
 	}
 	for k, v := range r.messages {
 		if drop[k.session] {
@@ -120,6 +132,14 @@ func (r *registry) clear(sessionID string) {
 		if drop[k.session] || drop[o.session] {
 			delete(r.links, k)
 		}
+	}
+}
+
+// forgetAnswer drops the answer held for child.
+func (r *registry) forgetAnswer(child string) {
+	if a := r.answers[child]; a != nil {
+		r.answered -= len(a.text)
+		delete(r.answers, child)
 	}
 }
 
@@ -136,8 +156,11 @@ func (r *registry) known(id string) bool {
 func (d *Dialect) handleSessionForm(tx *adapter.Tx, n *acp.SessionNotification) bool {
 	u := &n.Update
 	if u.SubagentUpdate == nil && u.SessionMessage == nil && u.SessionMessageChunk == nil {
-		if u.ConfigOptionUpdate != nil {
+		switch {
+		case u.ConfigOptionUpdate != nil:
 			return d.childModel(tx, string(n.SessionId), u.ConfigOptionUpdate)
+		case u.AgentMessageChunk != nil:
+			return d.childAnswer(tx, string(n.SessionId), u.AgentMessageChunk)
 		}
 		return false
 	}
@@ -183,6 +206,8 @@ func (d *Dialect) subagentUpdate(tx *adapter.Tx, parent string, su *acp.SessionS
 		card.SetStatus(adapter.ToolStatusPending) // announced, no confirmed state yet
 	}
 	adapter.FillString(&task.ChildSessionID, childID)
+	// claude-agent-acp names a child session by the subagent's agent id.
+	adapter.FillString(&task.AgentID, childID)
 
 	if v, ok := su.Title.Value(); ok {
 		view.Title = v
@@ -214,6 +239,7 @@ func (d *Dialect) subagentUpdate(tx *adapter.Tx, parent string, su *acp.SessionS
 	}
 	if st, ok := su.State.Value(); ok {
 		applyState(tx, card, view, task, st)
+		d.applyAnswer(childID, view, task)
 	} else if su.State.Null() {
 		view.State, view.StopReason, view.StateRaw, view.Live = "", "", nil, false
 	}
@@ -239,6 +265,7 @@ func (d *Dialect) announce(tx *adapter.Tx, childID, parent string) {
 		d.sessions.order = d.sessions.order[1:]
 		if parent, ok := d.sessions.children[old]; ok {
 			delete(d.sessions.children, old)
+			d.sessions.forgetAnswer(old)
 			tx.DropCard(parent, old)
 			tx.Count(CounterChildrenEvicted, 1)
 		}
@@ -488,12 +515,80 @@ func (d *Dialect) mapMessage(tx *adapter.Tx, v *adapter.MessageView) {
 			follow(tx, card, valuePromptMessage, v, &card.Task().Prompt)
 		}
 	}
-	// Result: a message in the parent's transcript sent by its child.
+	// Result: a message in the parent's transcript sent by its child,
+	// unless it is the receipt of a background launch, which only says the
+	// child runs detached.
 	if parent, ok := d.sessions.children[v.SenderSessionID]; ok && parent == v.SessionID {
 		if card, ok := tx.Card(parent, v.SenderSessionID); ok && card.IsSubagent() {
+			if IsLaunchReceipt(v.Text) {
+				if adapter.SetSticky(&card.Task().IsAsync, true) {
+					tx.Emit(adapter.EventToolUpdate, card)
+				}
+				return
+			}
 			follow(tx, card, valueResultMessage, v, &card.Task().ResultText)
 		}
 	}
+}
+
+// launchReceiptPrefix starts the tool result claude-agent-acp reports for
+// an Agent call launched in the background: a receipt naming the agent id
+// and its output file, sent while the child still runs.
+const launchReceiptPrefix = "Async agent launched successfully"
+
+// IsLaunchReceipt reports whether text is Claude's receipt for a
+// background launch rather than a subagent's answer.
+func IsLaunchReceipt(text string) bool {
+	return strings.HasPrefix(strings.TrimSpace(text), launchReceiptPrefix)
+}
+
+// childAnswer keeps the latest agent message a known child sends in its
+// own session (chunks of one message id are joined; a new id starts a new
+// message). Once the child is idle after end_turn it is the child's
+// result, so a late chunk still updates it. Text beyond
+// Limits.MessageTextBytes per answer or Limits.MessageBytes for all
+// answers of the connection is dropped and counted.
+func (d *Dialect) childAnswer(tx *adapter.Tx, sessionID string, c *acp.SessionUpdateAgentMessageChunk) bool {
+	parent, ok := d.sessions.children[sessionID]
+	if !ok || c.Content.Text == nil {
+		return ok
+	}
+	r := d.sessions
+	a := r.answers[sessionID]
+	id := ""
+	if c.MessageId != nil {
+		id = string(*c.MessageId)
+	}
+	if a == nil || (id != "" && id != a.messageID) {
+		r.forgetAnswer(sessionID)
+		a = &answer{messageID: id}
+		r.answers[sessionID] = a
+	}
+	add := c.Content.Text.Text
+	room := min(d.limits.MessageTextBytes-len(a.text), d.limits.MessageBytes-r.answered)
+	if len(add) > room {
+		add = adapter.TruncateUTF8(add, max(room, 0))
+		tx.Count(CounterMessageTruncated, 1)
+	}
+	a.text += add
+	r.answered += len(add)
+	if card, ok := tx.Card(parent, sessionID); ok && card.IsSubagent() && card.Child() != nil {
+		if d.applyAnswer(sessionID, card.Child(), card.Task()) {
+			tx.Emit(adapter.EventToolUpdate, card)
+		}
+	}
+	return true
+}
+
+// applyAnswer makes a child's latest agent message its result once the
+// child is idle after end_turn (its final answer, in the foreground as in
+// the background). It reports whether the result changed.
+func (d *Dialect) applyAnswer(child string, view *adapter.ChildSession, task *adapter.SubagentTask) bool {
+	a := d.sessions.answers[child]
+	if a == nil || view.State != "idle" || view.StopReason != "end_turn" || IsLaunchReceipt(a.text) {
+		return false
+	}
+	return adapter.OverwriteString(&task.ResultText, a.text)
 }
 
 // follow fills *field from the view when empty, and keeps following the

@@ -34,13 +34,14 @@ func messages(res *adapter.ReplayResult) map[string]*adapter.MessageView {
 	return out
 }
 
-// Subagent-session form (subagents.md §7, scenarios 33–41), over captures.
+// Subagent-session form over captures: the flow, the states, the
+// messages, the session references, and dropping without the capability.
 func TestSubagentSessionScenarios(t *testing.T) {
 	t.Run("34_RFDFlowMapsOntoThePayload", func(t *testing.T) {
 		res := goldentest.Replay(t, "rfd_flow", adapter.Config{})
 		e := goldentest.Last(t, res, "child1")
 		got := goldentest.PayloadJSON(t, e)
-		want := `{"kind":"subagent_task","subagent_task":{"description":"Investigate flaky test","prompt":"Find the root cause","subagent_type":"general-purpose","status":"idle","model":"claude-opus-4-8","child_session_id":"child1","total_tokens":15,"result_text":"VERDICT: ok"},"background_work":{"kind":"subagent","work_id":"","ended":true}}`
+		want := `{"kind":"subagent_task","subagent_task":{"description":"Investigate flaky test","prompt":"Find the root cause","subagent_type":"general-purpose","status":"idle","agent_id":"child1","model":"claude-opus-4-8","child_session_id":"child1","total_tokens":15,"result_text":"VERDICT: ok"},"background_work":{"kind":"subagent","work_id":"child1","ended":true}}`
 		if got != want {
 			t.Errorf("payload\n got %s\nwant %s", got, want)
 		}
@@ -154,7 +155,7 @@ func claudeCanCancelAfterReplay(res *adapter.ReplayResult) bool {
 	return false
 }
 
-// Scenario 41 (adapter part): cancel is offered only while the child
+// Cancel is offered only while the child
 // advertises it; after the parent is loaded again, replayed grants are
 // historical and capabilities start empty until a current update.
 func TestCancelGrantAndParentLoad(t *testing.T) {
@@ -250,5 +251,69 @@ func TestMessageTextBounds(t *testing.T) {
 	}
 	if c[claude.CounterMessagesEvicted] < 4 {
 		t.Errorf("evicted %d views, want at least 4", c[claude.CounterMessagesEvicted])
+	}
+}
+
+// A child's result is its latest agent message in its own session once it
+// is idle after end_turn: a later message replaces an earlier one, a chunk
+// after idle still counts, a cancelled child has none, and the text is
+// bounded per answer and per connection.
+func TestChildAnswerIsTheFinalMessage(t *testing.T) {
+	lim := claude.Limits{MessageTextBytes: 8, MessageBytes: 12}
+	var last = map[string]adapter.Event{}
+	tr, err := adapter.NewTracker(adapter.Config{Dialect: claude.NewWithLimits(lim), OnEvent: func(e adapter.Event) {
+		if e.Payload != nil {
+			last[e.ToolCallID] = e
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Initialize(&acp.InitializeRequest{ClientCapabilities: acp.ClientCapabilities{Subagents: &acp.SubagentCapabilities{}}}, nil)
+	feed := func(js string) {
+		t.Helper()
+		var n acp.SessionNotification
+		if err := json.Unmarshal([]byte(js), &n); err != nil {
+			t.Fatal(err)
+		}
+		tr.SessionUpdate(n)
+	}
+	chunk := func(child, msg, text string) {
+		feed(fmt.Sprintf(`{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","messageId":%q,"content":{"type":"text","text":%q}}}`, child, msg, text))
+	}
+	state := func(child, stop string) {
+		feed(fmt.Sprintf(`{"sessionId":"p","update":{"sessionUpdate":"subagent_update","sessionId":%q,"state":{"state":"idle","stopReason":%q}}}`, child, stop))
+	}
+	result := func(child string) string { return last[child].Payload.SubagentTask.ResultText }
+	for _, c := range []string{"a", "b", "c"} {
+		feed(fmt.Sprintf(`{"sessionId":"p","update":{"sessionUpdate":"subagent_update","sessionId":%q,"state":{"state":"running"}}}`, c))
+	}
+	chunk("a", "m1", "look")
+	if result("a") != "" {
+		t.Errorf("a running child has result %q", result("a"))
+	}
+	chunk("a", "m2", "AN")
+	state("a", "end_turn")
+	chunk("a", "m2", "SWER-ALPHA") // after idle, and beyond the 8-byte cap
+	if got := result("a"); got != "ANSWER-A" {
+		t.Errorf("a result %q, want the final message cut at 8 bytes", got)
+	}
+	chunk("b", "m1", "pa")
+	state("b", "cancelled")
+	if got := result("b"); got != "" {
+		t.Errorf("cancelled child has result %q", got)
+	}
+	chunk("c", "m1", "ANSWER-C") // only 2 bytes left of the connection's 12
+	state("c", "end_turn")
+	if got := result("c"); got != "AN" {
+		t.Errorf("c result %q, want the 2 bytes the budget left", got)
+	}
+	if n := tr.Counters()[claude.CounterMessageTruncated]; n != 2 {
+		t.Errorf("truncated %d, want 2", n)
+	}
+	// An unknown session's chunks are the parent's own text, not an answer.
+	chunk("p", "m9", "parent text")
+	if _, ok := last["p"]; ok {
+		t.Error("the parent's text made a card")
 	}
 }

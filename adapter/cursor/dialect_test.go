@@ -94,10 +94,10 @@ func permutations(n int) [][]int {
 	return out
 }
 
-// Scenario 18: every permutation of cursor/task, tool_call, an update and
-// the completion gives one final payload, a terminal final status and no
+// Every permutation of cursor/task, tool_call, an update and the
+// completion gives one final payload, a terminal final status and no
 // lowered tool status.
-func TestScenario18_EveryPermutation(t *testing.T) {
+func TestCursorTaskEveryPermutation(t *testing.T) {
 	steps := []func(t *testing.T, c *conn){
 		func(t *testing.T, c *conn) {
 			if res, err := c.task(t, paramsFull); err != nil || res != (struct{}{}) {
@@ -129,9 +129,9 @@ func TestScenario18_EveryPermutation(t *testing.T) {
 	}
 }
 
-// Scenario 18, request-path scheduling: cursor/task runs on its own
-// goroutine (as the SDK runs requests) while the frames arrive in order.
-func TestScenario18_ConcurrentRequestPath(t *testing.T) {
+// Request-path scheduling: cursor/task runs on its own goroutine (as the
+// SDK runs requests) while the frames arrive in order.
+func TestCursorTaskConcurrentRequestPath(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		c := cursorConn(t)
 		var wg sync.WaitGroup
@@ -150,8 +150,8 @@ func TestScenario18_ConcurrentRequestPath(t *testing.T) {
 	}
 }
 
-// Scenario 2 at the handler: a Cursor connection always gets an empty
-// result, whatever the params.
+// A Cursor connection always gets an empty result from the handler,
+// whatever the params.
 func TestHandlerCursorAlwaysEmptyResult(t *testing.T) {
 	c := cursorConn(t)
 	for _, params := range []string{"", "null", "[]", `"x"`, "{}", "{", "\xff\xfe", `{"toolCallId":7}`,
@@ -166,8 +166,8 @@ func TestHandlerCursorAlwaysEmptyResult(t *testing.T) {
 	}
 }
 
-// Response rule 2 (subagents.md §3.2): the {} reply does not wait for event
-// delivery. The consumer's callback blocks on the update cursor/task
+// The {} reply does not wait for event delivery (the agent blocks on it,
+// the consumer must not be able to stall the agent). The consumer's callback blocks on the update cursor/task
 // produces; the answer comes anyway, and the update is delivered once the
 // callback is released.
 func TestHandlerAnswersWithoutWaitingForTheCallback(t *testing.T) {
@@ -385,7 +385,7 @@ func TestHandlerConcurrentDuplicates(t *testing.T) {
 }
 
 // Oversized strings: kept verbatim up to their cap, and the byte budget
-// evicts the oldest pending entries (subagents.md §5 "Oversized strings").
+// evicts the oldest pending entries.
 func TestOversizedStrings(t *testing.T) {
 	c := cursorConn(t)
 	big := strings.Repeat("x", cursor.MaxPromptBytes+1000)

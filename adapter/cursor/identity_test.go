@@ -13,14 +13,16 @@ import (
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 )
 
-// Scenario 47 (this package's share; the conformance suite proves it again
-// end to end): every non-Cursor capture in the repository replays to the
-// same events, JSON-RPC replies and counters with the Cursor handler
-// installed as without it. The corpora are the common model's and the
-// Claude dialect's captures plus this package's adversarial OpenCode one.
-func TestScenario47_NonCursorByteIdentical(t *testing.T) {
+// Cursor support changes nothing for other agents (this package's share;
+// the conformance suite proves it again end to end): every non-Cursor
+// capture in the repository replays to the same events, JSON-RPC replies
+// and counters with the Cursor handler installed as without it. The
+// corpora are the common model's and the Claude dialect's captures (the
+// real agents' frames included) plus this package's adversarial OpenCode
+// one.
+func TestNonCursorByteIdentical(t *testing.T) {
 	var paths []string
-	for _, glob := range []string{"../testdata/*.jsonl", "../claude/testdata/*.jsonl", "testdata/*.jsonl"} {
+	for _, glob := range []string{"../testdata/*.jsonl", "../testdata/real/*/*.jsonl", "../claude/testdata/*.jsonl", "../claude/testdata/real/*.jsonl", "testdata/*.jsonl"} {
 		m, err := filepath.Glob(glob)
 		if err != nil {
 			t.Fatal(err)

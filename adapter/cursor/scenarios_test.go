@@ -31,8 +31,7 @@ func wantReplies(t *testing.T, r run, want ...string) {
 func ok(id string) string { return strings.Replace(okReply, "%s", id, 1) }
 
 // Each test replays testdata/<capture>.jsonl with the handler installed,
-// compares testdata/<capture>.golden, then checks the scenario's claims
-// (numbers are those of subagents.md §7).
+// compares testdata/<capture>.golden, then checks the scenario's claims.
 var scenarios = []struct {
 	name    string
 	capture string

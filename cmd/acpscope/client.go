@@ -43,10 +43,13 @@ type textSink interface {
 var _ acp.Client = (*scopeClient)(nil)
 
 // SessionUpdate feeds the tracker (which emits card events) and shows agent
-// message text.
+// message text, except a running subagent's text sent as the session's own
+// (Copilot), which its card shows as the result.
 func (c *scopeClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
 	if chunk := n.Update.AgentMessageChunk; chunk != nil && chunk.Content.Text != nil {
-		c.out.AgentText(string(n.SessionId), chunk.Content.Text.Text)
+		if _, child := c.tracker.ChildText(string(n.SessionId)); !child {
+			c.out.AgentText(string(n.SessionId), chunk.Content.Text.Text)
+		}
 	}
 	c.tracker.SessionUpdate(n)
 	return nil

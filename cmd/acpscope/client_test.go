@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/kdlbs/acp-go-sdk/adapter"
 )
 
 // TestReadTextFileStaysBelowRoot pins what the client serves an agent: a
@@ -51,5 +55,41 @@ func TestReadTextFileStaysBelowRoot(t *testing.T) {
 		if resp, err := c.ReadTextFile(ctx, acp.ReadTextFileRequest{Path: p}); err == nil {
 			t.Errorf("%s: served %q, want an error", p, resp.Content)
 		}
+	}
+}
+
+// textRecorder is a textSink that keeps the agent text it is shown.
+type textRecorder struct{ text []string }
+
+func (r *textRecorder) AgentText(_, chunk string) { r.text = append(r.text, chunk) }
+func (r *textRecorder) Permission(_, _ string)    {}
+
+// TestChildTextIsNotShownAsTheParents pins that a Copilot child's final
+// text, which the agent sends as the parent's own message while the task
+// runs, is left to the card (as its result) instead of being shown as the
+// parent's words.
+func TestChildTextIsNotShownAsTheParents(t *testing.T) {
+	tr, err := adapter.NewTracker(adapter.Config{DialectName: adapter.DialectCopilot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &textRecorder{}
+	c := &scopeClient{tracker: tr, out: out}
+	for _, js := range []string{
+		`{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","title":"Inspect","kind":"other","status":"pending","rawInput":{"agent_type":"general-purpose","description":"Inspect","prompt":"p"}}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"CHILD"}}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","status":"completed","rawOutput":{"content":"CHILD"}}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"PARENT"}}}`,
+	} {
+		var n acp.SessionNotification
+		if err := json.Unmarshal([]byte(js), &n); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.SessionUpdate(context.Background(), n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(out.text, []string{"PARENT"}) {
+		t.Errorf("shown as the parent's text: %q, want only PARENT", out.text)
 	}
 }

@@ -51,7 +51,7 @@ type outputFlags struct {
 func (o *outputFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "after the turn, print one JSON line per subagent card (and nothing else on stdout)")
 	fs.BoolVar(&o.plain, "plain", false, "plain output: no spinner or control characters even on a terminal")
-	fs.StringVar(&o.agent, "agent", "", "agent dialect: cursor, claude, codex, opencode, auggie, copilot or generic (default: from the capture or the agent's initialize answer)")
+	fs.StringVar(&o.agent, "agent", "", "agent dialect: "+strings.Join(adapter.Registered(), ", ")+" (default: from the capture or the agent's initialize answer)")
 	fs.StringVar(&o.db, "db", "", "database for subagent contexts: a SQLite path or postgres://… (default: $ACPSCOPE_DB, else the embedded SQLite database)")
 	fs.BoolVar(&o.noDB, "no-db", false, "do not persist subagent contexts")
 	fs.StringVar(&o.permission, "permission", PolicyReject, "answer to permission requests: allow, reject or cancel")
@@ -78,7 +78,7 @@ func (o *outputFlags) validate() error {
 		return usageError("--permission must be allow, reject or cancel, got %q", o.permission)
 	}
 	if o.agent != "" && !validDialect(o.agent) {
-		return usageError("--agent %q is not a dialect (cursor, claude, codex, opencode, auggie, copilot, generic)", o.agent)
+		return usageError("--agent %q is not a dialect (%s)", o.agent, strings.Join(adapter.Registered(), ", "))
 	}
 	if o.timeout <= 0 {
 		return usageError("--timeout must be positive")

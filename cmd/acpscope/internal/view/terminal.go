@@ -409,7 +409,7 @@ type CardLine struct {
 	// ParentToolCallID nests the card; "" at top level.
 	ParentToolCallID string `json:"parent_tool_call_id"`
 	// Agent is the dialect name (cursor, claude, codex, opencode, auggie,
-	// copilot, generic).
+	// copilot, gemini, generic).
 	Agent string `json:"agent"`
 	// ToolStatus is the card's tool status (pending, in_progress, complete,
 	// error, cancelled).
