@@ -63,11 +63,12 @@ func serveAnthropic(s *Server, w http.ResponseWriter, r *http.Request) {
 			Name string `json:"name"`
 		} `json:"tools"`
 	}
-	if err := readJSON(r, &body); err != nil {
+	raw, err := readJSONBody(r, &body)
+	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	req := &Request{Format: "anthropic", Path: r.URL.Path, Model: body.Model, Stream: body.Stream}
+	req := &Request{Format: "anthropic", Path: r.URL.Path, Model: body.Model, Stream: body.Stream, Body: raw}
 	req.System, _ = anthropicText(body.System)
 	for _, t := range body.Tools {
 		req.Tools = append(req.Tools, t.Name)

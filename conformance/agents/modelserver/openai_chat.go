@@ -70,11 +70,12 @@ func serveOpenAIChat(s *Server, w http.ResponseWriter, r *http.Request) {
 			} `json:"function"`
 		} `json:"tools"`
 	}
-	if err := readJSON(r, &body); err != nil {
+	raw, err := readJSONBody(r, &body)
+	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	req := &Request{Format: "openai-chat", Path: r.URL.Path, Model: body.Model, Stream: body.Stream}
+	req := &Request{Format: "openai-chat", Path: r.URL.Path, Model: body.Model, Stream: body.Stream, Body: raw}
 	for _, t := range body.Tools {
 		req.Tools = append(req.Tools, t.Function.Name)
 	}

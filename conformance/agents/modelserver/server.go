@@ -38,6 +38,9 @@ type Request struct {
 	Tools []string
 	// Stream reports whether the agent asked for a streamed answer.
 	Stream bool
+	// Body is the raw request body, for scripts and debugging that need
+	// what the neutral fields leave out (tool schemas, options).
+	Body []byte
 }
 
 // Message is one turn of a conversation.
@@ -268,7 +271,18 @@ func Input(v any) json.RawMessage {
 
 // readJSON decodes the request body (at most 64 MiB) into v.
 func readJSON(r *http.Request, v any) error {
-	return json.NewDecoder(io.LimitReader(r.Body, 64<<20)).Decode(v)
+	_, err := readJSONBody(r, v)
+	return err
+}
+
+// readJSONBody reads the request body (at most 64 MiB), decodes it into v
+// and returns it, for Request.Body.
+func readJSONBody(r *http.Request, v any) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	return body, json.Unmarshal(body, v)
 }
 
 // writeJSON answers with v as a JSON document.
