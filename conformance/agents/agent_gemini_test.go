@@ -97,9 +97,10 @@ func geminiScenario(name, gap string, children ...Child) Scenario {
 
 // geminiDenied launches the generalist, whose tools may write: in ACP mode
 // the CLI's policy denies it without asking the client, and the client sees
-// only a failed update of a call it was never shown.
+// only a failed update of a call it was never shown (no title, so no agent
+// name: only the failure can be wanted).
 func geminiDenied(gap string) Scenario {
 	c := Child{Marker: "generalist", Description: "Inspect generalist"}
 	return Scenario{Name: "policy-denied", Prompt: UserPrompt, Gap: gap, Script: geminiScript(c),
-		Want: []WantCard{{Type: "generalist", Status: "error"}}}
+		Want: []WantCard{{Status: "error"}}}
 }
