@@ -46,6 +46,9 @@ type Scenario struct {
 	// Flags are extra acpscope flags shared by run and replay
 	// ("--subagents", "--permission", "allow").
 	Flags []string
+	// Setup, when set, runs after the agent's Setup (scenario-specific
+	// configuration or environment).
+	Setup func(t *testing.T, env *Env)
 	// Script answers the agent's model calls.
 	Script modelserver.Script
 	// Want are the cards the turn must end with, in card order.
@@ -223,23 +226,81 @@ func TestAgents(t *testing.T) {
 		t.Fatalf("no node_modules: run `npm ci` in conformance/agents (make agents does): %v", err)
 	}
 	slices.SortFunc(registry, func(a, b Agent) int { return strings.Compare(a.Name, b.Name) })
+	var outcomes []*outcome
 	for _, a := range registry {
 		t.Run(a.Name, func(t *testing.T) {
 			for _, sc := range a.Scenarios {
 				t.Run(sc.Name, func(t *testing.T) {
+					o := &outcome{agent: a.Name, scenario: sc.Name, cards: "-", rows: "-"}
+					outcomes = append(outcomes, o)
 					start := time.Now()
-					runScenario(t, modules, a, sc)
-					t.Logf("%s/%s took %s", a.Name, sc.Name, time.Since(start).Round(time.Millisecond))
+					defer func() {
+						o.took = time.Since(start)
+						switch {
+						case t.Failed():
+							o.result = "FAIL"
+						case t.Skipped():
+							o.result = "gap"
+						default:
+							o.result = "ok"
+						}
+					}()
+					runScenario(t, modules, a, sc, o)
 				})
 			}
 		})
 	}
+	printOutcomes(outcomes)
 }
 
-// turnTimeout bounds one agent turn (acpscope --timeout).
-const turnTimeout = 150 * time.Second
+// outcome is one row of the closing table.
+type outcome struct {
+	agent, scenario, result string
+	cards, rows             string
+	took                    time.Duration
+}
 
-func runScenario(t *testing.T, modules string, a Agent, sc Scenario) {
+// printOutcomes prints the table of agent × scenario: the result ("gap" =
+// a known adapter gap), the cards (type, tool status, and whether a
+// result, an agent id and async were shown) and the stored rows.
+func printOutcomes(outcomes []*outcome) {
+	fmt.Println("\n| agent | scenario | result | cards (type status [result] [agent_id] [async]) | stored rows | time |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, o := range outcomes {
+		fmt.Printf("| %s | %s | %s | %s | %s | %.1fs |\n", o.agent, o.scenario, o.result, o.cards, o.rows, o.took.Seconds())
+	}
+}
+
+// describeCards renders cards for the closing table.
+func describeCards(cards []Card) string {
+	if len(cards) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, c := range cards {
+		d := c.ToolStatus
+		if task := c.Subagent.Task; task != nil {
+			d = strings.TrimSpace(task.SubagentType + " " + c.ToolStatus)
+			if task.ResultText != "" {
+				d += " result"
+			}
+			if task.AgentID != "" {
+				d += " agent_id"
+			}
+			if task.IsAsync {
+				d += " async"
+			}
+		}
+		parts = append(parts, d)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// turnTimeout bounds one agent turn (acpscope --timeout);
+// $ACP_AGENTS_TURN_TIMEOUT overrides it.
+var turnTimeout = envDuration("ACP_AGENTS_TURN_TIMEOUT", 240*time.Second)
+
+func runScenario(t *testing.T, modules string, a Agent, sc Scenario, o *outcome) {
 	bin := acpscopeBin(t)
 	dir := t.TempDir()
 	env := &Env{
@@ -261,6 +322,9 @@ func runScenario(t *testing.T, modules string, a Agent, sc Scenario) {
 	defer srv.Close()
 	env.Server = srv
 	a.Setup(t, env)
+	if sc.Setup != nil {
+		sc.Setup(t, env)
+	}
 
 	capturePath := filepath.Join(dir, "capture.jsonl")
 	db := filepath.Join(dir, "acpscope.db")
@@ -282,16 +346,26 @@ func runScenario(t *testing.T, modules string, a Agent, sc Scenario) {
 	runErr := cmd.Run()
 	r := &Run{Raw: stdout.Bytes(), Capture: capturePath, Server: srv, Stderr: stderr.String()}
 	defer func() {
-		if t.Failed() || testing.Verbose() {
+		if t.Failed() || os.Getenv("ACP_AGENTS_DEBUG") == "1" {
 			t.Logf("model server log:\n%s", srv.Summary())
 			t.Logf("stderr (tail):\n%s", tail(r.Stderr, 4000))
 			t.Logf("cards:\n%s", r.Raw)
 		}
 	}()
+	if keep := os.Getenv("ACP_AGENTS_KEEP"); keep != "" {
+		// Keep the capture (failed runs included) for a look afterwards.
+		if data, err := os.ReadFile(capturePath); err == nil {
+			p := filepath.Join(keep, a.Name+"-"+sc.Name+".jsonl")
+			if os.MkdirAll(keep, 0o755) == nil && os.WriteFile(p, data, 0o644) == nil {
+				t.Logf("capture kept in %s", p)
+			}
+		}
+	}
 	if runErr != nil {
 		t.Fatalf("acpscope run: %v", runErr)
 	}
 	r.Cards = parseCards(t, r.Raw)
+	o.cards = describeCards(r.Cards)
 
 	// The capture must replay to the live cards.
 	replayed := replayCards(t, bin, capturePath, sc.Flags)
@@ -303,6 +377,11 @@ func runScenario(t *testing.T, modules string, a Agent, sc Scenario) {
 	}
 
 	r.Rows = storedRows(t, db, r.Cards)
+	n := 0
+	for _, rows := range r.Rows {
+		n += len(rows)
+	}
+	o.rows = fmt.Sprint(n)
 	checkRows(t, r)
 	if sc.Check != nil {
 		sc.Check(t, r)
@@ -495,4 +574,12 @@ func checkCards(cards []Card, want []WantCard) []string {
 		}
 	}
 	return problems
+}
+
+// envDuration reads a duration from the environment, else def.
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d > 0 {
+		return d
+	}
+	return def
 }
