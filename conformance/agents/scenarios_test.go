@@ -27,6 +27,15 @@ func (c Child) Prompt() string {
 // Answer is the child's final text.
 func (c Child) Answer() string { return "ANSWER-" + strings.ToUpper(c.Marker) }
 
+// Reply is the child's answer to one of its model calls: its Tool call
+// until the conversation holds a tool result, then Answer.
+func (c Child) Reply(req *modelserver.Request) modelserver.Reply {
+	if c.Tool != nil && len(req.ToolResults()) == 0 {
+		return modelserver.Reply{ToolCalls: []modelserver.ToolCall{*c.Tool}}
+	}
+	return modelserver.Reply{Text: c.Answer()}
+}
+
 // Final is the parent's last text in every scripted turn.
 const Final = "All subagents reported."
 
@@ -42,13 +51,9 @@ func Fanout(launch func(req *modelserver.Request, c Child) modelserver.ToolCall,
 		}
 		first := req.FirstUserText()
 		for _, c := range children {
-			if !strings.Contains(first, c.Marker) {
-				continue
+			if strings.Contains(first, c.Marker) {
+				return c.Reply(req)
 			}
-			if c.Tool != nil && len(req.ToolResults()) == 0 {
-				return modelserver.Reply{ToolCalls: []modelserver.ToolCall{*c.Tool}}
-			}
-			return modelserver.Reply{Text: c.Answer()}
 		}
 		if len(req.ToolResults()) == 0 {
 			var calls []modelserver.ToolCall
