@@ -23,7 +23,7 @@ MODULES := sdk . conformance/wire conformance/consumer conformance/bench patches
 FUZZTIME ?= 30s
 
 .PHONY: all test generate generate-check lint vet staticcheck apicheck bench \
-        bench-compare fuzz-short conformance patches-check publish-check tools clean
+        bench-compare fuzz-short conformance patches-check publish-check agents tools clean
 
 all: lint test
 
@@ -72,6 +72,12 @@ fuzz-short:
 ## conformance: wire, peer and adapter-identity suites.
 conformance:
 	./conformance/run.sh
+
+## agents: the published ACP agents (pinned in conformance/agents, npm ci)
+## against the scripted model server, every scenario; AGENTS_ARGS go to the
+## test binary (e.g. AGENTS_ARGS="-test.run TestAgents/copilot").
+agents:
+	./conformance/agents/run.sh $(AGENTS_ARGS)
 
 ## patches-check: apply patches/ to upstream v0.13.5 and run its tests.
 patches-check:

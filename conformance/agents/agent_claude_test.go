@@ -1,0 +1,102 @@
+package agents
+
+import (
+	"testing"
+
+	"github.com/kdlbs/acp-go-sdk/conformance/agents/modelserver"
+)
+
+// Claude Code through its ACP adapter, both published packages: the Zed
+// package at 0.23.1 (legacy _meta.claudeCode tool calls only) and the
+// agentclientprotocol package at 0.101.0 (also ACP subagent sessions with
+// --subagents; launches children in the background by default).
+func init() {
+	register(claudeAgent("claude-0.23.1", "@zed-industries/claude-agent-acp", []Scenario{
+		claudeScenario("one", nil, nil, "", childA),
+		claudeScenario("parallel", nil, nil, "", childA, childB),
+		claudePermission("allow", nil),
+		claudePermission("reject", nil),
+	}))
+	fg, bg := ptr(false), ptr(true)
+	sessions := []string{"--subagents"}
+	const sessionGap = "issue 13: Claude subagent-session cards lack agent_id and take the launch receipt as result"
+	register(claudeAgent("claude-0.101.0", "@agentclientprotocol/claude-agent-acp", []Scenario{
+		claudeScenario("one", fg, nil, "", childA),
+		claudeScenario("parallel", fg, nil, "", childA, childB),
+		claudeScenario("background", bg, nil, "", childA),
+		claudeScenario("sessions", fg, sessions, sessionGap, childA),
+		claudeScenario("sessions-parallel", fg, sessions, sessionGap, childA, childB),
+		claudeScenario("sessions-background", bg, sessions, sessionGap, childA),
+		claudePermission("allow", fg),
+		claudePermission("reject", fg),
+	}))
+}
+
+func claudeAgent(name, pkg string, scenarios []Scenario) Agent {
+	return Agent{
+		Name: name,
+		Setup: func(t *testing.T, env *Env) {
+			env.Set("ANTHROPIC_BASE_URL", env.Server.URL)
+			env.Set("ANTHROPIC_API_KEY", "sk-ant-conformance")
+			// The bundled CLI refuses skipped permissions as root otherwise.
+			env.Set("IS_SANDBOX", "1")
+			env.Set("DISABLE_AUTOUPDATER", "1")
+			env.Set("DISABLE_TELEMETRY", "1")
+			env.Set("DISABLE_ERROR_REPORTING", "1")
+			env.Set("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+			// 0.101.0's default mode "auto" asks a classifier model first.
+			env.WriteFile(t, ".claude/settings.json", `{"permissions":{"defaultMode":"default"}}`)
+		},
+		Command: func(env *Env) []string {
+			return []string{"node", env.NodeBin(pkg + "/dist/index.js")}
+		},
+		Scenarios: scenarios,
+	}
+}
+
+// claudeLaunch is the parent's Task (0.23.1) or Agent (0.101.0) call;
+// background, when set, is sent as run_in_background (0.101.0 runs a child
+// in the background when it is absent).
+func claudeLaunch(background *bool) func(req *modelserver.Request, c Child) modelserver.ToolCall {
+	return func(req *modelserver.Request, c Child) modelserver.ToolCall {
+		name := "Task"
+		if req.HasTool("Agent") {
+			name = "Agent"
+		}
+		in := map[string]any{"description": c.Description, "prompt": c.Prompt(), "subagent_type": "general-purpose"}
+		if background != nil {
+			in["run_in_background"] = *background
+		}
+		return modelserver.ToolCall{ID: "toolu_launch_" + c.Marker, Name: name, Input: modelserver.Input(in)}
+	}
+}
+
+// claudeScenario launches children with the given background choice; with
+// --subagents the cards also carry the agent id. A background child's card
+// is async; its answer is wanted only from subagent sessions, where the
+// child's own session carries it (a legacy card ends at the launch).
+func claudeScenario(name string, background *bool, flags []string, gap string, children ...Child) Scenario {
+	sc := Scenario{Name: name, Prompt: UserPrompt, Flags: flags, Gap: gap, Script: Fanout(claudeLaunch(background), children...)}
+	for _, c := range children {
+		w := WantCard{Description: c.Description, Type: "general-purpose", Result: c.Answer(), AgentID: len(flags) > 0}
+		if background != nil {
+			w.Async = background
+			if *background && len(flags) == 0 {
+				w.Result = ""
+			}
+		}
+		sc.Want = append(sc.Want, w)
+	}
+	return sc
+}
+
+// claudePermission: the child runs a Bash command, which asks permission in
+// the "default" mode; acpscope answers by policy. The child is launched in
+// the foreground so that its card carries its answer.
+func claudePermission(policy string, background *bool) Scenario {
+	c := withTool(childA, modelserver.ToolCall{ID: "toolu_child_bash", Name: "Bash",
+		Input: modelserver.Input(map[string]any{"command": "echo conformance > note.txt", "description": "Write a note"})})
+	sc := claudeScenario("permission-"+policy, background, nil, "", c)
+	sc.Flags = []string{"--permission", policy}
+	return sc
+}

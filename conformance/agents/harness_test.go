@@ -1,0 +1,585 @@
+package agents
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kdlbs/acp-go-sdk/conformance/agents/modelserver"
+	"github.com/kdlbs/acp-go-sdk/persistence"
+)
+
+// Agent is one published agent the harness runs. Each agent's file
+// registers it from an init function with register.
+type Agent struct {
+	// Name is the agent's directory under testdata/ ("claude-0.101.0").
+	Name string
+	// Dialect is passed as --agent when set; empty lets acpscope detect it
+	// from the initialize answer, as a user's run would.
+	Dialect string
+	// Setup writes the agent's configuration into env.Home and sets its
+	// environment variables (env.Set). It runs after the model server
+	// started, so env.Server.URL is known.
+	Setup func(t *testing.T, env *Env)
+	// Command is the agent's command line (first element an absolute path
+	// or a name on env's PATH).
+	Command func(env *Env) []string
+	// Scenarios are the scenarios this agent supports.
+	Scenarios []Scenario
+}
+
+// Scenario is one scripted turn.
+type Scenario struct {
+	// Name is the capture's base name under testdata/<agent>/.
+	Name string
+	// Prompt is the user's prompt.
+	Prompt string
+	// Flags are extra acpscope flags shared by run and replay
+	// ("--subagents", "--permission", "allow").
+	Flags []string
+	// Setup, when set, runs after the agent's Setup (scenario-specific
+	// configuration or environment).
+	Setup func(t *testing.T, env *Env)
+	// Script answers the agent's model calls.
+	Script modelserver.Script
+	// Want are the cards the turn must end with, in card order.
+	Want []WantCard
+	// Gap, when set, names a known adapter gap (an open issue): a failed
+	// card expectation is then logged and the test skipped instead of
+	// failed. Captures are still recorded and replay must still match.
+	Gap string
+	// Check, when set, runs extra checks on the finished run (before the
+	// Want cards, so it runs under a Gap too).
+	Check func(t *testing.T, r *Run)
+}
+
+// WantCard is what one card must show; empty fields are not checked.
+type WantCard struct {
+	Description string
+	Type        string
+	// Result must occur in result_text.
+	Result string
+	// Status is the final tool_status (default "complete").
+	Status string
+	// Async, when non-nil, is the wanted is_async.
+	Async *bool
+	// AgentID requires a non-empty agent_id.
+	AgentID bool
+}
+
+// Env is one run's throwaway environment.
+type Env struct {
+	// Home is the throwaway HOME; Work the session's working directory;
+	// Bin a directory first on PATH for stubs.
+	Home, Work, Bin string
+	// Server is the scripted model server of this run.
+	Server *modelserver.Server
+	// Modules is the absolute path of conformance/agents/node_modules.
+	Modules string
+
+	vars map[string]string
+}
+
+// Set sets an environment variable of the agent's process.
+func (e *Env) Set(k, v string) { e.vars[k] = v }
+
+// WriteFile writes a file below Home, creating its directories.
+func (e *Env) WriteFile(t *testing.T, rel, content string) {
+	t.Helper()
+	p := filepath.Join(e.Home, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Stub puts an executable shell script named name first on PATH.
+func (e *Env) Stub(t *testing.T, name, script string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(e.Bin, name), []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// NodeBin is the path of a package's executable under node_modules.
+func (e *Env) NodeBin(rel string) string { return filepath.Join(e.Modules, rel) }
+
+func (e *Env) environ() []string {
+	vars := map[string]string{
+		"HOME":            e.Home,
+		"PATH":            e.Bin + ":" + filepath.Join(e.Modules, ".bin") + ":/usr/local/bin:/usr/bin:/bin",
+		"XDG_CONFIG_HOME": filepath.Join(e.Home, ".config"),
+		"XDG_DATA_HOME":   filepath.Join(e.Home, ".local", "share"),
+		"XDG_STATE_HOME":  filepath.Join(e.Home, ".local", "state"),
+		"XDG_CACHE_HOME":  filepath.Join(e.Home, ".cache"),
+		"TMPDIR":          filepath.Join(e.Home, "tmp"),
+		"LANG":            "C.UTF-8",
+		"TERM":            "dumb",
+		"NO_COLOR":        "1",
+		"CI":              "true",
+	}
+	for k, v := range e.vars {
+		vars[k] = v
+	}
+	out := make([]string, 0, len(vars))
+	for k, v := range vars {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Run is a finished run of one agent in one scenario.
+type Run struct {
+	// Cards are the --json lines of the live run, parsed.
+	Cards []Card
+	// Raw is the live run's standard output (the --json lines).
+	Raw []byte
+	// Capture is the path of the recorded capture.
+	Capture string
+	// Rows are the stored subagent contexts, by session.
+	Rows map[string][]persistence.SubagentContext
+	// Server is the model server, with its request log.
+	Server *modelserver.Server
+	// Stderr is acpscope's (and the agent's) standard error.
+	Stderr string
+}
+
+// Card is one --json line.
+type Card struct {
+	SessionID        string `json:"session_id"`
+	ToolCallID       string `json:"tool_call_id"`
+	ParentToolCallID string `json:"parent_tool_call_id"`
+	Agent            string `json:"agent"`
+	ToolStatus       string `json:"tool_status"`
+	Subagent         struct {
+		Kind string `json:"kind"`
+		Task *struct {
+			Description    string `json:"description"`
+			Prompt         string `json:"prompt"`
+			SubagentType   string `json:"subagent_type"`
+			AgentID        string `json:"agent_id"`
+			ChildSessionID string `json:"child_session_id"`
+			ResultText     string `json:"result_text"`
+			IsAsync        bool   `json:"is_async"`
+		} `json:"subagent_task"`
+	} `json:"subagent"`
+}
+
+var (
+	registry   []Agent
+	acpscope   string // the acpscope binary
+	buildOnce  sync.Once
+	buildError error
+)
+
+// register adds an agent to the harness.
+func register(a Agent) { registry = append(registry, a) }
+
+// acpscopeBin returns $ACPSCOPE_BIN, else an acpscope built once into a
+// temporary directory.
+func acpscopeBin(t *testing.T) string {
+	buildOnce.Do(func() {
+		if p := os.Getenv("ACPSCOPE_BIN"); p != "" {
+			acpscope, buildError = filepath.Abs(p)
+			return
+		}
+		dir, err := os.MkdirTemp("", "acp-agents")
+		if err != nil {
+			buildError = err
+			return
+		}
+		acpscope = filepath.Join(dir, "acpscope")
+		out, err := exec.Command("go", "build", "-o", acpscope, "github.com/kdlbs/acp-go-sdk/cmd/acpscope").CombinedOutput()
+		if err != nil {
+			buildError = fmt.Errorf("building acpscope: %v\n%s", err, out)
+		}
+	})
+	if buildError != nil {
+		t.Fatal(buildError)
+	}
+	return acpscope
+}
+
+// TestAgents runs every registered agent in every scenario.
+// Select with -run 'TestAgents/<agent>/<scenario>'.
+func TestAgents(t *testing.T) {
+	if os.Getenv("ACP_AGENTS") != "1" {
+		t.Skip("set ACP_AGENTS=1 (make agents) to run the published agents")
+	}
+	modules, err := filepath.Abs("node_modules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(modules); err != nil {
+		t.Fatalf("no node_modules: run `npm ci` in conformance/agents (make agents does): %v", err)
+	}
+	slices.SortFunc(registry, func(a, b Agent) int { return strings.Compare(a.Name, b.Name) })
+	var outcomes []*outcome
+	for _, a := range registry {
+		t.Run(a.Name, func(t *testing.T) {
+			for _, sc := range a.Scenarios {
+				t.Run(sc.Name, func(t *testing.T) {
+					o := &outcome{agent: a.Name, scenario: sc.Name, cards: "-", rows: "-"}
+					outcomes = append(outcomes, o)
+					start := time.Now()
+					defer func() {
+						o.took = time.Since(start)
+						switch {
+						case t.Failed():
+							o.result = "FAIL"
+						case t.Skipped():
+							o.result = "gap"
+						default:
+							o.result = "ok"
+						}
+					}()
+					runScenario(t, modules, a, sc, o)
+				})
+			}
+		})
+	}
+	printOutcomes(outcomes)
+}
+
+// outcome is one row of the closing table.
+type outcome struct {
+	agent, scenario, result string
+	cards, rows             string
+	took                    time.Duration
+}
+
+// printOutcomes prints the table of agent × scenario: the result ("gap" =
+// a known adapter gap), the cards (type, tool status, and whether a
+// result, an agent id and async were shown) and the stored rows.
+func printOutcomes(outcomes []*outcome) {
+	fmt.Println("\n| agent | scenario | result | cards (type status [result] [agent_id] [async]) | stored rows | time |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, o := range outcomes {
+		fmt.Printf("| %s | %s | %s | %s | %s | %.1fs |\n", o.agent, o.scenario, o.result, o.cards, o.rows, o.took.Seconds())
+	}
+}
+
+// describeCards renders cards for the closing table.
+func describeCards(cards []Card) string {
+	if len(cards) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, c := range cards {
+		d := c.ToolStatus
+		if task := c.Subagent.Task; task != nil {
+			d = strings.TrimSpace(task.SubagentType + " " + c.ToolStatus)
+			if task.ResultText != "" {
+				d += " result"
+			}
+			if task.AgentID != "" {
+				d += " agent_id"
+			}
+			if task.IsAsync {
+				d += " async"
+			}
+		}
+		parts = append(parts, d)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// turnTimeout bounds one agent turn (acpscope --timeout);
+// $ACP_AGENTS_TURN_TIMEOUT overrides it.
+var turnTimeout = envDuration("ACP_AGENTS_TURN_TIMEOUT", 240*time.Second)
+
+func runScenario(t *testing.T, modules string, a Agent, sc Scenario, o *outcome) {
+	bin := acpscopeBin(t)
+	dir := t.TempDir()
+	env := &Env{
+		Home: filepath.Join(dir, "home"), Work: filepath.Join(dir, "work"), Bin: filepath.Join(dir, "bin"),
+		Modules: modules, vars: map[string]string{},
+	}
+	for _, d := range []string{env.Home, env.Work, env.Bin, filepath.Join(env.Home, "tmp")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(env.Work, "README.md"), []byte("# scratch\n\nA workspace for the harness.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := modelserver.Start(sc.Script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	env.Server = srv
+	a.Setup(t, env)
+	if sc.Setup != nil {
+		sc.Setup(t, env)
+	}
+
+	capturePath := filepath.Join(dir, "capture.jsonl")
+	db := filepath.Join(dir, "acpscope.db")
+	args := []string{"run", "--record", capturePath, "--json", "--db", db, "--cwd", env.Work,
+		"--prompt", sc.Prompt, "--timeout", turnTimeout.String()}
+	if a.Dialect != "" {
+		args = append(args, "--agent", a.Dialect)
+	}
+	args = append(args, sc.Flags...)
+	args = append(args, "--")
+	args = append(args, a.Command(env)...)
+	ctx, cancel := context.WithTimeout(context.Background(), turnTimeout+30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = env.Work
+	cmd.Env = env.environ()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	r := &Run{Raw: stdout.Bytes(), Capture: capturePath, Server: srv, Stderr: stderr.String()}
+	defer func() {
+		if t.Failed() || os.Getenv("ACP_AGENTS_DEBUG") == "1" {
+			t.Logf("model server log:\n%s", srv.Summary())
+			t.Logf("stderr (tail):\n%s", tail(r.Stderr, 4000))
+			t.Logf("cards:\n%s", r.Raw)
+		}
+	}()
+	if keep := os.Getenv("ACP_AGENTS_KEEP"); keep != "" {
+		// Keep the capture (failed runs included) for a look afterwards.
+		if data, err := os.ReadFile(capturePath); err == nil {
+			p := filepath.Join(keep, a.Name+"-"+sc.Name+".jsonl")
+			if os.MkdirAll(keep, 0o755) == nil && os.WriteFile(p, data, 0o644) == nil {
+				t.Logf("capture kept in %s", p)
+			}
+		}
+	}
+	if runErr != nil {
+		t.Fatalf("acpscope run: %v", runErr)
+	}
+	r.Cards = parseCards(t, r.Raw)
+	o.cards = describeCards(r.Cards)
+
+	// The capture must replay to the live cards.
+	replayed := replayCards(t, bin, capturePath, sc.Flags)
+	if !bytes.Equal(replayed, r.Raw) {
+		t.Errorf("the capture replays to other cards than the live run:\n--- live\n%s--- replay\n%s", r.Raw, replayed)
+	}
+	if os.Getenv("ACP_AGENTS_UPDATE") == "1" {
+		saveCapture(t, a.Name, sc, capturePath, replayed)
+	}
+
+	r.Rows = storedRows(t, db, r.Cards)
+	n := 0
+	for _, rows := range r.Rows {
+		n += len(rows)
+	}
+	o.rows = fmt.Sprint(n)
+	checkRows(t, r)
+	if sc.Check != nil {
+		sc.Check(t, r)
+	}
+	if problems := checkCards(r.Cards, sc.Want); len(problems) > 0 {
+		if sc.Gap != "" {
+			t.Skipf("known gap (%s):\n%s", sc.Gap, strings.Join(problems, "\n"))
+		}
+		t.Errorf("cards:\n%s", strings.Join(problems, "\n"))
+	} else if sc.Gap != "" {
+		t.Logf("known gap %q no longer reproduces: remove it from the scenario", sc.Gap)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+func parseCards(t *testing.T, raw []byte) []Card {
+	t.Helper()
+	var cards []Card
+	for _, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var c Card
+		if err := json.Unmarshal(line, &c); err != nil {
+			t.Fatalf("not a card line: %v\n%s", err, line)
+		}
+		cards = append(cards, c)
+	}
+	return cards
+}
+
+// replayCards replays a capture with `acpscope replay --json --no-db`.
+func replayCards(t *testing.T, bin, capturePath string, flags []string) []byte {
+	t.Helper()
+	args := append([]string{"replay", "--json", "--no-db"}, flags...)
+	args = append(args, capturePath)
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("acpscope replay: %v\n%s", err, stderr.String())
+	}
+	return stdout.Bytes()
+}
+
+// saveCapture writes testdata/<agent>/<scenario>.jsonl (the capture),
+// .cards.jsonl (its replayed cards) and .args (the replay flags, when any).
+func saveCapture(t *testing.T, agent string, sc Scenario, capturePath string, cards []byte) {
+	t.Helper()
+	dir := filepath.Join("testdata", agent)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(capturePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(dir, sc.Name)
+	write := func(p string, b []byte) {
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(base+".jsonl", data)
+	write(base+".cards.jsonl", cards)
+	if len(sc.Flags) > 0 {
+		write(base+".args", []byte(strings.Join(sc.Flags, " ")+"\n"))
+	} else {
+		os.Remove(base + ".args")
+	}
+}
+
+// storedRows reads the stored subagent contexts of every card's session.
+func storedRows(t *testing.T, db string, cards []Card) map[string][]persistence.SubagentContext {
+	t.Helper()
+	rows := map[string][]persistence.SubagentContext{}
+	if len(cards) == 0 {
+		return rows
+	}
+	ctx := context.Background()
+	s, err := persistence.Open(ctx, db)
+	if err != nil {
+		t.Fatalf("opening the run's database: %v", err)
+	}
+	defer s.Close()
+	for _, c := range cards {
+		if _, done := rows[c.SessionID]; done {
+			continue
+		}
+		list, err := s.ListBySession(ctx, c.SessionID)
+		if err != nil {
+			t.Fatalf("listing session %s: %v", c.SessionID, err)
+		}
+		rows[c.SessionID] = list
+	}
+	return rows
+}
+
+// checkRows requires one stored row per card, agreeing with the card.
+func checkRows(t *testing.T, r *Run) {
+	t.Helper()
+	perSession := map[string]int{}
+	for _, c := range r.Cards {
+		perSession[c.SessionID]++
+		var row *persistence.SubagentContext
+		for i := range r.Rows[c.SessionID] {
+			if r.Rows[c.SessionID][i].ToolCallID == c.ToolCallID {
+				row = &r.Rows[c.SessionID][i]
+			}
+		}
+		if row == nil {
+			t.Errorf("card %s/%s has no stored row", c.SessionID, c.ToolCallID)
+			continue
+		}
+		if got := deref(row.ToolStatus); got != c.ToolStatus {
+			t.Errorf("row %s: tool status %q, card %q", c.ToolCallID, got, c.ToolStatus)
+		}
+		if c.Subagent.Task != nil {
+			if got := deref(row.Description); got != c.Subagent.Task.Description {
+				t.Errorf("row %s: description %q, card %q", c.ToolCallID, got, c.Subagent.Task.Description)
+			}
+			if got := deref(row.AgentID); got != c.Subagent.Task.AgentID {
+				t.Errorf("row %s: agent id %q, card %q", c.ToolCallID, got, c.Subagent.Task.AgentID)
+			}
+			if row.IsAsync != c.Subagent.Task.IsAsync {
+				t.Errorf("row %s: async %v, card %v", c.ToolCallID, row.IsAsync, c.Subagent.Task.IsAsync)
+			}
+		}
+	}
+	for s, n := range perSession {
+		if len(r.Rows[s]) != n {
+			t.Errorf("session %s: %d stored rows for %d cards", s, len(r.Rows[s]), n)
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// checkCards compares the cards with the wanted ones and lists what differs.
+func checkCards(cards []Card, want []WantCard) []string {
+	var problems []string
+	if len(cards) != len(want) {
+		problems = append(problems, fmt.Sprintf("%d cards, want %d", len(cards), len(want)))
+	}
+	for i, w := range want {
+		if i >= len(cards) {
+			break
+		}
+		c := cards[i]
+		task := c.Subagent.Task
+		if task == nil {
+			problems = append(problems, fmt.Sprintf("card %d: no subagent_task", i))
+			continue
+		}
+		status := w.Status
+		if status == "" {
+			status = "complete"
+		}
+		check := func(what, got, want string) {
+			if got != want {
+				problems = append(problems, fmt.Sprintf("card %d: %s %q, want %q", i, what, got, want))
+			}
+		}
+		check("tool_status", c.ToolStatus, status)
+		if w.Description != "" {
+			check("description", task.Description, w.Description)
+		}
+		if w.Type != "" {
+			check("subagent_type", task.SubagentType, w.Type)
+		}
+		if w.Result != "" && !strings.Contains(task.ResultText, w.Result) {
+			problems = append(problems, fmt.Sprintf("card %d: result_text %q lacks %q", i, task.ResultText, w.Result))
+		}
+		if w.Async != nil && task.IsAsync != *w.Async {
+			problems = append(problems, fmt.Sprintf("card %d: is_async %v, want %v", i, task.IsAsync, *w.Async))
+		}
+		if w.AgentID && task.AgentID == "" {
+			problems = append(problems, fmt.Sprintf("card %d: no agent_id", i))
+		}
+	}
+	return problems
+}
+
+// envDuration reads a duration from the environment, else def.
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d > 0 {
+		return d
+	}
+	return def
+}
