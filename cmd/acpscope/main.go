@@ -7,6 +7,7 @@
 //	acpscope run [flags] -- <agent command…>   drive an ACP agent over stdio for one turn
 //	acpscope replay [flags] [CAPTURE]          replay a capture (the bundled demo without one)
 //	acpscope subagents --session ID [--db DSN] list stored subagent contexts
+//	acpscope sessions [--db DSN] [--json]      list recent stored sessions
 //	acpscope health [--db DSN]                 run the persistence health check
 //	acpscope cursor doctor                     report Cursor CLI discovery and compatibility
 //
@@ -69,6 +70,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdReplay(ctx, e, args[1:])
 	case "subagents":
 		err = cmdSubagents(ctx, e, args[1:])
+	case "sessions":
+		err = cmdSessions(ctx, e, args[1:])
 	case "health":
 		err = cmdHealth(ctx, e, args[1:])
 	case "cursor":
@@ -107,6 +110,7 @@ Usage:
   acpscope run [flags] -- <agent command…>    drive an ACP agent over stdio for one turn
   acpscope replay [flags] [CAPTURE]           replay a capture (the bundled demo without one)
   acpscope subagents --session ID [--db DSN]  list stored subagent contexts of a session
+  acpscope sessions [--db DSN] [--json]       list recent stored sessions (id, agent, started, cards, status)
   acpscope health [--db DSN]                  run the persistence health check
   acpscope cursor doctor                      report Cursor CLI discovery and compatibility
 

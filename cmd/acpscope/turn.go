@@ -25,9 +25,9 @@ type turnConfig struct {
 	cwd     string
 	policy  string
 	// term renders the turn; sink, when set, receives every event too
-	// (persistence).
+	// (persistence), with the connection's dialect.
 	term *view.Terminal
-	sink func(adapter.Event)
+	sink func(dialect string, ev adapter.Event)
 	// timeout bounds the whole turn (initialize to prompt response).
 	timeout time.Duration
 	// log receives the SDK's connection log.
@@ -56,12 +56,13 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 
+	var tracker *adapter.Tracker
 	tracker, err := adapter.NewTracker(adapter.Config{
 		DialectName: cfg.dialect,
 		OnEvent: func(ev adapter.Event) {
 			cfg.term.Event(ev)
 			if cfg.sink != nil {
-				cfg.sink(ev)
+				cfg.sink(tracker.Dialect(), ev)
 			}
 		},
 	})
