@@ -258,23 +258,22 @@ WHERE task_session_id IN (%s) AND child_session_id IS NOT NULL`, frontier, func(
 	return family, nil
 }
 
-// ListFamily returns the cards of a session and of every session in its
-// family (SessionFamily): the session's own cards first, then each child
+// ListFamily returns the family of a session (SessionFamily) and the cards
+// of every session in it: the session's own cards first, then each child
 // session's, each in ListBySession order.
-func (s *Store) ListFamily(ctx context.Context, id string) ([]SubagentContext, error) {
-	family, err := s.SessionFamily(ctx, id)
+func (s *Store) ListFamily(ctx context.Context, id string) (family []string, cards []SubagentContext, err error) {
+	family, err = s.SessionFamily(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []SubagentContext
 	for _, sid := range family {
 		rows, err := s.ListBySession(ctx, sid)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = append(out, rows...)
+		cards = append(cards, rows...)
 	}
-	return out, nil
+	return family, cards, nil
 }
 
 // ChangeMark summarises the cards of some sessions so that a reader can

@@ -128,9 +128,9 @@ func TestSessionFamily(t *testing.T) {
 		if !slices.Equal(fam, []string{"s-a", "s-c"}) { // the cycle back to s-a stops
 			t.Fatalf("family: %v", fam)
 		}
-		cards, err := s.ListFamily(e.ctx, "s-a")
-		if err != nil {
-			t.Fatal(err)
+		fam, cards, err := s.ListFamily(e.ctx, "s-a")
+		if err != nil || !slices.Equal(fam, []string{"s-a", "s-c"}) {
+			t.Fatal(fam, err)
 		}
 		var got []string
 		for _, c := range cards {

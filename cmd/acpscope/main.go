@@ -8,6 +8,7 @@
 //	acpscope replay [flags] [CAPTURE]          replay a capture (the bundled demo without one)
 //	acpscope subagents --session ID [--db DSN] list stored subagent contexts
 //	acpscope sessions [--db DSN] [--json]      list recent stored sessions
+//	acpscope web [--db DSN] [--addr ADDR]      browse stored sessions in a browser
 //	acpscope health [--db DSN]                 run the persistence health check
 //	acpscope cursor doctor                     report Cursor CLI discovery and compatibility
 //
@@ -72,6 +73,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdSubagents(ctx, e, args[1:])
 	case "sessions":
 		err = cmdSessions(ctx, e, args[1:])
+	case "web":
+		err = cmdWeb(ctx, e, args[1:])
 	case "health":
 		err = cmdHealth(ctx, e, args[1:])
 	case "cursor":
@@ -111,6 +114,7 @@ Usage:
   acpscope replay [flags] [CAPTURE]           replay a capture (the bundled demo without one)
   acpscope subagents --session ID [--db DSN]  list stored subagent contexts of a session
   acpscope sessions [--db DSN] [--json]       list recent stored sessions (id, agent, started, cards, status)
+  acpscope web [--db DSN] [--addr ADDR]       browse stored sessions as subagent trees and timelines
   acpscope health [--db DSN]                  run the persistence health check
   acpscope cursor doctor                      report Cursor CLI discovery and compatibility
 
