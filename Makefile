@@ -22,7 +22,7 @@ MODULES := sdk . conformance/wire conformance/consumer conformance/bench patches
 FUZZTIME ?= 30s
 
 .PHONY: all test generate generate-check lint vet staticcheck apicheck bench \
-        bench-compare fuzz-short conformance patches-check tools clean
+        bench-compare fuzz-short conformance patches-check tools clean web-test
 
 all: lint test
 
@@ -75,6 +75,17 @@ conformance:
 ## patches-check: apply patches/ to upstream v0.13.5 and run its tests.
 patches-check:
 	./patches/check.sh
+
+## web-test: acpscope web in a real headless Chromium (Debian's package,
+## installed only when /usr/bin/chromium is missing): the demo, the XSS
+## capture, live updates and the 5,000-subagent measurement.
+web-test: /usr/bin/chromium
+	ACPSCOPE_BROWSER_TESTS=1 $(GO) test -race -count=1 -run '^TestBrowser' -v ./cmd/acpscope/
+
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+/usr/bin/chromium:
+	$(SUDO) apt-get update
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y chromium
 
 tools: $(TOOLS)/staticcheck $(TOOLS)/apidiff $(TOOLS)/benchstat
 

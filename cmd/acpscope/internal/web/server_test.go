@@ -100,10 +100,7 @@ func TestHostileTextIsEscapedEverywhere(t *testing.T) {
 		}
 		// The only markup is the template's: escaped text holds no '<', so
 		// every tag outside the data block is one the templates wrote.
-		checkMarkup(t, target, dataBlock.ReplaceAllString(page, ""))
-		if n := strings.Count(page, "<script"); n != 2 {
-			t.Errorf("%s: %d script elements, want the asset and the data block", target, n)
-		}
+		checkMarkup(t, target, page)
 		m := dataBlock.FindStringSubmatch(page)
 		if m == nil {
 			t.Fatalf("%s: no data block", target)
@@ -135,30 +132,12 @@ func TestHostileTextIsEscapedEverywhere(t *testing.T) {
 	}
 }
 
-var (
-	tagPattern   = regexp.MustCompile(`<(/?)([a-zA-Z][a-zA-Z0-9-]*)([^>]*)>`)
-	quoted       = regexp.MustCompile(`"[^"]*"`)
-	handlerAttr  = regexp.MustCompile(`(?i)\son[a-z]+\s*=`)
-	templateTags = map[string]bool{"html": true, "head": true, "meta": true, "title": true, "link": true, "script": true,
-		"body": true, "header": true, "a": true, "span": true, "main": true, "form": true, "label": true, "select": true,
-		"option": true, "input": true, "button": true, "table": true, "thead": true, "tr": true, "th": true, "tbody": true,
-		"p": true, "h1": true, "h2": true, "code": true, "section": true, "div": true, "aside": true, "dl": true}
-)
-
-// checkMarkup fails when page holds a tag the templates do not write, an
-// event-handler attribute or a javascript: URL.
+// checkMarkup fails when page holds markup only an escaping failure could
+// have put there.
 func checkMarkup(t *testing.T, target, page string) {
 	t.Helper()
-	for _, m := range tagPattern.FindAllStringSubmatch(page, -1) {
-		if !templateTags[strings.ToLower(m[2])] {
-			t.Errorf("%s: unexpected element %q", target, m[0])
-		}
-		// Attribute values are double-quoted and hold no raw '"': what is
-		// left after removing them is attribute names.
-		names := quoted.ReplaceAllString(m[3], `""`)
-		if handlerAttr.MatchString(names) || strings.Contains(strings.ToLower(m[3]), "javascript:") || strings.Contains(names, "'") {
-			t.Errorf("%s: injected attribute in %q", target, m[0])
-		}
+	for _, bad := range InjectedMarkup(page) {
+		t.Errorf("%s: injected %s", target, bad)
 	}
 }
 

@@ -15,26 +15,25 @@ import (
 type Card struct {
 	SessionID        string `json:"session_id"`
 	ToolCallID       string `json:"tool_call_id"`
-	ParentToolCallID string `json:"parent_tool_call_id"`
+	ParentToolCallID string `json:"parent_tool_call_id,omitempty"`
 	Execution        string `json:"execution"`
-	Agent            string `json:"agent"`
 	// Parent is the index of the card this one hangs under in the tree: its
 	// parent tool call in the same session, else the card that launched its
 	// (child) session; -1 at the top.
 	Parent int `json:"parent"`
 	Depth  int `json:"depth"`
 
-	Description    string `json:"description"`
-	SubagentType   string `json:"subagent_type"`
-	Model          string `json:"model"`
-	AgentID        string `json:"agent_id"`
-	AgentStatus    string `json:"agent_status"`
-	ToolStatus     string `json:"tool_status"`
-	ChildSessionID string `json:"child_session_id"`
+	Description    string `json:"description,omitempty"`
+	SubagentType   string `json:"subagent_type,omitempty"`
+	Model          string `json:"model,omitempty"`
+	AgentID        string `json:"agent_id,omitempty"`
+	AgentStatus    string `json:"agent_status,omitempty"`
+	ToolStatus     string `json:"tool_status,omitempty"`
+	ChildSessionID string `json:"child_session_id,omitempty"`
 	// Status is the card's status class: open, complete, error or
 	// cancelled.
 	Status       string `json:"status"`
-	IsAsync      bool   `json:"is_async"`
+	IsAsync      bool   `json:"is_async,omitempty"`
 	TotalTokens  *int64 `json:"total_tokens"`
 	ToolUseCount *int64 `json:"tool_use_count"`
 	DurationMs   *int64 `json:"duration_ms"`
@@ -140,7 +139,7 @@ func latest(t time.Time, more ...time.Time) time.Time {
 func cardOf(r persistence.SubagentContext, origin, last time.Time) Card {
 	c := Card{
 		SessionID: r.TaskSessionID, ToolCallID: r.ToolCallID, ParentToolCallID: str(r.ParentToolCallID),
-		Execution: r.AgentExecutionID, Agent: AgentOf(r.AgentExecutionID),
+		Execution:   r.AgentExecutionID,
 		Description: str(r.Description), SubagentType: str(r.SubagentType), Model: str(r.Model),
 		AgentID: str(r.AgentID), AgentStatus: str(r.AgentStatus), ToolStatus: str(r.ToolStatus),
 		ChildSessionID: str(r.ChildSessionID), IsAsync: r.IsAsync,
