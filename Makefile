@@ -23,7 +23,7 @@ MODULES := sdk . conformance/wire conformance/consumer conformance/bench patches
 FUZZTIME ?= 30s
 
 .PHONY: all test generate generate-check lint vet staticcheck apicheck bench \
-        bench-compare fuzz-short conformance patches-check publish-check agents tools clean
+        bench-compare fuzz-short conformance patches-check publish-check agents web-test tools clean
 
 all: lint test
 
@@ -89,6 +89,17 @@ patches-check:
 ## The tool's own tests prove a tree holding e.g. aux.go fails.
 publish-check:
 	cd internal/tools/publishcheck && $(GO) test -count=1 . && $(GO) run . -repo ../../..
+
+## web-test: acpscope web in a real headless Chromium (Debian's package,
+## installed only when /usr/bin/chromium is missing): the demo, the XSS
+## capture, live updates and the 5,000-subagent measurement.
+web-test: /usr/bin/chromium
+	ACPSCOPE_BROWSER_TESTS=1 $(GO) test -race -count=1 -run '^TestBrowser' -v ./cmd/acpscope/
+
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+/usr/bin/chromium:
+	$(SUDO) apt-get update
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y chromium
 
 tools: $(TOOLS)/staticcheck $(TOOLS)/apidiff $(TOOLS)/benchstat
 

@@ -7,6 +7,8 @@
 //	acpscope run [flags] -- <agent command…>   drive an ACP agent over stdio for one turn
 //	acpscope replay [flags] [CAPTURE]          replay a capture (the bundled demo without one)
 //	acpscope subagents --session ID [--db DSN] list stored subagent contexts
+//	acpscope sessions [--db DSN] [--json]      list recent stored sessions
+//	acpscope web [--db DSN] [--addr ADDR]      browse stored sessions in a browser
 //	acpscope health [--db DSN]                 run the persistence health check
 //	acpscope cursor doctor                     report Cursor CLI discovery and compatibility
 //
@@ -84,6 +86,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdReplay(ctx, e, args[1:])
 	case "subagents":
 		err = cmdSubagents(ctx, e, args[1:])
+	case "sessions":
+		err = cmdSessions(ctx, e, args[1:])
+	case "web":
+		err = cmdWeb(ctx, e, args[1:])
 	case "health":
 		err = cmdHealth(ctx, e, args[1:])
 	case "cursor":
@@ -125,6 +131,8 @@ Usage:
   acpscope run [flags] -- <agent command…>    drive an ACP agent over stdio for one turn
   acpscope replay [flags] [CAPTURE]           replay a capture (the bundled demo without one)
   acpscope subagents --session ID [--db DSN]  list stored subagent contexts of a session
+  acpscope sessions [--db DSN] [--json]       list recent stored sessions (id, agent, started, cards, status)
+  acpscope web [--db DSN] [--addr ADDR]       browse stored sessions as subagent trees and timelines
   acpscope health [--db DSN]                  run the persistence health check
   acpscope cursor doctor                      report Cursor CLI discovery and compatibility
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
@@ -81,9 +82,9 @@ func openStoreReadOnly(ctx context.Context, dsn string) (*persistence.Store, err
 
 // storeSink records the subagent events of one connection.
 type storeSink struct {
-	store     *persistence.Store
-	ctx       context.Context
-	execution string // one agent execution per acpscope process
+	store *persistence.Store
+	ctx   context.Context
+	runID string // one agent execution per acpscope process and dialect
 
 	mu       sync.Mutex
 	sessions map[string]bool
@@ -101,15 +102,17 @@ func openSink(ctx context.Context, o outputFlags) (*storeSink, func(), error) {
 		return nil, nil, err
 	}
 	sink := &storeSink{
-		store: s, ctx: context.WithoutCancel(ctx), execution: "acpscope-" + randomID(),
+		store: s, ctx: context.WithoutCancel(ctx), runID: randomID(),
 		sessions: map[string]bool{}, turns: map[string]string{},
 	}
 	return sink, func() { s.Close() }, nil
 }
 
-// record stores ev when it is a subagent card. It never fails the turn:
-// the store logs and counts its own write failures.
-func (s *storeSink) record(ev adapter.Event) {
+// record stores ev, sent by an agent of the given dialect, when it is a
+// subagent card. It never fails the turn: the store logs and counts its
+// own write failures. The dialect goes into the execution id, the only
+// place the store keeps it (web.ExecutionID).
+func (s *storeSink) record(dialect string, ev adapter.Event) {
 	if s == nil || s.store == nil {
 		return
 	}
@@ -129,7 +132,7 @@ func (s *storeSink) record(ev adapter.Event) {
 		s.turns[f.TaskSessionID] = turn
 	}
 	s.mu.Unlock()
-	f.ExecutionID = s.execution
+	f.ExecutionID = web.ExecutionID(dialect, s.runID)
 	f.TurnID = turn
 	s.store.Record(s.ctx, f)
 }

@@ -25,9 +25,9 @@ type turnConfig struct {
 	cwd     string
 	policy  string
 	// term renders the turn; sink, when set, receives every event too
-	// (persistence).
+	// (persistence), with the connection's dialect.
 	term *view.Terminal
-	sink func(adapter.Event)
+	sink func(dialect string, ev adapter.Event)
 	// timeout bounds the whole turn (initialize to prompt response); when it
 	// passes, or ctx ends (SIGINT, SIGTERM), the turn is cancelled.
 	timeout time.Duration
@@ -90,12 +90,13 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 		}
 	}
 
-	tracker, err := adapter.NewTracker(adapter.Config{
+	var tracker *adapter.Tracker
+	tracker, err = adapter.NewTracker(adapter.Config{
 		DialectName: cfg.dialect,
 		OnEvent: func(ev adapter.Event) {
 			cfg.term.Event(ev)
 			if cfg.sink != nil {
-				cfg.sink(ev)
+				cfg.sink(tracker.Dialect(), ev)
 			}
 		},
 	})
@@ -129,7 +130,7 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 			// cancelled, in the view and in the store alike.
 			for _, ev := range cfg.term.CancelOpen() {
 				if cfg.sink != nil {
-					cfg.sink(ev)
+					cfg.sink(tracker.Dialect(), ev)
 				}
 			}
 		}

@@ -1,0 +1,317 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web"
+	"github.com/kdlbs/acp-go-sdk/persistence"
+)
+
+// The browser tests drive a real headless Chromium (`make web-test`
+// installs Debian's). They skip when it is absent, unless
+// ACPSCOPE_BROWSER_TESTS=1 (set by make web-test), which makes its absence
+// a failure. The page's own script publishes what it rendered as data-*
+// attributes of <body> (counts, its render time, the server time from
+// Server-Timing, injected elements), which a DOM dump reveals.
+
+func chromiumBinary(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("ACPSCOPE_CHROMIUM")
+	if bin == "" {
+		bin = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("ACPSCOPE_BROWSER_TESTS") == "1" {
+			t.Fatalf("Chromium is required (ACPSCOPE_BROWSER_TESTS=1): %v", err)
+		}
+		t.Skipf("no Chromium at %s (make web-test installs it)", bin)
+	}
+	return bin
+}
+
+// browserSlots bounds concurrent Chromium processes on a small machine.
+var browserSlots = make(chan struct{}, 2)
+
+// chromium runs one headless Chromium with extra arguments and returns its
+// standard output. Its process group is killed when it overruns.
+func chromium(t *testing.T, args ...string) []byte {
+	t.Helper()
+	bin := chromiumBinary(t)
+	browserSlots <- struct{}{}
+	defer func() { <-browserSlots }()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
+		"--user-data-dir=" + t.TempDir()}
+	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %v: %v\n%s", args, err, errOut.String())
+	}
+	return out.Bytes()
+}
+
+// dumpDOM loads u and returns the serialised DOM after the load event (and
+// after the virtual time budget, when given: timers and fetches run).
+func dumpDOM(t *testing.T, u string, extra ...string) string {
+	t.Helper()
+	return string(chromium(t, append(extra, "--dump-dom", u)...))
+}
+
+var (
+	bodyTag  = regexp.MustCompile(`<body([^>]*)>`)
+	bodyAttr = regexp.MustCompile(`data-([a-z-]+)="([^"]*)"`)
+)
+
+// selfCheck returns the data-* attributes of the dumped <body>.
+func selfCheck(t *testing.T, dom string) map[string]string {
+	t.Helper()
+	m := bodyTag.FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("no <body> in the dump:\n%.2000s", dom)
+	}
+	attrs := map[string]string{}
+	for _, a := range bodyAttr.FindAllStringSubmatch(m[1], -1) {
+		attrs[a[1]] = a[2]
+	}
+	if attrs["selfcheck"] != "done" {
+		t.Fatalf("the page's script did not finish: %v\n%.3000s", attrs, dom)
+	}
+	return attrs
+}
+
+func wantAttr(t *testing.T, attrs map[string]string, key, want string) {
+	t.Helper()
+	if attrs[key] != want {
+		t.Errorf("data-%s = %q, want %q (all: %v)", key, attrs[key], want, attrs)
+	}
+}
+
+// serveStore serves the store at dsn as `acpscope web` does, wrapped by
+// wrap when non-nil.
+func serveStore(t *testing.T, dsn string, wrap func(http.Handler) http.Handler) (*persistence.Store, string) {
+	t.Helper()
+	s, err := persistence.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h http.Handler = web.Handler(s, web.Options{LoopbackOnly: true, PollInterval: 200 * time.Millisecond})
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { srv.Close(); s.Close() })
+	return s, srv.URL + "/"
+}
+
+// noInjectedMarkup fails when the rendered DOM holds an element or
+// attribute that only the corpus could have put there.
+func noInjectedMarkup(t *testing.T, what, dom string) {
+	t.Helper()
+	for _, bad := range web.InjectedMarkup(dom) {
+		t.Errorf("%s: injected %s", what, bad)
+	}
+}
+
+func TestBrowserDemo(t *testing.T) {
+	chromiumBinary(t)
+	t.Parallel()
+	db := replayDemo(t)
+	_, base := serveStore(t, db, nil)
+
+	list := dumpDOM(t, base)
+	attrs := selfCheck(t, list)
+	wantAttr(t, attrs, "rows", "2")
+	wantAttr(t, attrs, "injected", "0")
+	for _, want := range []string{`href="/session?id=cur-7f3a"`, `href="/session?id=cl-91b0"`, ">claude<", ">cursor<"} {
+		if !strings.Contains(list, want) {
+			t.Errorf("sessions page lacks %s", want)
+		}
+	}
+	filtered := selfCheck(t, dumpDOM(t, base+"?agent=cursor"))
+	wantAttr(t, filtered, "rows", "1")
+
+	session := dumpDOM(t, base+"session?id=cl-91b0#card-1")
+	attrs = selfCheck(t, session)
+	noInjectedMarkup(t, "demo session", session)
+	wantAttr(t, attrs, "tree-nodes", "2")
+	wantAttr(t, attrs, "bars", "2")
+	wantAttr(t, attrs, "injected", "0")
+	for _, want := range []string{`class="node st-complete"`, `class="bar complete async sel"`, "<dd>Audit the docs</dd>", "<dd>docs-auditor</dd>"} {
+		if !strings.Contains(session, want) {
+			t.Errorf("session page lacks %s", want)
+		}
+	}
+
+	png := filepath.Join(t.TempDir(), "session.png")
+	chromium(t, "--window-size=1280,820", "--hide-scrollbars", "--screenshot="+png, base+"session?id=cl-91b0#card-0")
+	b, err := os.ReadFile(png)
+	if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) || len(b) < 10_000 {
+		t.Fatalf("screenshot: %d bytes, %v", len(b), err)
+	}
+	if out := os.Getenv("ACPSCOPE_WEB_SCREENSHOT"); out != "" {
+		if err := os.WriteFile(out, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The hostile capture puts an XSS corpus (script tags, event attributes,
+// javascript: URLs, SVG and MathML payloads, a script-block breakout) into
+// the session id, tool call ids, descriptions, types, models and results.
+// Each payload would set data-xss on <body> if it ran.
+func TestBrowserHostileCaptureExecutesNothing(t *testing.T) {
+	chromiumBinary(t)
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "hostile.db")
+	if code, _, errOut := acpscope(t, "", "replay", "--plain", "--db", db, filepath.Join("testdata", "hostile_web.jsonl")); code != exitOK {
+		t.Fatalf("replay exit %d: %s", code, errOut)
+	}
+	_, base := serveStore(t, db, nil)
+	const session = `x"><svg onload="document.body.dataset.xss='sid'">`
+	pages := map[string]string{
+		"sessions":         base,
+		"filtered":         base + "?q=" + url.QueryEscape(`<script>`),
+		"session":          base + "session?id=" + url.QueryEscape(session),
+		"session, details": base + "session?id=" + url.QueryEscape(session) + "#card-1",
+	}
+	for what, u := range pages {
+		dom := dumpDOM(t, u, "--virtual-time-budget=3000")
+		attrs := selfCheck(t, dom)
+		if v, fired := attrs["xss"]; fired {
+			t.Errorf("%s: a payload ran (data-xss=%q)", what, v)
+		}
+		wantAttr(t, attrs, "injected", "0")
+		noInjectedMarkup(t, what, dom)
+		if strings.HasPrefix(what, "session,") || what == "session" {
+			wantAttr(t, attrs, "tree-nodes", "10")
+			wantAttr(t, attrs, "bars", "10")
+			if !strings.Contains(dom, `&lt;svg onload="document.body.dataset.xss='sid'"&gt;`) {
+				t.Errorf("%s: the session id is not shown as text", what)
+			}
+		} else if what == "sessions" {
+			wantAttr(t, attrs, "rows", "1")
+		}
+		if what == "session, details" && !strings.Contains(dom, `<dd>"&gt;&lt;img src=x onerror="document.body.dataset.xss='img'"&gt;</dd>`) {
+			t.Errorf("details do not show the description as text")
+		}
+	}
+}
+
+// An open session page redraws when the store changes: the first poll of
+// the change mark finds a card written meanwhile (as `acpscope run` would).
+func TestBrowserLiveUpdate(t *testing.T) {
+	chromiumBinary(t)
+	t.Parallel()
+	dsn := filepath.Join(t.TempDir(), "live.db")
+	var once sync.Once
+	var writer *persistence.Store
+	record := func(call, status string) {
+		if err := writer.Upsert(context.Background(), persistence.Frame{TaskSessionID: "live-1", TaskID: "live-1",
+			ToolCallID: call, ExecutionID: web.ExecutionID("claude", "r"), ToolStatus: status,
+			Description: "written while the page is open " + call}); err != nil {
+			t.Error(err)
+		}
+	}
+	writer, base := serveStore(t, dsn, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/api/changes" {
+				once.Do(func() { record("late", "in_progress"); record("first", "completed") })
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	if err := writer.EnsureSession(context.Background(), "live-1", "live-1"); err != nil {
+		t.Fatal(err)
+	}
+	record("first", "in_progress")
+
+	dom := dumpDOM(t, base+"session?id=live-1", "--virtual-time-budget=5000")
+	attrs := selfCheck(t, dom)
+	if n, _ := strconv.Atoi(attrs["renders"]); n < 2 {
+		t.Fatalf("the page did not redraw: %v", attrs)
+	}
+	wantAttr(t, attrs, "tree-nodes", "2")
+	wantAttr(t, attrs, "bars", "2")
+	if !strings.Contains(dom, "written while the page is open late") || !strings.Contains(dom, `class="bar complete"`) {
+		t.Errorf("the redraw lacks the new card or the settled status")
+	}
+
+	list := dumpDOM(t, base, "--virtual-time-budget=3000")
+	wantAttr(t, selfCheck(t, list), "rows", "1")
+}
+
+// A session with 5,000 subagents: nested three deep, up to 200 running at
+// once, some failed, cancelled, open or in the background. The numbers
+// (server time, the page's own render time) are logged, not asserted.
+func TestBrowserFiveThousandSubagents(t *testing.T) {
+	chromiumBinary(t)
+	t.Parallel()
+	const n = 5000
+	dsn := filepath.Join(t.TempDir(), "big.db")
+	s, base := serveStore(t, dsn, nil)
+	ctx := context.Background()
+	if err := s.EnsureSession(ctx, "big", "big"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC)
+	seedStart := time.Now()
+	for i := range n {
+		f := persistence.Frame{TaskSessionID: "big", TaskID: "big", ToolCallID: fmt.Sprintf("call-%05d", i),
+			ExecutionID: web.ExecutionID("claude", "r"), Description: fmt.Sprintf("subagent %d", i),
+			SubagentType: "general-purpose", TotalTokens: int64(100 + i), DurationMs: int64(1000 + i%700*10),
+			IsAsync: i%50 == 7, ObservedAt: start.Add(time.Duration(i) * 50 * time.Millisecond)}
+		if i >= 10 {
+			f.ParentToolCallID = fmt.Sprintf("call-%05d", i/10)
+		}
+		if err := s.Upsert(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+		if i%97 == 3 {
+			continue // stays open
+		}
+		f.ToolStatus = []string{"completed", "completed", "completed", "failed", "cancelled"}[i%5]
+		f.ObservedAt = f.ObservedAt.Add(time.Duration(1+i%200) * 50 * time.Millisecond)
+		if err := s.Upsert(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("seeded %d subagents in %v", n, time.Since(seedStart))
+
+	// Server time, measured around the handler.
+	h := web.Handler(s, web.Options{})
+	for range 3 {
+		req := httptest.NewRequest(http.MethodGet, "/session?id=big", nil)
+		rec := httptest.NewRecorder()
+		t0 := time.Now()
+		h.ServeHTTP(rec, req)
+		t.Logf("5,000 subagents: server time %v (%d bytes)", time.Since(t0), rec.Body.Len())
+	}
+
+	dom := dumpDOM(t, base+"session?id=big")
+	attrs := selfCheck(t, dom)
+	wantAttr(t, attrs, "tree-nodes", strconv.Itoa(n))
+	wantAttr(t, attrs, "bars", strconv.Itoa(n))
+	wantAttr(t, attrs, "injected", "0")
+	t.Logf("5,000 subagents in Chromium: server %s ms (Server-Timing), page render %s ms, %s lanes",
+		attrs["server-ms"], attrs["render-ms"], attrs["lanes"])
+}

@@ -1,0 +1,278 @@
+// Package web serves acpscope's stored sessions to a browser: the sessions
+// list, and one session as a subagent tree and a timeline, updated live
+// while another process writes to the same store. It only reads the store.
+//
+// Every string on the pages came from an agent and is treated as hostile:
+// html/template escapes it in HTML and attributes, page data reaches the
+// script as JSON (in a <script type="application/json"> block or from the
+// JSON endpoints) and is put into the DOM only as text, and a strict
+// Content-Security-Policy allows no inline script at all.
+package web
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/persistence"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+var templates = template.Must(template.ParseFS(templateFS, "templates/*.html"))
+
+// ContentSecurityPolicy is sent with every response: only the server's own
+// script, style and JSON, no inline script or style element, no framing,
+// no plugins, forms only to the server.
+const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// Options configures Handler.
+type Options struct {
+	// LoopbackOnly rejects requests whose Host is not a loopback name or
+	// address (a DNS-rebinding page cannot read the store through the
+	// browser).
+	LoopbackOnly bool
+	// PollInterval is how often an open page asks whether the store
+	// changed (default 2s).
+	PollInterval time.Duration
+	// Log receives request errors (default slog.Default()).
+	Log *slog.Logger
+}
+
+type server struct {
+	store *persistence.Store
+	opts  Options
+	mux   *http.ServeMux
+}
+
+// Handler serves the pages, the JSON API and the embedded assets from s:
+//
+//	GET /                      the sessions list (?agent=NAME&q=TEXT)
+//	GET /session?id=ID         one session: subagent tree and timeline
+//	GET /api/sessions          the list as JSON (same parameters)
+//	GET /api/session?id=ID     one session's view as JSON
+//	GET /api/changes[?id=ID]   {"token": …}: moves when the session (or,
+//	                           without id, the store) changed
+//	GET /static/…              the embedded script and style sheet
+func Handler(s *persistence.Store, opts Options) http.Handler {
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 2 * time.Second
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	srv := &server{store: s, opts: opts, mux: http.NewServeMux()}
+	static, _ := fs.Sub(staticFS, "static")
+	srv.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	srv.mux.HandleFunc("GET /{$}", srv.listPage)
+	srv.mux.HandleFunc("GET /session", srv.sessionPage)
+	srv.mux.HandleFunc("GET /api/sessions", srv.listJSON)
+	srv.mux.HandleFunc("GET /api/session", srv.sessionJSON)
+	srv.mux.HandleFunc("GET /api/changes", srv.changesJSON)
+	return srv
+}
+
+// ServeHTTP sets the security headers on every response, then routes.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", ContentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	if s.opts.LoopbackOnly && !loopbackHost(r.Host) {
+		http.Error(w, "acpscope web answers only requests to a loopback host", http.StatusMisdirectedRequest)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// loopbackHost reports whether a Host header names this machine's
+// loopback: localhost or a loopback address, with or without a port.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// listData is the sessions page's data.
+type listData struct {
+	Agents []string     `json:"agents"`
+	Agent  string       `json:"agent"`
+	Text   string       `json:"text"`
+	Rows   []SessionRow `json:"rows"`
+	Token  string       `json:"token"`
+	Poll   int64        `json:"poll_ms"`
+	Limit  int          `json:"limit"`
+}
+
+// pageData wraps a page's data for its template.
+type pageData struct {
+	Title string
+	Page  string
+	Data  any
+	// Session is set on the session page.
+	Session *SessionRow
+}
+
+func (s *server) query(r *http.Request) Query {
+	q := r.URL.Query()
+	return Query{Agent: q.Get("agent"), Text: q.Get("q"), Limit: persistence.DefaultSessionLimit}
+}
+
+func (s *server) loadList(ctx context.Context, q Query) (listData, error) {
+	// The token first: a write racing the read moves the store past it.
+	token, err := FamilyToken(ctx, s.store, "")
+	if err != nil {
+		return listData{}, err
+	}
+	rows, err := ListSessions(ctx, s.store, q)
+	if err != nil {
+		return listData{}, err
+	}
+	if rows == nil {
+		rows = []SessionRow{}
+	}
+	return listData{Agents: agentOptions(q.Agent), Agent: q.Agent, Text: q.Text, Rows: rows, Token: token,
+		Poll: s.opts.PollInterval.Milliseconds(), Limit: q.Limit}, nil
+}
+
+func (s *server) listPage(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	d, err := s.loadList(r.Context(), s.query(r))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, r, "list.html", pageData{Title: "sessions", Page: "sessions", Data: d}, start)
+}
+
+func (s *server) listJSON(w http.ResponseWriter, r *http.Request) {
+	d, err := s.loadList(r.Context(), s.query(r))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, d)
+}
+
+// sessionData is the session page's data.
+type sessionData struct {
+	View SessionView `json:"view"`
+	Poll int64       `json:"poll_ms"`
+}
+
+func (s *server) loadSession(w http.ResponseWriter, r *http.Request) (sessionData, bool) {
+	id := r.URL.Query().Get("id")
+	v, ok, err := LoadSession(r.Context(), s.store, id)
+	if err != nil {
+		s.fail(w, r, err)
+		return sessionData{}, false
+	}
+	if !ok {
+		http.Error(w, "no such session", http.StatusNotFound)
+		return sessionData{}, false
+	}
+	return sessionData{View: v, Poll: s.opts.PollInterval.Milliseconds()}, true
+}
+
+func (s *server) sessionPage(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	d, ok := s.loadSession(w, r)
+	if !ok {
+		return
+	}
+	s.render(w, r, "session.html", pageData{Title: "session " + d.View.Session.ID, Page: "session",
+		Data: d, Session: &d.View.Session}, start)
+}
+
+func (s *server) sessionJSON(w http.ResponseWriter, r *http.Request) {
+	if d, ok := s.loadSession(w, r); ok {
+		s.writeJSON(w, d)
+	}
+}
+
+func (s *server) changesJSON(w http.ResponseWriter, r *http.Request) {
+	token, err := FamilyToken(r.Context(), s.store, r.URL.Query().Get("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, map[string]string{"token": token})
+}
+
+// render executes a page template into a buffer (so a failure sends a
+// clean 500) and reports the server time in a Server-Timing header, which
+// the page's self-check reads.
+func (s *server) render(w http.ResponseWriter, r *http.Request, name string, d pageData, start time.Time) {
+	var buf strings.Builder
+	if err := templates.ExecuteTemplate(&buf, name, d); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Server-Timing", serverTiming(time.Since(start)))
+	_, _ = w.Write([]byte(buf.String()))
+}
+
+func serverTiming(d time.Duration) string {
+	return "app;dur=" + strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64)
+}
+
+func (s *server) writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(b)
+}
+
+func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		return // the client went away
+	}
+	s.opts.Log.Warn("acpscope web: request failed", "path", r.URL.Path, "error", err)
+	http.Error(w, "the store could not be read", http.StatusInternalServerError)
+}
+
+// agentOptions is the agent filter's choices: every dialect, plus the
+// current value when it is none of them (it is shown, not trusted).
+func agentOptions(current string) []string {
+	out := adapter.Registered()
+	if current != "" && !slices.Contains(out, current) {
+		out = append(out, current)
+	}
+	return out
+}
+
+// URL is the address to open for a server listening on addr.
+func URL(addr net.Addr) string {
+	return fmt.Sprintf("http://%s/", addr.String())
+}

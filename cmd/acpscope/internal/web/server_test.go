@@ -1,0 +1,247 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"html"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kdlbs/acp-go-sdk/persistence"
+)
+
+// xssCorpus is agent text built to escape each context of the pages: HTML
+// text, attributes, URLs, the JSON script block, and SVG/MathML parsing.
+var xssCorpus = []string{
+	`<script>document.body.dataset.xss="script"</script>`,
+	`"><img src=x onerror="document.body.dataset.xss='img'">`,
+	`' onmouseover='document.body.dataset.xss=1' x='`,
+	`javascript:document.body.dataset.xss="href"`,
+	`<svg onload="document.body.dataset.xss='svg'"><script>document.body.dataset.xss=1</script></svg>`,
+	`</script><script>document.body.dataset.xss="break"</script>`,
+	`<iframe srcdoc="<script>parent.document.body.dataset.xss=1</script>"></iframe>`,
+	`<a href="javascript:document.body.dataset.xss=1">click</a>`,
+	`<math><mtext><table><mglyph><style><img src=x onerror="document.body.dataset.xss='mxss'">`,
+	"{{.}} ${document.body.dataset.xss=1} \u2028\u2029 <!-- <style>*{display:none}</style>",
+}
+
+// hostileSession is a session id from the corpus too.
+const hostileSession = `s"><svg onload="document.body.dataset.xss='sid'">`
+
+func openStore(t testing.TB) *persistence.Store {
+	t.Helper()
+	s, err := persistence.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "web.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func upsert(t testing.TB, s *persistence.Store, f persistence.Frame) {
+	t.Helper()
+	if f.TaskID == "" {
+		f.TaskID = f.TaskSessionID
+	}
+	if err := s.EnsureSession(context.Background(), f.TaskSessionID, f.TaskID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Upsert(context.Background(), f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func seedHostile(t testing.TB, s *persistence.Store) {
+	t.Helper()
+	for i, p := range xssCorpus {
+		upsert(t, s, persistence.Frame{TaskSessionID: hostileSession, ToolCallID: "call-" + p,
+			ExecutionID: ExecutionID("claude", "r"), ParentToolCallID: p, ToolStatus: []string{"completed", "failed"}[i%2],
+			Description: p, SubagentType: p, Model: p, AgentID: p, Status: p, ChildSessionID: p,
+			ObservedAt: t0.Add(time.Duration(i) * time.Second)})
+	}
+}
+
+func get(t *testing.T, h http.Handler, target string) *http.Response {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, target, nil)
+	req.Host = "127.0.0.1:8765"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Result()
+}
+
+func bodyOf(t *testing.T, r *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+var dataBlock = regexp.MustCompile(`(?s)<script type="application/json" id="page-data">(.*?)</script>`)
+
+func TestHostileTextIsEscapedEverywhere(t *testing.T) {
+	s := openStore(t)
+	seedHostile(t, s)
+	h := Handler(s, Options{LoopbackOnly: true})
+	for _, target := range []string{"/", "/?q=" + url.QueryEscape(xssCorpus[1]), "/session?id=" + url.QueryEscape(hostileSession)} {
+		res := get(t, h, target)
+		page := bodyOf(t, res)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", target, res.StatusCode, page)
+		}
+		// The only markup is the template's: escaped text holds no '<', so
+		// every tag outside the data block is one the templates wrote.
+		checkMarkup(t, target, page)
+		m := dataBlock.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("%s: no data block", target)
+		}
+		// The block is JSON that round-trips every string exactly.
+		var data map[string]any
+		if err := json.Unmarshal([]byte(m[1]), &data); err != nil {
+			t.Fatalf("%s: data block is not JSON: %v", target, err)
+		}
+	}
+	// The session page's heading shows the id as text.
+	page := bodyOf(t, get(t, h, "/session?id="+url.QueryEscape(hostileSession)))
+	if !strings.Contains(page, "<code id=\"session-id\">"+html.EscapeString(hostileSession)+"</code>") &&
+		!strings.Contains(page, "<code id=\"session-id\">"+templateEscaped(hostileSession)+"</code>") {
+		t.Errorf("session id not shown escaped:\n%s", page)
+	}
+	// The JSON API round-trips the strings.
+	var d sessionData
+	if err := json.Unmarshal([]byte(bodyOf(t, get(t, h, "/api/session?id="+url.QueryEscape(hostileSession)))), &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.View.Cards) != len(xssCorpus) {
+		t.Fatalf("%d cards", len(d.View.Cards))
+	}
+	for i, c := range d.View.Cards {
+		if c.Description != xssCorpus[i] || c.Model != xssCorpus[i] || c.ToolCallID != "call-"+xssCorpus[i] {
+			t.Errorf("card %d: %q", i, c.Description)
+		}
+	}
+}
+
+// checkMarkup fails when page holds markup only an escaping failure could
+// have put there.
+func checkMarkup(t *testing.T, target, page string) {
+	t.Helper()
+	for _, bad := range InjectedMarkup(page) {
+		t.Errorf("%s: injected %s", target, bad)
+	}
+}
+
+// templateEscaped is html/template's escaping of text (it writes &#34; and
+// &#39; for quotes).
+func templateEscaped(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace(s)
+}
+
+func TestSecurityHeadersOnEveryResponse(t *testing.T) {
+	s := openStore(t)
+	seedHostile(t, s)
+	h := Handler(s, Options{LoopbackOnly: true})
+	for _, target := range []string{"/", "/session?id=x", "/session?id=" + url.QueryEscape(hostileSession), "/api/sessions",
+		"/api/session?id=nope", "/api/changes", "/static/app.js", "/static/app.css", "/nope", "/static/nope"} {
+		res := get(t, h, target)
+		if got := res.Header.Get("Content-Security-Policy"); got != ContentSecurityPolicy ||
+			!strings.Contains(got, "default-src 'self'") || strings.Contains(got, "unsafe") {
+			t.Errorf("%s: CSP %q", target, got)
+		}
+		if res.Header.Get("X-Content-Type-Options") != "nosniff" || res.Header.Get("X-Frame-Options") != "DENY" {
+			t.Errorf("%s: headers %v", target, res.Header)
+		}
+	}
+	for target, want := range map[string]int{"/session?id=x": 404, "/api/session?id=x": 404, "/nope": 404, "/static/app.js": 200} {
+		if got := get(t, h, target).StatusCode; got != want {
+			t.Errorf("%s: status %d, want %d", target, got, want)
+		}
+	}
+	if ct := get(t, h, "/static/app.js").Header.Get("Content-Type"); !strings.Contains(ct, "javascript") {
+		t.Errorf("app.js content type %q", ct)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("x"))
+	req.Host = "127.0.0.1"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST: %d", rec.Code)
+	}
+}
+
+func TestLoopbackHostOnly(t *testing.T) {
+	h := Handler(openStore(t), Options{LoopbackOnly: true})
+	for host, ok := range map[string]bool{
+		"127.0.0.1:8765": true, "localhost:8765": true, "LOCALHOST": true, "[::1]:8765": true, "127.8.9.1": true,
+		"evil.example:8765": false, "10.0.0.1:8765": false, "localhost.evil.example": false, "": false,
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/api/changes", nil)
+		req.Host = host
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if (rec.Code == http.StatusOK) != ok {
+			t.Errorf("Host %q: status %d", host, rec.Code)
+		}
+	}
+}
+
+func TestListFilterAndChanges(t *testing.T) {
+	s := openStore(t)
+	upsert(t, s, persistence.Frame{TaskSessionID: "cur-1", ToolCallID: "a", ExecutionID: ExecutionID("cursor", "r"),
+		Description: "Summarize src", ObservedAt: t0})
+	upsert(t, s, persistence.Frame{TaskSessionID: "cl-1", ToolCallID: "b", ExecutionID: ExecutionID("claude", "r"),
+		Description: "Audit docs", ToolStatus: "completed", ObservedAt: t0.Add(time.Second)})
+	h := Handler(s, Options{LoopbackOnly: true})
+	list := func(q string) []string {
+		var d listData
+		if err := json.Unmarshal([]byte(bodyOf(t, get(t, h, "/api/sessions"+q))), &d); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range d.Rows {
+			ids = append(ids, r.ID+"/"+r.Agent+"/"+r.Status)
+		}
+		return ids
+	}
+	for q, want := range map[string]string{
+		"":                    "cl-1/claude/complete,cur-1/cursor/open",
+		"?agent=cursor":       "cur-1/cursor/open",
+		"?q=AUDIT":            "cl-1/claude/complete",
+		"?agent=claude&q=src": "",
+	} {
+		if got := strings.Join(list(q), ","); got != want {
+			t.Errorf("%q: got %s, want %s", q, got, want)
+		}
+	}
+	token := func(q string) string {
+		var d map[string]string
+		if err := json.Unmarshal([]byte(bodyOf(t, get(t, h, "/api/changes"+q))), &d); err != nil {
+			t.Fatal(err)
+		}
+		return d["token"]
+	}
+	all, cur, cl := token(""), token("?id=cur-1"), token("?id=cl-1")
+	upsert(t, s, persistence.Frame{TaskSessionID: "cur-1", ToolCallID: "a", ExecutionID: ExecutionID("cursor", "r"),
+		ToolStatus: "completed", ObservedAt: t0.Add(time.Minute)})
+	if token("") == all || token("?id=cur-1") == cur || token("?id=cl-1") != cl {
+		t.Fatal("change tokens did not move exactly where the store changed")
+	}
+	// The session page's token is the one /api/changes reports.
+	var d sessionData
+	if err := json.Unmarshal([]byte(bodyOf(t, get(t, h, "/api/session?id=cur-1"))), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.View.Token != token("?id=cur-1") || d.View.Session.Status != persistence.SessionComplete {
+		t.Fatalf("view token %q status %q", d.View.Token, d.View.Session.Status)
+	}
+}

@@ -1,0 +1,289 @@
+// acpscope web: renders the page data (JSON from the server) into the DOM.
+// Every string from the store is agent-supplied: it reaches the page only
+// through textContent, title or dataset, never as markup.
+"use strict";
+
+(function () {
+  var body = document.body;
+  var selfCheck = { renders: 0 };
+
+  function readData() {
+    var el = document.getElementById("page-data");
+    return el ? JSON.parse(el.textContent) : null;
+  }
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+
+  function fmtTime(iso) {
+    if (!iso) return "–";
+    return iso.replace("T", " ").replace(/\.\d+Z$/, "Z").replace(/Z$/, "");
+  }
+
+  function fmtMs(ms) {
+    if (ms === null || ms === undefined) return "–";
+    if (ms < 1000) return ms + " ms";
+    if (ms < 60000) return (ms / 1000).toFixed(1) + " s";
+    return Math.floor(ms / 60000) + " min " + Math.round((ms % 60000) / 1000) + " s";
+  }
+
+  function fmtNum(n) {
+    return n === null || n === undefined ? "not reported" : String(n);
+  }
+
+  // serverMs is the server time of this page, from its Server-Timing header.
+  function serverMs() {
+    var nav = performance.getEntriesByType && performance.getEntriesByType("navigation")[0];
+    if (!nav || !nav.serverTiming) return "";
+    for (var i = 0; i < nav.serverTiming.length; i++) {
+      if (nav.serverTiming[i].name === "app") return nav.serverTiming[i].duration.toFixed(1);
+    }
+    return "";
+  }
+
+  // recordCheck publishes what the page rendered, for the browser tests: a
+  // DOM dump shows these attributes. injected counts elements no renderer
+  // here creates (an escaping failure would add them).
+  function recordCheck(extra) {
+    selfCheck.renders++;
+    var injected = document.querySelectorAll(
+      "main script, main iframe, main object, main embed, main svg, main img, main [onerror], main [onload], " +
+      "main [onclick], main [onmouseover], main a[href^='javascript:' i], main form[action]:not(.filter)"
+    ).length;
+    var ds = body.dataset;
+    ds.renders = String(selfCheck.renders);
+    ds.injected = String(injected);
+    ds.serverMs = serverMs();
+    for (var k in extra) ds[k] = String(extra[k]);
+    ds.selfcheck = "done";
+  }
+
+  function poll(url, token, onChange, interval) {
+    function tick() {
+      fetch(url, { credentials: "same-origin", cache: "no-store" })
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (d) {
+          var live = document.getElementById("live");
+          if (live) live.classList.toggle("off", !d);
+          if (d && d.token !== token) {
+            token = d.token;
+            return onChange();
+          }
+        })
+        .catch(function () {
+          var live = document.getElementById("live");
+          if (live) live.classList.add("off");
+        })
+        .then(function () { setTimeout(tick, interval); });
+    }
+    setTimeout(tick, interval);
+  }
+
+  // --- sessions page -------------------------------------------------------
+
+  function renderSessions(d) {
+    var t0 = performance.now();
+    var tbody = document.querySelector("#sessions tbody");
+    var frag = document.createDocumentFragment();
+    var listed = {};
+    d.rows.forEach(function (r) { listed[r.id] = true; });
+    var childOf = {};
+    d.rows.forEach(function (r) {
+      (r.child_sessions || []).forEach(function (c) { if (listed[c]) childOf[c] = r.id; });
+    });
+    d.rows.forEach(function (r) {
+      var tr = el("tr", "st-" + r.status);
+      var td = el("td");
+      var a = el("a", null, r.id);
+      a.href = "/session?id=" + encodeURIComponent(r.id);
+      if (childOf[r.id]) {
+        td.appendChild(el("span", "child-mark", "↳ "));
+        a.title = "subagent session of " + childOf[r.id];
+      }
+      td.appendChild(a);
+      tr.appendChild(td);
+      tr.appendChild(el("td", null, r.agent || "–"));
+      tr.appendChild(el("td", null, fmtTime(r.started)));
+      tr.appendChild(el("td", "num", r.turns));
+      tr.appendChild(el("td", "num", r.cards));
+      tr.appendChild(el("td", null, r.status)).appendChild(el("span", "dot " + r.status));
+      frag.appendChild(tr);
+    });
+    tbody.replaceChildren(frag);
+    document.getElementById("empty").hidden = d.rows.length > 0;
+    recordCheck({ rows: d.rows.length, renderMs: (performance.now() - t0).toFixed(1) });
+  }
+
+  function sessionsPage(d) {
+    renderSessions(d);
+    var qs = "agent=" + encodeURIComponent(d.agent) + "&q=" + encodeURIComponent(d.text);
+    poll("/api/changes", d.token, function () {
+      return fetch("/api/sessions?" + qs, { cache: "no-store" })
+        .then(function (r) { return r.json(); })
+        .then(renderSessions);
+    }, d.poll_ms);
+  }
+
+  // --- session page ---------------------------------------------------------
+
+  var current = null; // the SessionView drawn
+  var selected = -1;
+
+  function label(c) {
+    var head = c.subagent_type || "subagent";
+    return c.description ? head + " · " + c.description : head;
+  }
+
+  function renderTree(view) {
+    var cards = view.cards;
+    var kids = cards.map(function () { return []; });
+    var roots = [];
+    cards.forEach(function (c, i) {
+      if (c.parent >= 0 && c.parent < cards.length) kids[c.parent].push(i);
+      else roots.push(i);
+    });
+    var top = el("ul", "tree-root");
+    // Iterative depth-first build: a chain may be thousands deep.
+    var stack = [];
+    for (var r = roots.length - 1; r >= 0; r--) stack.push([roots[r], top]);
+    while (stack.length) {
+      var item = stack.pop();
+      var i = item[0], c = cards[i];
+      var li = el("li", "node st-" + c.status + (c.is_async ? " async" : ""));
+      li.dataset.i = String(i);
+      var row = el("div", "row");
+      row.appendChild(el("span", "dot " + c.status));
+      var lab = el("span", "label", label(c));
+      lab.title = c.tool_call_id;
+      row.appendChild(lab);
+      if (c.child_session_id) row.appendChild(el("span", "tag", "session"));
+      if (c.is_async) row.appendChild(el("span", "tag bg", "background"));
+      row.appendChild(el("span", "meta", c.tool_status || "pending"));
+      li.appendChild(row);
+      item[1].appendChild(li);
+      if (kids[i].length) {
+        var ul = el("ul");
+        li.appendChild(ul);
+        for (var k = kids[i].length - 1; k >= 0; k--) stack.push([kids[i][k], ul]);
+      }
+    }
+    var tree = document.getElementById("tree");
+    tree.replaceChildren(top);
+    if (!cards.length) tree.appendChild(el("p", "note", "No subagent cards stored for this session."));
+  }
+
+  var LANE = 16; // px per lane
+
+  function renderTimeline(view) {
+    var tl = document.getElementById("timeline");
+    var span = Math.max(view.span, 1);
+    var frag = document.createDocumentFragment();
+    view.cards.forEach(function (c, i) {
+      var bar = el("div", "bar " + c.status + (c.is_async ? " async" : ""));
+      bar.dataset.i = String(i);
+      bar.title = label(c) + " — " + c.tool_call_id;
+      bar.style.left = (100 * c.start / span) + "%";
+      bar.style.width = "max(3px, " + (100 * (c.end - c.start) / span) + "%)";
+      bar.style.top = (c.lane * LANE) + "px";
+      frag.appendChild(bar);
+    });
+    tl.replaceChildren(frag);
+    tl.style.height = (Math.max(view.lanes, 1) * LANE) + "px";
+    var axis = document.getElementById("axis");
+    axis.replaceChildren(el("span", null, "0"), el("span", "end", fmtMs(view.span)));
+  }
+
+  function renderSummary(view) {
+    var s = view.session;
+    var parts = [
+      "agent " + (s.agent || "unknown"),
+      "started " + fmtTime(s.started),
+      s.turns + (s.turns === 1 ? " turn" : " turns"),
+      view.cards.length + " cards",
+      view.lanes + (view.lanes === 1 ? " lane" : " lanes"),
+      "status " + s.status
+    ];
+    if (view.family.length > 1) parts.push((view.family.length - 1) + " subagent sessions");
+    document.getElementById("summary").textContent = parts.join(" · ");
+  }
+
+  function showDetails(i) {
+    var aside = document.getElementById("details");
+    var c = current && current.cards[i];
+    document.querySelectorAll(".sel").forEach(function (e) { e.classList.remove("sel"); });
+    if (!c) { aside.hidden = true; selected = -1; return; }
+    selected = i;
+    document.querySelectorAll('[data-i="' + i + '"]').forEach(function (e) { e.classList.add("sel"); });
+    var dl = document.getElementById("details-list");
+    var rows = [
+      ["Description", c.description || "–"],
+      ["Prompt", "not stored (the store keeps no prompt)"],
+      ["Type", c.subagent_type || "–"],
+      ["Model", c.model || "–"],
+      ["Tokens", fmtNum(c.total_tokens)],
+      ["Tool uses", fmtNum(c.tool_use_count)],
+      ["Duration", c.duration_ms === null ? "not reported" : fmtMs(c.duration_ms)],
+      ["Result", "not stored (the store keeps no result text)"],
+      ["Tool status", c.tool_status || "–"],
+      ["Agent status", c.agent_status || "–"],
+      ["Background", c.is_async ? "yes" : "no"],
+      ["Tool call", c.tool_call_id],
+      ["Parent tool call", c.parent_tool_call_id || "–"],
+      ["Session", c.session_id],
+      ["Child session", c.child_session_id || "–"],
+      ["Agent id", c.agent_id || "–"],
+      ["Execution", c.execution],
+      ["First seen (UTC)", fmtTime(c.observed_at)],
+      ["Settled (UTC)", fmtTime(c.settled_at)],
+      ["Source", c.source]
+    ];
+    var frag = document.createDocumentFragment();
+    rows.forEach(function (r) {
+      frag.appendChild(el("dt", null, r[0]));
+      frag.appendChild(el("dd", null, r[1]));
+    });
+    dl.replaceChildren(frag);
+    aside.hidden = false;
+  }
+
+  function renderSession(d) {
+    var t0 = performance.now();
+    current = d.view;
+    renderSummary(current);
+    renderTree(current);
+    renderTimeline(current);
+    if (selected >= 0) showDetails(selected);
+    recordCheck({
+      treeNodes: document.querySelectorAll("#tree li.node").length,
+      bars: document.querySelectorAll("#timeline .bar").length,
+      lanes: current.lanes,
+      cards: current.cards.length,
+      renderMs: (performance.now() - t0).toFixed(1)
+    });
+  }
+
+  function sessionPage(d) {
+    var m = /^#card-(\d+)$/.exec(location.hash);
+    if (m) selected = Number(m[1]);
+    renderSession(d);
+    document.querySelector("main").addEventListener("click", function (ev) {
+      var t = ev.target.closest("[data-i]");
+      if (t) showDetails(Number(t.dataset.i));
+    });
+    var id = encodeURIComponent(d.view.session.id);
+    poll("/api/changes?id=" + id, d.view.token, function () {
+      return fetch("/api/session?id=" + id, { cache: "no-store" })
+        .then(function (r) { return r.json(); })
+        .then(renderSession);
+    }, d.poll_ms);
+  }
+
+  var data = readData();
+  if (!data) return;
+  if (body.dataset.page === "sessions") sessionsPage(data);
+  else if (body.dataset.page === "session") sessionPage(data);
+})();

@@ -1,0 +1,300 @@
+package web
+
+import (
+	"container/heap"
+	"context"
+	"sort"
+	"time"
+
+	"github.com/kdlbs/acp-go-sdk/persistence"
+)
+
+// Card is one stored subagent card as the session page shows it: in the
+// tree (Parent, Depth) and on the timeline (Start, End, Lane). Times are
+// milliseconds since SessionView.Origin.
+type Card struct {
+	SessionID        string `json:"session_id"`
+	ToolCallID       string `json:"tool_call_id"`
+	ParentToolCallID string `json:"parent_tool_call_id,omitempty"`
+	Execution        string `json:"execution"`
+	// Parent is the index of the card this one hangs under in the tree: its
+	// parent tool call in the same session, else the card that launched its
+	// (child) session; -1 at the top.
+	Parent int `json:"parent"`
+	Depth  int `json:"depth"`
+
+	Description    string `json:"description,omitempty"`
+	SubagentType   string `json:"subagent_type,omitempty"`
+	Model          string `json:"model,omitempty"`
+	AgentID        string `json:"agent_id,omitempty"`
+	AgentStatus    string `json:"agent_status,omitempty"`
+	ToolStatus     string `json:"tool_status,omitempty"`
+	ChildSessionID string `json:"child_session_id,omitempty"`
+	// Status is the card's status class: open, complete, error or
+	// cancelled.
+	Status       string `json:"status"`
+	IsAsync      bool   `json:"is_async,omitempty"`
+	TotalTokens  *int64 `json:"total_tokens"`
+	ToolUseCount *int64 `json:"tool_use_count"`
+	DurationMs   *int64 `json:"duration_ms"`
+	Source       string `json:"source"`
+
+	Observed time.Time  `json:"observed_at"`
+	Settled  *time.Time `json:"settled_at"`
+	// Start and End delimit the timeline bar: first seen to terminal status,
+	// or to the session's latest update while the card is open.
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+	Lane  int   `json:"lane"`
+}
+
+// SessionView is everything the session page draws.
+type SessionView struct {
+	Session SessionRow `json:"session"`
+	// Family lists the session and its child sessions (breadth first).
+	Family []string `json:"family"`
+	Cards  []Card   `json:"cards"`
+	// Origin is the earliest observation; Span the timeline's length in ms.
+	Origin *time.Time `json:"origin"`
+	Span   int64      `json:"span"`
+	Lanes  int        `json:"lanes"`
+	// Token is the change mark of the family when the view was read.
+	Token string `json:"token"`
+}
+
+// LoadSession reads one session's view; ok is false when it is not stored.
+func LoadSession(ctx context.Context, s *persistence.Store, id string) (v SessionView, ok bool, err error) {
+	sum, ok, err := s.Session(ctx, id)
+	if err != nil || !ok {
+		return v, ok, err
+	}
+	// The mark is read first: a write racing the read moves the mark past
+	// the token, and the next poll re-reads.
+	token, err := FamilyToken(ctx, s, id)
+	if err != nil {
+		return v, false, err
+	}
+	family, rows, err := s.ListFamily(ctx, id)
+	if err != nil {
+		return v, false, err
+	}
+	v = BuildView(rowOf(sum), rows)
+	v.Family = family
+	v.Token = token
+	return v, true, nil
+}
+
+// FamilyToken is the change token of a session and its child sessions;
+// with id "" it covers the whole store.
+func FamilyToken(ctx context.Context, s *persistence.Store, id string) (string, error) {
+	var family []string
+	if id != "" {
+		var err error
+		if family, err = s.SessionFamily(ctx, id); err != nil {
+			return "", err
+		}
+	}
+	mark, err := s.Changes(ctx, family...)
+	return mark.Token(), err
+}
+
+// BuildView lays out a session's cards (the root session's first, as
+// persistence.Store.ListFamily returns them): tree parents and depths,
+// timeline bars and lanes.
+func BuildView(session SessionRow, rows []persistence.SubagentContext) SessionView {
+	v := SessionView{Session: session, Cards: make([]Card, len(rows))}
+	if len(rows) == 0 {
+		return v
+	}
+	origin, last := rows[0].ObservedAt, rows[0].UpdatedAt
+	for _, r := range rows {
+		if r.ObservedAt.Before(origin) {
+			origin = r.ObservedAt
+		}
+		last = latest(last, r.UpdatedAt, r.ObservedAt)
+		if r.SettledAt != nil {
+			last = latest(last, *r.SettledAt)
+		}
+	}
+	for i, r := range rows {
+		v.Cards[i] = cardOf(r, origin, last)
+	}
+	linkTree(v.Cards, session.ID)
+	v.Lanes = assignLanes(v.Cards)
+	o := origin.UTC()
+	v.Origin = &o
+	v.Span = last.Sub(origin).Milliseconds()
+	return v
+}
+
+func latest(t time.Time, more ...time.Time) time.Time {
+	for _, u := range more {
+		if u.After(t) {
+			t = u
+		}
+	}
+	return t
+}
+
+func cardOf(r persistence.SubagentContext, origin, last time.Time) Card {
+	c := Card{
+		SessionID: r.TaskSessionID, ToolCallID: r.ToolCallID, ParentToolCallID: str(r.ParentToolCallID),
+		Execution:   r.AgentExecutionID,
+		Description: str(r.Description), SubagentType: str(r.SubagentType), Model: str(r.Model),
+		AgentID: str(r.AgentID), AgentStatus: str(r.AgentStatus), ToolStatus: str(r.ToolStatus),
+		ChildSessionID: str(r.ChildSessionID), IsAsync: r.IsAsync,
+		TotalTokens: r.TotalTokens, ToolUseCount: r.ToolUseCount, DurationMs: r.DurationMs,
+		Source: r.Source, Observed: r.ObservedAt.UTC(), Parent: -1,
+	}
+	end := last
+	if r.SettledAt != nil {
+		t := r.SettledAt.UTC()
+		c.Settled, end = &t, t
+	}
+	c.Status = statusClass(c.ToolStatus, r.SettledAt != nil)
+	c.Start = r.ObservedAt.Sub(origin).Milliseconds()
+	c.End = max(end.Sub(origin).Milliseconds(), c.Start)
+	return c
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// statusClass folds the terminal tool statuses into the classes the page
+// colours.
+func statusClass(toolStatus string, settled bool) string {
+	switch {
+	case !settled:
+		return "open"
+	case toolStatus == "error" || toolStatus == "failed":
+		return "error"
+	case toolStatus == "cancelled":
+		return "cancelled"
+	}
+	return "complete"
+}
+
+// linkTree sets every card's Parent and Depth. Stored links are the
+// agent's and may be anything: a link to a missing card, to itself or into
+// a cycle leaves the card at the top.
+func linkTree(cards []Card, root string) {
+	type key struct{ session, call string }
+	byCall := map[key]int{}
+	launcher := map[string]int{} // child session → the card that launched it
+	for i, c := range cards {
+		if _, dup := byCall[key{c.SessionID, c.ToolCallID}]; !dup {
+			byCall[key{c.SessionID, c.ToolCallID}] = i
+		}
+		if c.ChildSessionID != "" && c.ChildSessionID != c.SessionID {
+			if _, dup := launcher[c.ChildSessionID]; !dup {
+				launcher[c.ChildSessionID] = i
+			}
+		}
+	}
+	for i := range cards {
+		c := &cards[i]
+		if p, ok := byCall[key{c.SessionID, c.ParentToolCallID}]; ok && c.ParentToolCallID != "" && p != i {
+			c.Parent = p
+		} else if p, ok := launcher[c.SessionID]; ok && c.SessionID != root && p != i {
+			c.Parent = p
+		}
+	}
+	// Cut cycles: walk up from each card; a card met twice on one walk is
+	// in a cycle and is detached. state: 0 unvisited, 1 on the walk, 2 done.
+	state := make([]byte, len(cards))
+	var path []int
+	for i := range cards {
+		path = path[:0]
+		for j := i; j >= 0 && state[j] != 2; j = cards[j].Parent {
+			if state[j] == 1 {
+				cards[j].Parent = -1
+				break
+			}
+			state[j] = 1
+			path = append(path, j)
+		}
+		for _, j := range path {
+			state[j] = 2
+		}
+	}
+	// Depths, parents first (a parent may come after its child in order).
+	depth := make([]int, len(cards))
+	for i := range depth {
+		depth[i] = -1
+	}
+	var depthOf func(i int) int
+	depthOf = func(i int) int {
+		// Iterative: the chain may be as long as the card list.
+		var chain []int
+		j := i
+		for j >= 0 && depth[j] < 0 {
+			chain = append(chain, j)
+			j = cards[j].Parent
+		}
+		d := -1
+		if j >= 0 {
+			d = depth[j]
+		}
+		for k := len(chain) - 1; k >= 0; k-- {
+			d++
+			depth[chain[k]] = d
+		}
+		return depth[i]
+	}
+	for i := range cards {
+		cards[i].Depth = depthOf(i)
+	}
+}
+
+// assignLanes packs the bars into as few lanes as concurrency allows
+// (interval partitioning: each bar takes the lowest lane free at its
+// start) and returns the number of lanes.
+func assignLanes(cards []Card) int {
+	order := make([]int, len(cards))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return cards[order[a]].Start < cards[order[b]].Start })
+	busy := &laneHeap{less: func(a, b lane) bool { return a.end < b.end }}
+	free := &laneHeap{less: func(a, b lane) bool { return a.id < b.id }}
+	lanes := 0
+	for _, i := range order {
+		c := &cards[i]
+		for busy.Len() > 0 && busy.items[0].end < c.Start {
+			heap.Push(free, heap.Pop(busy))
+		}
+		if free.Len() > 0 {
+			c.Lane = heap.Pop(free).(lane).id
+		} else {
+			c.Lane = lanes
+			lanes++
+		}
+		heap.Push(busy, lane{id: c.Lane, end: c.End})
+	}
+	return lanes
+}
+
+type lane struct {
+	id  int
+	end int64
+}
+
+// laneHeap is a heap of lanes ordered by less.
+type laneHeap struct {
+	items []lane
+	less  func(a, b lane) bool
+}
+
+func (h *laneHeap) Len() int           { return len(h.items) }
+func (h *laneHeap) Less(i, j int) bool { return h.less(h.items[i], h.items[j]) }
+func (h *laneHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *laneHeap) Push(x any)         { h.items = append(h.items, x.(lane)) }
+func (h *laneHeap) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
+}

@@ -1,0 +1,124 @@
+package web
+
+import (
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/kdlbs/acp-go-sdk/persistence"
+)
+
+var t0 = time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC)
+
+// ctxRow builds a stored card: observed at t0+start seconds, settled at
+// t0+end seconds (end < 0: open).
+func ctxRow(session, call, parent, child string, start, end int, status string) persistence.SubagentContext {
+	c := persistence.SubagentContext{TaskSessionID: session, ToolCallID: call, AgentExecutionID: "acpscope-claude-1",
+		ObservedAt: t0.Add(time.Duration(start) * time.Second), Source: persistence.SourceLive}
+	c.UpdatedAt = c.ObservedAt
+	if parent != "" {
+		c.ParentToolCallID = &parent
+	}
+	if child != "" {
+		c.ChildSessionID = &child
+	}
+	if status != "" {
+		c.ToolStatus = &status
+	}
+	if end >= 0 {
+		s := t0.Add(time.Duration(end) * time.Second)
+		c.SettledAt, c.UpdatedAt = &s, s
+	}
+	return c
+}
+
+func parents(v SessionView) []int {
+	var out []int
+	for _, c := range v.Cards {
+		out = append(out, c.Parent)
+	}
+	return out
+}
+
+func TestBuildViewTree(t *testing.T) {
+	rows := []persistence.SubagentContext{
+		ctxRow("root", "a", "", "", 0, 10, "completed"),       // 0: top
+		ctxRow("root", "b", "a", "", 1, 3, "failed"),          // 1: under a
+		ctxRow("root", "c", "b", "", 2, -1, "in_progress"),    // 2: under b, open
+		ctxRow("root", "d", "missing", "", 3, 4, "cancelled"), // 3: parent not stored: top
+		ctxRow("root", "e", "e", "", 4, 5, "completed"),       // 4: its own parent: top
+		ctxRow("root", "f", "g", "", 5, 6, "completed"),       // 5: f ↔ g cycle
+		ctxRow("root", "g", "f", "", 6, 7, "completed"),       // 6
+		ctxRow("root", "s", "", "kid", 7, 9, "completed"),     // 7: launches session kid
+		ctxRow("kid", "k1", "", "", 8, 9, "completed"),        // 8: under s
+		ctxRow("kid", "k2", "k1", "root", 8, 9, "completed"),  // 9: under k1; its child link to root is ignored
+	}
+	v := BuildView(SessionRow{ID: "root"}, rows)
+	got := parents(v)
+	// The f ↔ g cycle is cut at one of its cards; the other keeps its link.
+	if !(got[5] == -1 && got[6] == 5) && !(got[5] == 6 && got[6] == -1) {
+		t.Fatalf("cycle not cut: %v", got)
+	}
+	got[5], got[6] = 0, 0
+	if want := []int{-1, 0, 1, -1, -1, 0, 0, -1, 7, 8}; !slices.Equal(got, want) {
+		t.Fatalf("parents: got %v, want %v", got, want)
+	}
+	var depths []int
+	for _, c := range v.Cards {
+		depths = append(depths, c.Depth)
+	}
+	if depths[2] != 2 || depths[9] != 2 || depths[0] != 0 {
+		t.Fatalf("depths: %v", depths)
+	}
+	if v.Span != 10_000 || v.Cards[2].End != 10_000 || v.Cards[2].Status != "open" ||
+		v.Cards[1].Status != "error" || v.Cards[3].Status != "cancelled" || v.Cards[0].Status != "complete" {
+		t.Fatalf("bars: span %d, open card %+v", v.Span, v.Cards[2])
+	}
+}
+
+func TestAssignLanes(t *testing.T) {
+	rows := []persistence.SubagentContext{
+		ctxRow("s", "a", "", "", 0, 10, "completed"),
+		ctxRow("s", "b", "", "", 1, 3, "completed"),
+		ctxRow("s", "c", "", "", 2, 5, "completed"),
+		ctxRow("s", "d", "", "", 4, 6, "completed"), // b's lane is free again at 4
+		ctxRow("s", "e", "", "", 11, 12, "completed"),
+	}
+	v := BuildView(SessionRow{ID: "s"}, rows)
+	var lanes []int
+	for _, c := range v.Cards {
+		lanes = append(lanes, c.Lane)
+	}
+	if want := []int{0, 1, 2, 1, 0}; !slices.Equal(lanes, want) || v.Lanes != 3 {
+		t.Fatalf("lanes: got %v (%d), want %v (3)", lanes, v.Lanes, want)
+	}
+	// No two bars of one lane overlap.
+	for i, a := range v.Cards {
+		for j, b := range v.Cards {
+			if i < j && a.Lane == b.Lane && a.Start <= b.End && b.Start <= a.End {
+				t.Fatalf("cards %d and %d overlap in lane %d", i, j, a.Lane)
+			}
+		}
+	}
+}
+
+func TestBuildViewEmptyAndLongChain(t *testing.T) {
+	if v := BuildView(SessionRow{ID: "s"}, nil); len(v.Cards) != 0 || v.Origin != nil {
+		t.Fatalf("empty view: %+v", v)
+	}
+	// A 20,000-deep chain, listed child first: depths without recursion.
+	const n = 20000
+	rows := make([]persistence.SubagentContext, n)
+	for i := range rows {
+		parent := ""
+		if i < n-1 {
+			parent = "a" + strconv.Itoa(i+1)
+		}
+		rows[i] = ctxRow("s", "a"+strconv.Itoa(i), parent, "", i, i+1, "completed")
+	}
+	v := BuildView(SessionRow{ID: "s"}, rows)
+	if v.Cards[0].Depth != n-1 || v.Cards[n-1].Depth != 0 {
+		t.Fatalf("depths %d, %d", v.Cards[0].Depth, v.Cards[n-1].Depth)
+	}
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web"
+)
+
+// cmdSessions implements `acpscope sessions [--db DSN] [--agent NAME]
+// [--text TEXT] [--limit N] [--json]`: the recent sessions of the store,
+// most recent first.
+func cmdSessions(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet("sessions", e.stderr)
+	dsn := fs.String("db", "", "database (default: $ACPSCOPE_DB, else the embedded SQLite database)")
+	agent := fs.String("agent", "", "only sessions of this agent dialect (cursor, claude, …)")
+	text := fs.String("text", "", "only sessions whose id or a card's id, description, type, model or status contains this text")
+	limit := fs.Int("limit", 20, "at most this many sessions")
+	asJSON := fs.Bool("json", false, "one JSON object per line per session")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("sessions takes no arguments")
+	}
+	if *limit <= 0 {
+		return usageError("--limit must be positive")
+	}
+	// TODO(lead): OpenReadOnly — a read command must not migrate.
+	s, err := openStore(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	rows, err := web.ListSessions(ctx, s, web.Query{Agent: *agent, Text: *text, Limit: *limit})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeSessionsJSON(e.stdout, rows)
+	}
+	writeSessions(e.stdout, rows)
+	return nil
+}
+
+// writeSessionsJSON prints one JSON object per session.
+func writeSessionsJSON(w io.Writer, rows []web.SessionRow) error {
+	enc := json.NewEncoder(w)
+	for _, r := range rows {
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeSessions prints the sessions as a table. Stored text is the agent's:
+// any field holding a non-printable rune is printed Go-quoted, so no
+// control or bidi character reaches the terminal.
+func writeSessions(w io.Writer, rows []web.SessionRow) {
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "no sessions stored")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tAGENT\tSTARTED\tTURNS\tCARDS\tSTATUS")
+	for _, r := range rows {
+		started := "-"
+		if r.Started != nil {
+			started = r.Started.Format(time.RFC3339)
+		}
+		agent := r.Agent
+		if agent == "" {
+			agent = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", printableField(r.ID), printableField(agent), started, r.Turns, r.Cards, r.Status)
+	}
+	tw.Flush()
+}
+
+// printableField returns s, or s Go-quoted when it holds a rune that is not
+// printable (C0/C1 controls, bidi overrides and other format characters).
+func printableField(s string) string {
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
