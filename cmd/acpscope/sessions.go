@@ -31,8 +31,7 @@ func cmdSessions(ctx context.Context, e env, args []string) error {
 	if *limit <= 0 {
 		return usageError("--limit must be positive")
 	}
-	// TODO(lead): OpenReadOnly — a read command must not migrate.
-	s, err := openStore(ctx, *dsn)
+	s, err := openStoreReadOnly(ctx, *dsn)
 	if err != nil {
 		return err
 	}

@@ -30,8 +30,7 @@ func cmdWeb(ctx context.Context, e env, args []string) error {
 	if *poll < 100*time.Millisecond {
 		return usageError("--poll must be at least 100ms")
 	}
-	// TODO(lead): OpenReadOnly — the web view only reads and must not migrate.
-	s, err := openStore(ctx, *dsn)
+	s, err := openStoreReadOnly(ctx, *dsn)
 	if err != nil {
 		return err
 	}
