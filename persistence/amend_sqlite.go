@@ -115,7 +115,7 @@ func (sqliteEngine) amend(ctx context.Context, s *Store, sh tableShape) (err err
 		return err
 	}
 	for i, q := range rb.statements() {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
+		if _, err := s.exec(ctx, tx, q); err != nil {
 			return fmt.Errorf("%w (statement %d of the rebuild)", err, i+1)
 		}
 		if err := s.failpoint(rb.point(i)); err != nil {
@@ -139,6 +139,15 @@ func (sqliteEngine) amend(ctx context.Context, s *Store, sh tableShape) (err err
 		return err
 	}
 	return tx.Commit()
+}
+
+// amendStatements is the rebuild as text, for the plan.
+func (sqliteEngine) amendStatements(ctx context.Context, q catalogReader, sh tableShape) ([]string, error) {
+	rb, err := sqliteRebuild(ctx, q, sh)
+	if err != nil {
+		return nil, err
+	}
+	return rb.statements(), nil
 }
 
 // catalogReader is a handle or transaction the catalog is read through.

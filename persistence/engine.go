@@ -97,6 +97,11 @@ type engine interface {
 	// procedures (amend_sqlite.go, amend_postgres.go).
 	probe(ctx context.Context, q queryer) (tableShape, error)
 	amend(ctx context.Context, s *Store, sh tableShape) error
+	// amendStatements is what amend would run, as text (for the plan).
+	amendStatements(ctx context.Context, q catalogReader, sh tableShape) ([]string, error)
+	// hasRelation reports whether a table, view or index of that name
+	// exists (in the store's schema).
+	hasRelation(ctx context.Context, q queryer, name string) (bool, error)
 	widen(ctx context.Context, s *Store) (bool, error)
 	// zoneTimes turns the table's timestamp-without-time-zone columns into
 	// timestamptz, reading the stored wall clock as UTC (PostgreSQL).
@@ -185,6 +190,10 @@ func (sqliteEngine) tune() []string             { return nil }
 // malformed document yields NULL and never fails the host's insert.
 func (e sqliteEngine) pairColumnDDL() string {
 	return messagePairColumn + " TEXT GENERATED ALWAYS AS (" + messagePairExpr(e, e.metadataObject("metadata")) + ") VIRTUAL"
+}
+
+func (sqliteEngine) hasRelation(ctx context.Context, q queryer, name string) (bool, error) {
+	return queryBool(ctx, q, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = ?)`, name)
 }
 
 func (sqliteEngine) hasColumn(ctx context.Context, q queryer, table, column string) (bool, error) {
@@ -353,6 +362,11 @@ func (postgresEngine) tune() []string {
 // metadata guard and messagePairExpr.
 func (postgresEngine) pairColumnDDL() string {
 	return messagePairColumn + " TEXT GENERATED ALWAYS AS (" + pgPairFunc + "(metadata)) STORED"
+}
+
+func (postgresEngine) hasRelation(ctx context.Context, q queryer, name string) (bool, error) {
+	return queryBool(ctx, q, `SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	WHERE n.nspname = current_schema() AND c.relname = $1)`, name)
 }
 
 func (postgresEngine) hasColumn(ctx context.Context, q queryer, table, column string) (bool, error) {

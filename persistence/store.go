@@ -44,9 +44,25 @@ type hooks struct {
 	// fail is consulted at each named point of a migration step; a non-nil
 	// result aborts the step there, as a failing statement would.
 	fail func(point string) error
+	// executed sees the text of every statement a migration runs.
+	executed func(sql string)
 	// betweenHealthQueries runs inside the health transaction after the
 	// key read (which fixes the snapshot) and before the comparison.
 	betweenHealthQueries func()
+}
+
+// exec runs one migration statement through x, letting the executed hook
+// see it first.
+func (s *Store) exec(ctx context.Context, x execer, q string, args ...any) (sql.Result, error) {
+	s.trace(q)
+	return x.ExecContext(ctx, q, args...)
+}
+
+// trace shows a migration statement to the executed hook.
+func (s *Store) trace(q string) {
+	if s.hooks.executed != nil {
+		s.hooks.executed(q)
+	}
 }
 
 func (s *Store) failpoint(point string) error {

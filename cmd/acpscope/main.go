@@ -8,6 +8,7 @@
 //	acpscope replay [flags] [CAPTURE]          replay a capture (the bundled demo without one)
 //	acpscope subagents --session ID [--db DSN] list stored subagent contexts
 //	acpscope health [--db DSN]                 run the persistence health check
+//	acpscope migrate [--dry-run] [--db DSN]    bring the database up to date
 //	acpscope cursor doctor                     report Cursor CLI discovery and compatibility
 //
 // Exit codes: 0 success; 1 the agent or the turn failed; 2 usage or input
@@ -71,6 +72,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdSubagents(ctx, e, args[1:])
 	case "health":
 		err = cmdHealth(ctx, e, args[1:])
+	case "migrate":
+		err = cmdMigrate(ctx, e, args[1:])
 	case "cursor":
 		err = cmdCursor(ctx, e, args[1:])
 	case "help", "-h", "--help":
@@ -108,6 +111,7 @@ Usage:
   acpscope replay [flags] [CAPTURE]           replay a capture (the bundled demo without one)
   acpscope subagents --session ID [--db DSN]  list stored subagent contexts of a session
   acpscope health [--db DSN]                  run the persistence health check
+  acpscope migrate [--dry-run] [--db DSN]     bring the database up to date (--dry-run: print the plan)
   acpscope cursor doctor                      report Cursor CLI discovery and compatibility
 
 Run 'acpscope <command> -h' for the flags of a command.
