@@ -91,7 +91,7 @@ type engine interface {
 	// stored turns a canon() expression back into the column's stored form.
 	stored(canonExpr string) string
 	// snapshot is the transaction that gives the health queries one
-	// snapshot (.44).
+	// snapshot, so the two directions of the comparison agree.
 	snapshot() *sql.TxOptions
 	// probe, amend, widen and prepare are the per-engine migration
 	// procedures (amend_sqlite.go, amend_postgres.go).
@@ -119,7 +119,7 @@ type engine interface {
 	classify(err error) errClass
 }
 
-// errClass is the one classification every step uses (.23).
+// errClass is the one classification every step uses: driver error codes, never message text outside classify.
 type errClass int
 
 const (
@@ -350,8 +350,8 @@ func (e postgresEngine) metadataObject(col string) string {
 // (this transaction only; it changes nothing for the read-only health
 // transaction) lets the backfill's commit return before its WAL is flushed:
 // a crash in that window loses the whole transaction, rows and both keys
-// together, and the next open runs the backfill again, so atomicity (.36)
-// holds and only the wait for the disk goes.
+// together, and the next open runs the backfill again, so the backfill
+// stays all-or-nothing and only the wait for the disk goes.
 func (postgresEngine) tune() []string {
 	return []string{`SET LOCAL work_mem = '256MB'`, `SET LOCAL TimeZone = 'UTC'`, `SET LOCAL synchronous_commit = off`}
 }

@@ -156,14 +156,14 @@ func (s *Store) Migrate(ctx context.Context) MigrationReport {
 	runBackfill := false
 	run(StepBackfillGuard, func() (bool, string, error) {
 		if !amended {
-			return true, "execution-aware shape does not hold (AC-33c)", nil
+			return true, "execution-aware shape does not hold: no backfill before the amendment", nil
 		}
 		keys, err := readKeys(ctx, s.writer, s.eng)
 		if err != nil {
 			return false, "", err
 		}
 		if _, ok := keys[KeyExecutionSince]; !ok {
-			return true, "execution_since absent (AC-33c)", nil
+			return true, "execution_since absent: no backfill before the amendment", nil
 		}
 		_, c := keys[KeyCaptureSince]
 		_, b := keys[KeyBackfillThrough]
@@ -476,10 +476,10 @@ func backfillMaxSQL(e engine) string {
 SELECT MAX(created_c) FROM q WHERE tcid IS NOT NULL AND created_c IS NOT NULL`
 }
 
-// backfillInsertSQL is the one unbounded INSERT … SELECT (.30): rank 1 per
-// (session, tool_call_id) by created_at then id, both descending (.26),
-// every value derived by the same rules as live writes (.29), and a
-// target-less ON CONFLICT DO NOTHING (.28) so an earlier live or backfill
+// backfillInsertSQL is the one unbounded INSERT … SELECT (no batching, no limit): rank 1 per
+// (session, tool_call_id) by created_at then id, both descending (the newest message of a pair wins),
+// every value derived by the same rules as live writes, and a
+// target-less ON CONFLICT DO NOTHING so an earlier live or backfill
 // row, or a primary-key collision, is kept rather than raised. Values are
 // derived before the ranking (the fence keeps the planner from moving the
 // derivation above the sort), so the sort carries small rows, not the
@@ -559,9 +559,9 @@ WHERE rn = 1
 ON CONFLICT DO NOTHING`
 }
 
-// backfill runs the AC-21 backfill as one writer transaction: high-water
+// backfill runs the one-time backfill from message history as one writer transaction: high-water
 // mark, INSERT … SELECT, capture_since sampled after the insert, both keys
-// (existing values kept), commit. Any error rolls all of it back (.36).
+// (existing values kept), commit. Any error rolls all of it back: rows and keys land together or not at all.
 func (s *Store) backfill(ctx context.Context) (int64, error) {
 	tx, err := s.writer.BeginTx(ctx, nil) // SQLite: BEGIN IMMEDIATE (writer DSN)
 	if err != nil {

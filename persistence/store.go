@@ -435,7 +435,7 @@ func (s *Store) write(ctx context.Context, r row) error {
 	return err
 }
 
-// upsertSQL is the single atomic statement of every live write (.18): it
+// upsertSQL is the single atomic statement of every live write: it
 // inserts all 22 columns and merges in the conflict clause, without a prior
 // read. Every SET expression sees the pre-update row. Columns absent from
 // SET (id, identity, source, observed_at) are write-once.
