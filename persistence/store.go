@@ -318,7 +318,26 @@ func parseDSN(dsn string) (Engine, string, error) {
 	case strings.HasPrefix(dsn, "sqlite:"):
 		return SQLite, strings.TrimPrefix(dsn, "sqlite:"), nil
 	}
+	// Another database's URL ("mysql://…") is not a file name.
+	if scheme, _, ok := strings.Cut(dsn, "://"); ok && scheme != "file" && isSchemeName(scheme) {
+		return "", "", fmt.Errorf("persistence: unsupported database %q: use postgres://…, sqlite://… or a file path", scheme)
+	}
 	return SQLite, dsn, nil
+}
+
+// isSchemeName reports whether s is a URL scheme of two or more letters
+// (one letter is a Windows drive, as in C://data).
+func isSchemeName(s string) bool {
+	if len(s) < 2 {
+		return false
+	}
+	for i, c := range s {
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return true
 }
 
 func isSQLiteMemory(target string) bool {
