@@ -15,7 +15,7 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
-	_ "github.com/mattn/go-sqlite3"    // registers the "sqlite3" driver
+	"github.com/mattn/go-sqlite3"      // registers the "sqlite3" driver
 )
 
 // Store records and reads subagent contexts. Its methods are safe for
@@ -613,8 +613,10 @@ func explainSQLiteOpen(target string, err error) error {
 
 // openSQLiteReadOnly opens target with mode=ro and query_only, so SQLite
 // writes nothing. A WAL database whose directory is not writable cannot
-// get its shared-memory file; it is then opened immutable (no locking),
-// the only way SQLite reads it there.
+// get its shared-memory file (SQLite then reports it cannot open or
+// initialise it); only then is it opened immutable (no locking), the one
+// way SQLite reads it there. Any other error (a busy lock included) is
+// returned as it is.
 func openSQLiteReadOnly(ctx context.Context, target string) (*sql.DB, error) {
 	var first error
 	for _, immutable := range []bool{false, true} {
@@ -629,6 +631,10 @@ func openSQLiteReadOnly(ctx context.Context, target string) (*sql.DB, error) {
 		}
 		if first == nil {
 			first = err
+		}
+		var se sqlite3.Error
+		if !errors.As(err, &se) || (se.Code != sqlite3.ErrCantOpen && se.Code != sqlite3.ErrReadonly) {
+			break
 		}
 	}
 	return nil, first
