@@ -415,3 +415,23 @@ VALUES ('r1', 'S', 'T', 'tc1', 'four', ?, ?, 'kept')`, e.ts(t0), e.ts(t0))
 		})
 	}
 }
+
+// A host table under the rebuild's temporary name is never dropped: the
+// rebuild refuses, naming it.
+func TestOwnershipTemporaryName(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, SQLite)
+	e.hostTables()
+	e.session("S", "T")
+	e.preAmendmentTable("INTEGER")
+	e.exec(`CREATE TABLE task_session_subagents_new (host TEXT)`)
+	e.exec(`INSERT INTO task_session_subagents_new VALUES ('mine')`)
+	s := e.open(hooks{})
+	st, _ := s.Migrate(e.ctx).Step(StepExecutionIdentity)
+	if st.Err == nil || !strings.Contains(st.Err.Error(), "task_session_subagents_new") {
+		t.Fatalf("want a refusal naming the table, got %+v", st)
+	}
+	if got := e.hostTable("task_session_subagents_new"); !slices.Equal(got, []string{"mine"}) {
+		t.Fatalf("the host's table changed: %v", got)
+	}
+}
