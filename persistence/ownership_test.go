@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -251,6 +252,13 @@ func TestOwnershipUnrelatedTable(t *testing.T) {
 		}
 		if got := e.hostTable("task_session_subagents"); !slices.Equal(got, rows) {
 			t.Fatalf("rows changed: %v", got)
+		}
+		if _, err := OpenReadOnly(e.ctx, e.dsn); !errors.Is(err, ErrNeedsMigration) || !strings.Contains(err.Error(), "did not create") {
+			t.Fatalf("read-only open: want ErrNeedsMigration naming the table, got %v", err)
+		}
+		plan, err := PlanMigration(e.ctx, e.dsn)
+		if err != nil || len(plan.Refusals) != 1 || !strings.Contains(plan.String(), "did not create") {
+			t.Fatalf("plan %v:\n%s", err, plan)
 		}
 	})
 }

@@ -681,6 +681,8 @@ func (s *Store) missingSchema(ctx context.Context) (string, error) {
 		return "", err
 	case !sh.exists:
 		missing = append(missing, "table task_session_subagents")
+	case sh.foreign() != nil:
+		missing = append(missing, sh.foreign().Error())
 	case !sh.amended():
 		missing = append(missing, "the execution-aware shape of task_session_subagents")
 	default:
