@@ -88,38 +88,29 @@ func hostDependency(err error, change string) error {
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
-// amend makes a pre-amendment table execution-aware in one transaction;
-// a rollback restores the old shape.
-func (postgresEngine) amend(ctx context.Context, s *Store, sh tableShape) error {
-	tx, err := s.writer.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `SET LOCAL lock_timeout = '10s'`); err != nil {
-		return err
-	}
+// pgAmendStep is one statement of the PostgreSQL amendment, the failpoint
+// after it, and what it changes (for hostDependency; "" for none).
+type pgAmendStep struct{ sql, point, change string }
+
+// pgAmendSteps is the amendment of a pre-amendment table, in order.
+func pgAmendSteps(sh tableShape) []pgAmendStep {
+	out := []pgAmendStep{{sql: lockTimeoutSQL}}
 	col, has := sh.columns["agent_execution_id"]
 	switch {
 	case !has:
 		// Existing rows take the default: the sentinel.
-		if _, err := tx.ExecContext(ctx, `ALTER TABLE task_session_subagents ADD COLUMN IF NOT EXISTS agent_execution_id TEXT NOT NULL DEFAULT 'unknown'`); err != nil {
-			return err
-		}
+		out = append(out, pgAmendStep{sql: `ALTER TABLE task_session_subagents ADD COLUMN IF NOT EXISTS agent_execution_id TEXT NOT NULL DEFAULT 'unknown'`})
 	case !col.notNull:
 		for _, q := range []string{
 			`UPDATE task_session_subagents SET agent_execution_id = 'unknown' WHERE agent_execution_id IS NULL OR agent_execution_id = ''`,
 			`ALTER TABLE task_session_subagents ALTER COLUMN agent_execution_id SET DEFAULT 'unknown'`,
 			`ALTER TABLE task_session_subagents ALTER COLUMN agent_execution_id SET NOT NULL`,
 		} {
-			if _, err := tx.ExecContext(ctx, q); err != nil {
-				return err
-			}
+			out = append(out, pgAmendStep{sql: q})
 		}
 	}
-	if err := s.failpoint("execution_identity.column"); err != nil {
-		return err
-	}
+	out[len(out)-1].point = "execution_identity.column"
+	dropped := false
 	for _, u := range sh.uniques {
 		if !equalCols(u.columns, pairKey) {
 			continue
@@ -128,24 +119,52 @@ func (postgresEngine) amend(ctx context.Context, s *Store, sh tableShape) error 
 		if u.constraint != "" {
 			q = `ALTER TABLE task_session_subagents DROP CONSTRAINT ` + quoteIdent(u.constraint)
 		}
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return hostDependency(err, "dropping the unique (task_session_id, tool_call_id) of task_session_subagents")
-		}
+		out = append(out, pgAmendStep{sql: q, change: "dropping the unique (task_session_id, tool_call_id) of task_session_subagents"})
+		dropped = true
 	}
-	if err := s.failpoint("execution_identity.drop_pair"); err != nil {
-		return err
+	if dropped {
+		out[len(out)-1].point = "execution_identity.drop_pair"
 	}
 	if !sh.hasUnique(tripleKey) {
-		if _, err := tx.ExecContext(ctx, `ALTER TABLE task_session_subagents ADD UNIQUE (task_session_id, agent_execution_id, tool_call_id)`); err != nil {
-			return err
-		}
-	}
-	if err := s.failpoint("execution_identity.unique"); err != nil {
-		return err
+		out = append(out, pgAmendStep{sql: `ALTER TABLE task_session_subagents ADD UNIQUE (task_session_id, agent_execution_id, tool_call_id)`,
+			point: "execution_identity.unique"})
 	}
 	if q := widenSQL(sh); q != "" {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return hostDependency(err, "widening the metric columns of task_session_subagents to BIGINT")
+		out = append(out, pgAmendStep{sql: q, change: "widening the metric columns of task_session_subagents to BIGINT"})
+	}
+	return out
+}
+
+const lockTimeoutSQL = `SET LOCAL lock_timeout = '10s'`
+
+// amendStatements is the amendment as text, for the plan.
+func (postgresEngine) amendStatements(_ context.Context, _ catalogReader, sh tableShape) ([]string, error) {
+	var out []string
+	for _, st := range pgAmendSteps(sh) {
+		out = append(out, st.sql)
+	}
+	return out, nil
+}
+
+// amend makes a pre-amendment table execution-aware in one transaction;
+// a rollback restores the old shape.
+func (postgresEngine) amend(ctx context.Context, s *Store, sh tableShape) error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, st := range pgAmendSteps(sh) {
+		if _, err := s.exec(ctx, tx, st.sql); err != nil {
+			if st.change != "" {
+				return hostDependency(err, st.change)
+			}
+			return err
+		}
+		if st.point != "" {
+			if err := s.failpoint(st.point); err != nil {
+				return err
+			}
 		}
 	}
 	if _, err := s.putKey(ctx, tx, KeyExecutionSince, keyText(s.now())); err != nil {
@@ -185,7 +204,7 @@ func (e postgresEngine) widen(ctx context.Context, s *Store) (bool, error) {
 	if q == "" {
 		return false, nil
 	}
-	if _, err = s.writer.ExecContext(ctx, q); err != nil {
+	if _, err = s.exec(ctx, s.writer, q); err != nil {
 		return false, hostDependency(err, "widening the metric columns of task_session_subagents to BIGINT")
 	}
 	return true, nil
@@ -201,13 +220,8 @@ func (e postgresEngine) zoneTimes(ctx context.Context, s *Store) (bool, error) {
 	if err != nil || !sh.exists || sh.foreign() != nil {
 		return false, err // a foreign table is reported by the amendment step
 	}
-	var parts []string
-	for _, c := range []string{"observed_at", "settled_at", "updated_at"} {
-		if info, ok := sh.columns[c]; ok && info.dataType == "timestamp without time zone" {
-			parts = append(parts, fmt.Sprintf("ALTER COLUMN %[1]s TYPE TIMESTAMPTZ USING %[1]s AT TIME ZONE 'UTC'", c))
-		}
-	}
-	if len(parts) == 0 {
+	q := zoneSQL(sh)
+	if q == "" {
 		return false, nil
 	}
 	tx, err := s.writer.BeginTx(ctx, nil)
@@ -215,16 +229,31 @@ func (e postgresEngine) zoneTimes(ctx context.Context, s *Store) (bool, error) {
 		return false, err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `SET LOCAL lock_timeout = '10s'`); err != nil {
+	if _, err := s.exec(ctx, tx, lockTimeoutSQL); err != nil {
 		return false, err
 	}
-	if _, err := tx.ExecContext(ctx, `ALTER TABLE task_session_subagents `+strings.Join(parts, ", ")); err != nil {
+	if _, err := s.exec(ctx, tx, q); err != nil {
 		return false, hostDependency(err, "turning the timestamps of task_session_subagents into timestamptz")
 	}
 	if err := s.failpoint("timestamptz.alter"); err != nil {
 		return false, err
 	}
 	return true, tx.Commit()
+}
+
+// zoneSQL is the ALTER that turns the table's timestamp columns into
+// timestamptz, "" when none is left.
+func zoneSQL(sh tableShape) string {
+	var parts []string
+	for _, c := range []string{"observed_at", "settled_at", "updated_at"} {
+		if info, ok := sh.columns[c]; ok && info.dataType == "timestamp without time zone" {
+			parts = append(parts, fmt.Sprintf("ALTER COLUMN %[1]s TYPE TIMESTAMPTZ USING %[1]s AT TIME ZONE 'UTC'", c))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return `ALTER TABLE task_session_subagents ` + strings.Join(parts, ", ")
 }
 
 // prepare creates the two functions the package needs, each once (no DDL
@@ -234,25 +263,38 @@ func (e postgresEngine) zoneTimes(ctx context.Context, s *Store) (bool, error) {
 // catch the cast error in an exception block. Both functions are declared
 // IMMUTABLE (a generated column requires it; jsonb input is immutable).
 func (e postgresEngine) prepare(ctx context.Context, s *Store) error {
-	var schema string
-	if err := s.writer.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+	ddl, err := e.missingFunctions(ctx, s.writer)
+	if err != nil {
 		return err
 	}
-	for _, f := range e.functionsDDL(quoteIdent(schema)) {
-		exists, err := queryBool(ctx, s.writer, `SELECT EXISTS (
-	SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-	WHERE n.nspname = current_schema() AND p.proname = $1)`, f.name)
-		if err != nil {
-			return err
-		}
-		if exists {
-			continue
-		}
-		if _, err := s.writer.ExecContext(ctx, f.ddl); err != nil && e.classify(err) != errAlreadyExists {
+	for _, q := range ddl {
+		if _, err := s.exec(ctx, s.writer, q); err != nil && e.classify(err) != errAlreadyExists {
 			return err
 		}
 	}
 	return nil
+}
+
+// missingFunctions is the CREATE FUNCTION of each function absent from the
+// current schema, in dependency order.
+func (e postgresEngine) missingFunctions(ctx context.Context, q catalogReader) ([]string, error) {
+	var schema string
+	if err := q.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range e.functionsDDL(quoteIdent(schema)) {
+		exists, err := queryBool(ctx, q, `SELECT EXISTS (
+	SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+	WHERE n.nspname = current_schema() AND p.proname = $1)`, f.name)
+		if err != nil {
+			return nil, err
+		}
+		if !exists {
+			out = append(out, f.ddl)
+		}
+	}
+	return out, nil
 }
 
 type pgFunction struct{ name, ddl string }

@@ -115,7 +115,7 @@ func (sqliteEngine) amend(ctx context.Context, s *Store, sh tableShape) (err err
 		return err
 	}
 	for i, q := range rb.statements() {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
+		if _, err := s.exec(ctx, tx, q); err != nil {
 			return fmt.Errorf("%w (statement %d of the rebuild)", err, i+1)
 		}
 		if err := s.failpoint(rb.point(i)); err != nil {
@@ -139,6 +139,15 @@ func (sqliteEngine) amend(ctx context.Context, s *Store, sh tableShape) (err err
 		return err
 	}
 	return tx.Commit()
+}
+
+// amendStatements is the rebuild as text, for the plan.
+func (sqliteEngine) amendStatements(ctx context.Context, q catalogReader, sh tableShape) ([]string, error) {
+	rb, err := sqliteRebuild(ctx, q, sh)
+	if err != nil {
+		return nil, err
+	}
+	return rb.statements(), nil
 }
 
 // catalogReader is a handle or transaction the catalog is read through.
@@ -181,7 +190,7 @@ func tokenKey(toks []sqlToken) string {
 // statements is the rebuild in order. point names the failpoint after
 // each (tests inject failures there).
 func (r rebuild) statements() []string {
-	out := []string{`DROP TABLE IF EXISTS task_session_subagents_new`, r.create, r.copySQL,
+	out := []string{r.create, r.copySQL,
 		`DROP TABLE task_session_subagents`, `ALTER TABLE task_session_subagents_new RENAME TO task_session_subagents`}
 	out = append(out, r.recreate...)
 	return append(out, indexDDL...)
@@ -189,11 +198,11 @@ func (r rebuild) statements() []string {
 
 func (r rebuild) point(i int) string {
 	switch i {
-	case 1:
+	case 0:
 		return "execution_identity.create"
-	case 2:
+	case 1:
 		return "execution_identity.copy"
-	case 4:
+	case 3:
 		return "execution_identity.swap"
 	case len(r.statements()) - 1:
 		return "execution_identity.indexes"
@@ -260,6 +269,16 @@ func sqliteRebuild(ctx context.Context, q catalogReader, sh tableShape) (rebuild
 	def, err := splitTableDef(tableSQL)
 	if err != nil {
 		return refuse("its definition (%v): add agent_execution_id TEXT NOT NULL DEFAULT 'unknown' and UNIQUE (task_session_id, agent_execution_id, tool_call_id) yourself", err)
+	}
+	// The temporary name must be free: a table of that name is not the
+	// layer's to drop (its own rebuilds run in one transaction and leave
+	// none behind).
+	var taken bool
+	if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'task_session_subagents_new')`).Scan(&taken); err != nil {
+		return r, err
+	}
+	if taken {
+		return refuse("its data under the temporary name task_session_subagents_new, which an object of the database already has: rename that object")
 	}
 	// Another table's foreign key whose parent key is the pair unique
 	// would lose its parent key.

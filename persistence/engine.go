@@ -91,12 +91,17 @@ type engine interface {
 	// stored turns a canon() expression back into the column's stored form.
 	stored(canonExpr string) string
 	// snapshot is the transaction that gives the health queries one
-	// snapshot (.44).
+	// snapshot, so the two directions of the comparison agree.
 	snapshot() *sql.TxOptions
 	// probe, amend, widen and prepare are the per-engine migration
 	// procedures (amend_sqlite.go, amend_postgres.go).
 	probe(ctx context.Context, q queryer) (tableShape, error)
 	amend(ctx context.Context, s *Store, sh tableShape) error
+	// amendStatements is what amend would run, as text (for the plan).
+	amendStatements(ctx context.Context, q catalogReader, sh tableShape) ([]string, error)
+	// hasRelation reports whether a table, view or index of that name
+	// exists (in the store's schema).
+	hasRelation(ctx context.Context, q queryer, name string) (bool, error)
 	widen(ctx context.Context, s *Store) (bool, error)
 	// zoneTimes turns the table's timestamp-without-time-zone columns into
 	// timestamptz, reading the stored wall clock as UTC (PostgreSQL).
@@ -114,7 +119,7 @@ type engine interface {
 	classify(err error) errClass
 }
 
-// errClass is the one classification every step uses (.23).
+// errClass is the one classification every step uses: driver error codes, never message text outside classify.
 type errClass int
 
 const (
@@ -185,6 +190,10 @@ func (sqliteEngine) tune() []string             { return nil }
 // malformed document yields NULL and never fails the host's insert.
 func (e sqliteEngine) pairColumnDDL() string {
 	return messagePairColumn + " TEXT GENERATED ALWAYS AS (" + messagePairExpr(e, e.metadataObject("metadata")) + ") VIRTUAL"
+}
+
+func (sqliteEngine) hasRelation(ctx context.Context, q queryer, name string) (bool, error) {
+	return queryBool(ctx, q, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = ?)`, name)
 }
 
 func (sqliteEngine) hasColumn(ctx context.Context, q queryer, table, column string) (bool, error) {
@@ -341,8 +350,8 @@ func (e postgresEngine) metadataObject(col string) string {
 // (this transaction only; it changes nothing for the read-only health
 // transaction) lets the backfill's commit return before its WAL is flushed:
 // a crash in that window loses the whole transaction, rows and both keys
-// together, and the next open runs the backfill again, so atomicity (.36)
-// holds and only the wait for the disk goes.
+// together, and the next open runs the backfill again, so the backfill
+// stays all-or-nothing and only the wait for the disk goes.
 func (postgresEngine) tune() []string {
 	return []string{`SET LOCAL work_mem = '256MB'`, `SET LOCAL TimeZone = 'UTC'`, `SET LOCAL synchronous_commit = off`}
 }
@@ -353,6 +362,11 @@ func (postgresEngine) tune() []string {
 // metadata guard and messagePairExpr.
 func (postgresEngine) pairColumnDDL() string {
 	return messagePairColumn + " TEXT GENERATED ALWAYS AS (" + pgPairFunc + "(metadata)) STORED"
+}
+
+func (postgresEngine) hasRelation(ctx context.Context, q queryer, name string) (bool, error) {
+	return queryBool(ctx, q, `SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	WHERE n.nspname = current_schema() AND c.relname = $1)`, name)
 }
 
 func (postgresEngine) hasColumn(ctx context.Context, q queryer, table, column string) (bool, error) {

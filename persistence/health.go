@@ -14,7 +14,7 @@ const (
 	StateFullyActivated ActivationState = "fully_activated"
 	// StateAmendmentIncomplete: capture_since only. The installation
 	// captures subagent contexts but the execution-aware amendment has not
-	// applied, so agent_execution_id is not an execution identity (.34).
+	// applied, so agent_execution_id is not an execution identity.
 	StateAmendmentIncomplete ActivationState = "amendment_incomplete"
 	// StateBackfillIncomplete: execution_since only. The backfill has not
 	// succeeded and no coverage boundary exists.
@@ -26,7 +26,7 @@ const (
 // HealthReport is one evaluation of the writer's health, taken inside a
 // single read transaction.
 //
-// Consumer contract (.39): activity before CaptureSince has unknown
+// Consumer contract: activity before CaptureSince has unknown
 // fan-out, not zero, and a missing row there proves nothing;
 // NoPreCaptureCoverage means the backfill found nothing to cover; rows with
 // source 'backfill' hold only what survived in message metadata, so
@@ -51,7 +51,7 @@ type HealthReport struct {
 	// valid). The counts below are meaningful only then.
 	Compared bool
 	// Shortfall counts expected (session, tool_call_id) pairs from messages
-	// since CaptureSince that have no row: the alarm direction (.42).
+	// since CaptureSince that have no row: the alarm direction.
 	Shortfall int64
 	// Excess counts row pairs since CaptureSince with no message, for
 	// attribution only; it never nets against Shortfall.
@@ -60,7 +60,7 @@ type HealthReport struct {
 	// (several executions sharing a tool-call id).
 	Collisions int64
 	// MaxObserved is MAX(observed_at) of rows since CaptureSince; nil
-	// ("none") is the strongest divergence signal, never healthy (.45).
+	// ("none") is the strongest divergence signal, never healthy.
 	MaxObserved *time.Time
 }
 
@@ -68,8 +68,8 @@ type HealthReport struct {
 func (h HealthReport) Healthy() bool { return h.Compared && h.Problem == "" && h.Shortfall == 0 }
 
 // healthCountsSQL computes, in one statement and one read of each table,
-// both directed anti-joins (.42), the collisions and MAX(observed_at)
-// (.45). msg holds the (session, tool_call_id) pairs of subagent messages
+// both directed anti-joins, the collisions and MAX(observed_at).
+// msg holds the (session, tool_call_id) pairs of subagent messages
 // since the bound instant; the rows are those observed since the same
 // instant. Grouping the union by pair marks, for each pair, whether it has
 // an identified message (M), any message (M′) and how many rows (R); then
@@ -180,7 +180,7 @@ func (s *Store) Health(ctx context.Context) (HealthReport, error) {
 		}
 	}
 	if !hasCapture {
-		return h, tx.Commit() // the key's absence is the signal (.43)
+		return h, tx.Commit() // the key's absence is the signal
 	}
 	since, ok := parseKey(capture)
 	if !ok {

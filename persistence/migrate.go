@@ -86,7 +86,13 @@ func (s *Store) Migrate(ctx context.Context) MigrationReport {
 		rep.Steps = append(rep.Steps, res)
 		return res
 	}
-	run(StepMeta, func() (bool, string, error) { return false, "", s.execDDL(ctx, metaDDL) })
+	run(StepMeta, func() (bool, string, error) {
+		ddl, err := s.planMeta(ctx, s.writer)
+		if err == nil {
+			err = s.execDDL(ctx, ddl...)
+		}
+		return len(ddl) == 0 && err == nil, "", err
+	})
 	if s.eng.kind() == Postgres {
 		// Before the host tables: a messages table created now uses pgPairFunc.
 		run(StepJSONGuard, func() (bool, string, error) { return false, "", s.eng.prepare(ctx, s) })
@@ -95,14 +101,11 @@ func (s *Store) Migrate(ctx context.Context) MigrationReport {
 		run(StepHostTables, func() (bool, string, error) { return false, "", s.createHostTables(ctx) })
 	}
 	run(StepSchema, func() (bool, string, error) {
-		sh, err := s.eng.probe(ctx, s.writer)
-		if err != nil {
-			return false, "", err
+		ddl, err := s.planSchema(ctx, s.writer)
+		if err == nil {
+			err = s.execDDL(ctx, ddl...)
 		}
-		if err := sh.foreign(); err != nil {
-			return false, "", err
-		}
-		return false, "", s.execDDL(ctx, append([]string{subagentsTableDDL(s.eng, "task_session_subagents")}, indexDDL...)...)
+		return len(ddl) == 0 && err == nil, "", err
 	})
 	run(StepWidenMetrics, func() (bool, string, error) {
 		changed, err := s.eng.widen(ctx, s)
@@ -140,20 +143,27 @@ func (s *Store) Migrate(ctx context.Context) MigrationReport {
 			return false, "", errors.New("execution-aware shape does not hold; key not written")
 		}
 		amended = true
+		keys, err := readKeys(ctx, s.writer, s.eng)
+		if err != nil {
+			return false, "", err
+		}
+		if _, ok := keys[KeyExecutionSince]; ok {
+			return true, "", nil // an existing value is kept
+		}
 		n, err := s.putKey(ctx, s.writer, KeyExecutionSince, keyText(s.now()))
 		return n == 0, "", err
 	})
 	runBackfill := false
 	run(StepBackfillGuard, func() (bool, string, error) {
 		if !amended {
-			return true, "execution-aware shape does not hold (AC-33c)", nil
+			return true, "execution-aware shape does not hold: no backfill before the amendment", nil
 		}
 		keys, err := readKeys(ctx, s.writer, s.eng)
 		if err != nil {
 			return false, "", err
 		}
 		if _, ok := keys[KeyExecutionSince]; !ok {
-			return true, "execution_since absent (AC-33c)", nil
+			return true, "execution_since absent: no backfill before the amendment", nil
 		}
 		_, c := keys[KeyCaptureSince]
 		_, b := keys[KeyBackfillThrough]
@@ -187,17 +197,19 @@ func safeStep(f func() (bool, string, error)) (skipped bool, note string, err er
 
 func (s *Store) execDDL(ctx context.Context, stmts ...string) error {
 	for _, q := range stmts {
-		if _, err := s.writer.ExecContext(ctx, q); err != nil && s.eng.classify(err) != errAlreadyExists {
+		if _, err := s.exec(ctx, s.writer, q); err != nil && s.eng.classify(err) != errAlreadyExists {
 			return err
 		}
 	}
 	return nil
 }
 
+const putKeySQL = `INSERT INTO kandev_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`
+
 // putKey inserts an activation key unless present; an existing value is
 // kept byte for byte. It reports how many rows it inserted.
 func (s *Store) putKey(ctx context.Context, x execer, key, value string) (int64, error) {
-	res, err := x.ExecContext(ctx, s.eng.rebind(`INSERT INTO kandev_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`), key, value)
+	res, err := s.exec(ctx, x, s.eng.rebind(putKeySQL), key, value)
 	if err != nil {
 		return 0, err
 	}
@@ -289,14 +301,11 @@ func messagesIndexDDL(hasPairColumn bool) string {
 // createHostTables is the standalone host-tables step: the tables when
 // absent, then the index that fits the messages table found.
 func (s *Store) createHostTables(ctx context.Context) error {
-	if err := s.execDDL(ctx, hostTablesDDL(s.eng)...); err != nil {
-		return err
-	}
-	has, err := s.eng.hasColumn(ctx, s.writer, "task_session_messages", messagePairColumn)
+	ddl, err := s.planHostTables(ctx, s.writer)
 	if err != nil {
 		return err
 	}
-	return s.execDDL(ctx, messagesIndexDDL(has))
+	return s.execDDL(ctx, ddl...)
 }
 
 // subagentsTableDDL is the final, execution-aware shape (22 columns). The
@@ -467,10 +476,10 @@ func backfillMaxSQL(e engine) string {
 SELECT MAX(created_c) FROM q WHERE tcid IS NOT NULL AND created_c IS NOT NULL`
 }
 
-// backfillInsertSQL is the one unbounded INSERT … SELECT (.30): rank 1 per
-// (session, tool_call_id) by created_at then id, both descending (.26),
-// every value derived by the same rules as live writes (.29), and a
-// target-less ON CONFLICT DO NOTHING (.28) so an earlier live or backfill
+// backfillInsertSQL is the one unbounded INSERT … SELECT (no batching, no limit): rank 1 per
+// (session, tool_call_id) by created_at then id, both descending (the newest message of a pair wins),
+// every value derived by the same rules as live writes, and a
+// target-less ON CONFLICT DO NOTHING so an earlier live or backfill
 // row, or a primary-key collision, is kept rather than raised. Values are
 // derived before the ranking (the fence keeps the planner from moving the
 // derivation above the sort), so the sort carries small rows, not the
@@ -550,9 +559,9 @@ WHERE rn = 1
 ON CONFLICT DO NOTHING`
 }
 
-// backfill runs the AC-21 backfill as one writer transaction: high-water
+// backfill runs the one-time backfill from message history as one writer transaction: high-water
 // mark, INSERT … SELECT, capture_since sampled after the insert, both keys
-// (existing values kept), commit. Any error rolls all of it back (.36).
+// (existing values kept), commit. Any error rolls all of it back: rows and keys land together or not at all.
 func (s *Store) backfill(ctx context.Context) (int64, error) {
 	tx, err := s.writer.BeginTx(ctx, nil) // SQLite: BEGIN IMMEDIATE (writer DSN)
 	if err != nil {
@@ -560,7 +569,7 @@ func (s *Store) backfill(ctx context.Context) (int64, error) {
 	}
 	defer tx.Rollback()
 	for _, q := range s.eng.tune() {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
+		if _, err := s.exec(ctx, tx, q); err != nil {
 			return 0, err
 		}
 	}
@@ -570,11 +579,13 @@ func (s *Store) backfill(ctx context.Context) (int64, error) {
 	)
 	if s.eng.markWithInsert() {
 		if err := s.guarded(ctx, tx, func(e engine) error {
+			s.trace(backfillMarkInsertSQL(e))
 			return tx.QueryRowContext(ctx, backfillMarkInsertSQL(e)).Scan(&high, &n)
 		}); err != nil {
 			return 0, fmt.Errorf("high-water mark and insert: %w", err)
 		}
 	} else if err := s.guarded(ctx, tx, func(e engine) error {
+		s.trace(backfillMaxSQL(e))
 		return tx.QueryRowContext(ctx, backfillMaxSQL(e)).Scan(&high)
 	}); err != nil {
 		return 0, fmt.Errorf("high-water mark: %w", err)
@@ -588,7 +599,7 @@ func (s *Store) backfill(ctx context.Context) (int64, error) {
 	}
 	if !s.eng.markWithInsert() {
 		if err := s.guarded(ctx, tx, func(e engine) error {
-			res, err := tx.ExecContext(ctx, backfillInsertSQL(e))
+			res, err := s.exec(ctx, tx, backfillInsertSQL(e))
 			if err == nil {
 				n, err = res.RowsAffected()
 			}

@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -190,7 +191,8 @@ func TestOwnershipHostObjects(t *testing.T) {
 			if got := hostOwned(e.catalog()); !slices.Equal(got, catalog) {
 				t.Fatalf("%s: host objects changed:\nbefore:\n%s\nafter:\n%s", when, strings.Join(catalog, "\n"), strings.Join(got, "\n"))
 			}
-			if got := e.dump(hostColumns); !slices.Equal(got, rows) {
+			got := slices.DeleteFunc(e.dump(hostColumns), func(r string) bool { return !strings.HasPrefix(r, "id=row") })
+			if !slices.Equal(got, rows) {
 				t.Fatalf("%s: host rows changed:\n%v\n%v", when, rows, got)
 			}
 			if !slices.Equal(e.hostTable("host_audit"), audit) || !slices.Equal(e.hostTable("host_refs"), refs) {
@@ -209,7 +211,11 @@ func TestOwnershipHostObjects(t *testing.T) {
 		if _, err := s.ListBySession(e.ctx, "S"); err != nil {
 			t.Fatal(err)
 		}
-		check("after health and list")
+		s.Record(e.ctx, frame("tc-new"))
+		if n := e.count(`SELECT COUNT(*) FROM task_session_subagents WHERE tool_call_id = 'tc-new' AND app_notes = 'none' AND "app rank" = 7`); n != 1 {
+			t.Fatalf("a live write did not take the host's defaults (%d)", n)
+		}
+		check("after health, list and a write")
 		// The host's trigger and CHECK still act.
 		e.exec(`UPDATE task_session_subagents SET app_notes = 'audited' WHERE id = 'row0'`)
 		if n := e.count(`SELECT COUNT(*) FROM host_audit WHERE note = 'audited'`); n != 1 {
@@ -218,7 +224,7 @@ func TestOwnershipHostObjects(t *testing.T) {
 		if _, err := e.raw.ExecContext(e.ctx, `UPDATE task_session_subagents SET is_async = 5`); err == nil {
 			t.Fatal("the host's CHECK is gone")
 		}
-		if n := e.count(`SELECT COUNT(*) FROM host_notes_view`); n != 3 {
+		if n := e.count(`SELECT COUNT(*) FROM host_notes_view`); n != 4 {
 			t.Fatalf("the host's view reads %d rows", n)
 		}
 	})
@@ -246,6 +252,13 @@ func TestOwnershipUnrelatedTable(t *testing.T) {
 		}
 		if got := e.hostTable("task_session_subagents"); !slices.Equal(got, rows) {
 			t.Fatalf("rows changed: %v", got)
+		}
+		if _, err := OpenReadOnly(e.ctx, e.dsn); !errors.Is(err, ErrNeedsMigration) || !strings.Contains(err.Error(), "did not create") {
+			t.Fatalf("read-only open: want ErrNeedsMigration naming the table, got %v", err)
+		}
+		plan, err := PlanMigration(e.ctx, e.dsn)
+		if err != nil || len(plan.Refusals) != 1 || !strings.Contains(plan.String(), "did not create") {
+			t.Fatalf("plan %v:\n%s", err, plan)
 		}
 	})
 }
@@ -342,4 +355,91 @@ func FuzzSplitTableDef(f *testing.F) {
 			_ = it.isPlainTextColumn()
 		}
 	})
+}
+
+// SQLite rebuilds of host definitions the tokenizer must follow: a quoted
+// table name, comments with commas and parentheses, a generated column,
+// a collation, a named pair constraint with ON CONFLICT, WITHOUT ROWID;
+// and a declaration the rebuild cannot keep, which it refuses by name.
+func TestOwnershipSQLiteDefinitions(t *testing.T) {
+	t.Parallel()
+	base := `id TEXT NOT NULL PRIMARY KEY,
+	task_session_id TEXT NOT NULL REFERENCES task_sessions(id) ON DELETE CASCADE,
+	task_id TEXT NOT NULL, turn_id TEXT, tool_call_id TEXT NOT NULL COLLATE NOCASE, -- (host, note)
+	parent_tool_call_id TEXT, subagent_type TEXT, description TEXT, agent_id TEXT,
+	child_session_id TEXT, model TEXT, agent_status TEXT, tool_status TEXT,
+	is_async INTEGER NOT NULL DEFAULT 0,
+	total_tokens INTEGER, tool_use_count INTEGER, duration_ms INTEGER,
+	source TEXT NOT NULL DEFAULT 'live',
+	observed_at TIMESTAMP NOT NULL, settled_at TIMESTAMP, updated_at TIMESTAMP NOT NULL,
+	/* host columns, ( */ app_len INTEGER GENERATED ALWAYS AS (length(description)) VIRTUAL,
+	app_notes TEXT DEFAULT 'a,b'`
+	for _, c := range []struct {
+		name, ddl, refuse string
+	}{
+		{"quoted and generated", `CREATE TABLE "task_session_subagents" (` + base + `,
+	CONSTRAINT pair_key UNIQUE (task_session_id, tool_call_id) ON CONFLICT ABORT)`, ""},
+		{"without rowid", `CREATE TABLE task_session_subagents (` + base + `,
+	UNIQUE ("task_session_id", [tool_call_id])) WITHOUT ROWID`, ""},
+		{"execution column with a check", `CREATE TABLE task_session_subagents (` + base + `,
+	agent_execution_id TEXT CHECK (agent_execution_id <> 'x'),
+	UNIQUE (task_session_id, tool_call_id))`, "agent_execution_id"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, SQLite)
+			e.hostShape = true
+			e.hostTables()
+			e.session("S", "T")
+			e.exec(c.ddl)
+			e.exec(`INSERT INTO task_session_subagents (id, task_session_id, task_id, tool_call_id, description, observed_at, updated_at, app_notes)
+VALUES ('r1', 'S', 'T', 'tc1', 'four', ?, ?, 'kept')`, e.ts(t0), e.ts(t0))
+			cols := []string{"id", "tool_call_id", "description", "app_len", "app_notes"}
+			catalog, rows := hostOwned(e.catalog()), e.dump(cols)
+			s := e.open(hooks{})
+			st, _ := s.Migrate(e.ctx).Step(StepExecutionIdentity)
+			if got := e.dump(cols); !slices.Equal(got, rows) {
+				t.Fatalf("rows changed:\n%v\n%v", rows, got)
+			}
+			if c.refuse != "" {
+				if st.Err == nil || !strings.Contains(st.Err.Error(), c.refuse) {
+					t.Fatalf("want a refusal naming %s, got %+v", c.refuse, st)
+				}
+				if got := hostOwned(e.catalog()); !slices.Equal(got, catalog) {
+					t.Fatal("a refused rebuild changed the catalog")
+				}
+				return
+			}
+			if st.Err != nil || !st.Skipped {
+				t.Fatalf("the amendment did not apply: %+v\n%s", st, e.logs)
+			}
+			if got := hostOwned(e.catalog()); !slices.Equal(got, catalog) {
+				t.Fatalf("host objects changed:\n%s\n--\n%s", strings.Join(catalog, "\n"), strings.Join(got, "\n"))
+			}
+			s.Record(e.ctx, frame("tc2", func(f *Frame) { f.TurnID = "" }))
+			if n := e.count(`SELECT COUNT(*) FROM task_session_subagents`); n != 2 {
+				t.Fatalf("%d rows after a write", n)
+			}
+		})
+	}
+}
+
+// A host table under the rebuild's temporary name is never dropped: the
+// rebuild refuses, naming it.
+func TestOwnershipTemporaryName(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, SQLite)
+	e.hostTables()
+	e.session("S", "T")
+	e.preAmendmentTable("INTEGER")
+	e.exec(`CREATE TABLE task_session_subagents_new (host TEXT)`)
+	e.exec(`INSERT INTO task_session_subagents_new VALUES ('mine')`)
+	s := e.open(hooks{})
+	st, _ := s.Migrate(e.ctx).Step(StepExecutionIdentity)
+	if st.Err == nil || !strings.Contains(st.Err.Error(), "task_session_subagents_new") {
+		t.Fatalf("want a refusal naming the table, got %+v", st)
+	}
+	if got := e.hostTable("task_session_subagents_new"); !slices.Equal(got, []string{"mine"}) {
+		t.Fatalf("the host's table changed: %v", got)
+	}
 }

@@ -204,3 +204,21 @@ func TestPostgresSettings(t *testing.T) {
 		}
 	}
 }
+
+// A writing open in a directory it cannot write names the directory, not
+// "no such file or directory". (Root writes anywhere: the test then skips;
+// run it as another user.)
+func TestOpenUnwritableDirectory(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root ignores directory permissions")
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	_, err := Open(context.Background(), filepath.Join(dir, "acp.db"))
+	if err == nil || !strings.Contains(err.Error(), "is not writable") {
+		t.Fatalf("want the directory named as not writable, got %v", err)
+	}
+}

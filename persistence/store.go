@@ -15,7 +15,7 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
-	_ "github.com/mattn/go-sqlite3"    // registers the "sqlite3" driver
+	"github.com/mattn/go-sqlite3"      // registers the "sqlite3" driver
 )
 
 // Store records and reads subagent contexts. Its methods are safe for
@@ -44,9 +44,25 @@ type hooks struct {
 	// fail is consulted at each named point of a migration step; a non-nil
 	// result aborts the step there, as a failing statement would.
 	fail func(point string) error
+	// executed sees the text of every statement a migration runs.
+	executed func(sql string)
 	// betweenHealthQueries runs inside the health transaction after the
 	// key read (which fixes the snapshot) and before the comparison.
 	betweenHealthQueries func()
+}
+
+// exec runs one migration statement through x, letting the executed hook
+// see it first.
+func (s *Store) exec(ctx context.Context, x execer, q string, args ...any) (sql.Result, error) {
+	s.trace(q)
+	return x.ExecContext(ctx, q, args...)
+}
+
+// trace shows a migration statement to the executed hook.
+func (s *Store) trace(q string) {
+	if s.hooks.executed != nil {
+		s.hooks.executed(q)
+	}
 }
 
 func (s *Store) failpoint(point string) error {
@@ -302,7 +318,26 @@ func parseDSN(dsn string) (Engine, string, error) {
 	case strings.HasPrefix(dsn, "sqlite:"):
 		return SQLite, strings.TrimPrefix(dsn, "sqlite:"), nil
 	}
+	// Another database's URL ("mysql://…") is not a file name.
+	if scheme, _, ok := strings.Cut(dsn, "://"); ok && scheme != "file" && isSchemeName(scheme) {
+		return "", "", fmt.Errorf("persistence: unsupported database %q: use postgres://…, sqlite://… or a file path", scheme)
+	}
 	return SQLite, dsn, nil
+}
+
+// isSchemeName reports whether s is a URL scheme of two or more letters
+// (one letter is a Windows drive, as in C://data).
+func isSchemeName(s string) bool {
+	if len(s) < 2 {
+		return false
+	}
+	for i, c := range s {
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return true
 }
 
 func isSQLiteMemory(target string) bool {
@@ -419,7 +454,7 @@ func (s *Store) write(ctx context.Context, r row) error {
 	return err
 }
 
-// upsertSQL is the single atomic statement of every live write (.18): it
+// upsertSQL is the single atomic statement of every live write: it
 // inserts all 22 columns and merges in the conflict clause, without a prior
 // read. Every SET expression sees the pre-update row. Columns absent from
 // SET (id, identity, source, observed_at) are write-once.
@@ -578,8 +613,10 @@ func explainSQLiteOpen(target string, err error) error {
 
 // openSQLiteReadOnly opens target with mode=ro and query_only, so SQLite
 // writes nothing. A WAL database whose directory is not writable cannot
-// get its shared-memory file; it is then opened immutable (no locking),
-// the only way SQLite reads it there.
+// get its shared-memory file (SQLite then reports it cannot open or
+// initialise it); only then is it opened immutable (no locking), the one
+// way SQLite reads it there. Any other error (a busy lock included) is
+// returned as it is.
 func openSQLiteReadOnly(ctx context.Context, target string) (*sql.DB, error) {
 	var first error
 	for _, immutable := range []bool{false, true} {
@@ -594,6 +631,10 @@ func openSQLiteReadOnly(ctx context.Context, target string) (*sql.DB, error) {
 		}
 		if first == nil {
 			first = err
+		}
+		var se sqlite3.Error
+		if !errors.As(err, &se) || (se.Code != sqlite3.ErrCantOpen && se.Code != sqlite3.ErrReadonly) {
+			break
 		}
 	}
 	return nil, first
@@ -640,6 +681,8 @@ func (s *Store) missingSchema(ctx context.Context) (string, error) {
 		return "", err
 	case !sh.exists:
 		missing = append(missing, "table task_session_subagents")
+	case sh.foreign() != nil:
+		missing = append(missing, sh.foreign().Error())
 	case !sh.amended():
 		missing = append(missing, "the execution-aware shape of task_session_subagents")
 	default:

@@ -3,6 +3,7 @@ package persistence
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 )
 
@@ -92,4 +93,19 @@ func TestHostedMode(t *testing.T) {
 			t.Fatalf("hosted mode altered the messages table (%v, %v)", has, err)
 		}
 	})
+}
+
+// A DSN with another database's scheme is refused by name, not taken as a
+// SQLite file name.
+func TestParseDSNForeignScheme(t *testing.T) {
+	for _, dsn := range []string{"mysql://u@h/db", "sqlserver://h", "redis://h:6379"} {
+		if _, _, err := parseDSN(dsn); err == nil || !strings.Contains(err.Error(), "unsupported") {
+			t.Errorf("%s: %v", dsn, err)
+		}
+	}
+	for _, dsn := range []string{"C:/data/acp.db", "./a://b.db"} {
+		if _, _, err := parseDSN(dsn); err != nil {
+			t.Errorf("%s: %v", dsn, err)
+		}
+	}
 }

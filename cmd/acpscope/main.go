@@ -10,6 +10,7 @@
 //	acpscope sessions [--db DSN] [--json]      list recent stored sessions
 //	acpscope web [--db DSN] [--addr ADDR]      browse stored sessions in a browser
 //	acpscope health [--db DSN]                 run the persistence health check
+//	acpscope migrate [--dry-run] [--db DSN]    bring the database up to date
 //	acpscope cursor doctor                     report Cursor CLI discovery and compatibility
 //
 // Exit codes: 0 success; 1 the agent or the turn failed; 2 usage or input
@@ -92,6 +93,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = cmdWeb(ctx, e, args[1:])
 	case "health":
 		err = cmdHealth(ctx, e, args[1:])
+	case "migrate":
+		err = cmdMigrate(ctx, e, args[1:])
 	case "cursor":
 		err = cmdCursor(ctx, e, args[1:])
 	case "help", "-h", "--help":
@@ -134,6 +137,7 @@ Usage:
   acpscope sessions [--db DSN] [--json]       list recent stored sessions (id, agent, started, cards, status)
   acpscope web [--db DSN] [--addr ADDR]       browse stored sessions as subagent trees and timelines
   acpscope health [--db DSN]                  run the persistence health check
+  acpscope migrate [--dry-run] [--db DSN]     bring the database up to date (--dry-run: print the plan)
   acpscope cursor doctor                      report Cursor CLI discovery and compatibility
 
 Run 'acpscope <command> -h' for the flags of a command.

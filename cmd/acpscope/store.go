@@ -72,7 +72,7 @@ func openStoreReadOnly(ctx context.Context, dsn string) (*persistence.Store, err
 	}
 	s, err := persistence.OpenReadOnly(ctx, dsn)
 	if errors.Is(err, persistence.ErrNeedsMigration) {
-		return nil, fmt.Errorf("database: %w (a run or replay with --db brings it up to date)", err)
+		return nil, fmt.Errorf("database: %w (run 'acpscope migrate' to bring it up to date)", err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)

@@ -50,7 +50,7 @@ func TestReadCommandsNeedMigration(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "none.db")
 	for _, args := range [][]string{{"subagents", "--session", "S", "--db", db}, {"health", "--db", db}} {
 		code, _, errOut := acpscope(t, "", args...)
-		if code != exitUsage || !strings.Contains(errOut, "needs migration") {
+		if code != exitUsage || !strings.Contains(errOut, "needs migration") || !strings.Contains(errOut, "acpscope migrate") {
 			t.Fatalf("%s: exit %d: %s", args[0], code, errOut)
 		}
 	}
@@ -97,5 +97,27 @@ func TestRunSilentPostgres(t *testing.T) {
 	code, _, errOut := acpscope(t, "", "run", "--db", dsn, "--prompt", "hi", "--", fakeAgent)
 	if code != exitUsage || !strings.Contains(errOut, "database") {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+// migrate --dry-run prints the plan and changes nothing; migrate applies
+// it; the read commands then work, and a second dry run has nothing to do.
+func TestMigrateCommand(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "scope.db")
+	code, out, errOut := acpscope(t, "", "migrate", "--dry-run", "--db", db)
+	if code != exitOK || !strings.Contains(out, "CREATE TABLE IF NOT EXISTS task_session_subagents") || !strings.Contains(out, "-- task_session_subagents.schema") {
+		t.Fatalf("dry run exit %d:\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Fatalf("the dry run created the database (%v)", err)
+	}
+	if code, out, errOut := acpscope(t, "", "migrate", "--db", db); code != exitOK || !strings.Contains(out, "up to date") {
+		t.Fatalf("migrate exit %d:\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := acpscope(t, "", "subagents", "--session", "S", "--db", db); code != exitOK {
+		t.Fatalf("subagents after migrate: exit %d:\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := acpscope(t, "", "migrate", "--dry-run", "--db", db); code != exitOK || !strings.Contains(out, "nothing to do") {
+		t.Fatalf("second dry run exit %d:\n%s", code, out)
 	}
 }
