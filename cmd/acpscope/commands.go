@@ -66,13 +66,16 @@ func (o *outputFlags) register(fs *flag.FlagSet) {
 }
 
 // logger returns the connection logger: warnings and errors on stderr, and
-// informational messages too under --verbose.
-func (o *outputFlags) logger(stderr io.Writer) *slog.Logger {
+// informational messages too under --verbose, with repeats of one message
+// throttled (see throttle). Call flush at the end to print the count of
+// repeats still held back.
+func (o *outputFlags) logger(stderr io.Writer) (log *slog.Logger, flush func()) {
 	level := slog.LevelWarn
 	if o.verbose {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	h := newThrottle(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}), time.Now)
+	return slog.New(h), h.flush
 }
 
 // dsn is the database the flags name: --db, else the default ("" under
@@ -208,11 +211,13 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 		}{io.TeeReader(agent.stdout, w.Tap(capture.FromAgent)), agent.stdout}
 	}
 	term := o.terminal(e.stdout)
+	log, flushLog := o.logger(e.stderr)
 	res, err := runTurn(ctx, turnConfig{
 		dialect: o.agent, prompt: text, cwd: dir, policy: o.permission,
 		term: term, sink: sink.record, timeout: o.timeout, grace: o.grace, abort: agent.kill,
-		log: o.logger(e.stderr), subagents: o.subagents,
+		log: log, subagents: o.subagents,
 	}, toAgent, fromAgent)
+	flushLog()
 	return finishTurn(e, o, term, res, err)
 }
 
@@ -313,10 +318,12 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 			fmt.Fprintf(e.stdout, "── replaying %s ──\n", safetext.Text(src.name))
 		}
 		term := o.terminal(e.stdout)
+		log, flushLog := o.logger(e.stderr)
 		res, err := replayOne(ctx, src.c, turnConfig{
 			dialect: dialect, prompt: recordedPrompt(src.c), cwd: "/", policy: o.permission,
-			term: term, sink: sink.record, timeout: o.timeout, grace: o.grace, log: o.logger(e.stderr), subagents: subagents,
+			term: term, sink: sink.record, timeout: o.timeout, grace: o.grace, log: log, subagents: subagents,
 		})
+		flushLog()
 		if err := finishTurn(e, o, term, res, err); err != nil {
 			return err
 		}
