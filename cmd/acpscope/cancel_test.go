@@ -115,3 +115,13 @@ func TestInterruptCancelsTheTurn(t *testing.T) {
 		t.Fatalf("message does not say the run was interrupted: %q", errOut)
 	}
 }
+
+// An agent that never answers initialize: there is no session to cancel,
+// so --timeout stops the agent at once and says where the turn was.
+func TestTimeoutBeforeTheSessionStopsTheAgent(t *testing.T) {
+	code, _, errOut := runGuarded(t, context.Background(), "run", "--plain", "--no-db", "--prompt", "x", "--cwd", t.TempDir(),
+		"--timeout", "300ms", "--", fakeAgent, "-mode", "mute")
+	if code != exitCancelled || !strings.Contains(errOut, "during initialize") {
+		t.Fatalf("exit %d, stderr %q; want %d naming initialize", code, errOut, exitCancelled)
+	}
+}
