@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -113,5 +115,63 @@ func TestInterruptCancelsTheTurn(t *testing.T) {
 	cancelledCard(t, out)
 	if !strings.Contains(errOut, "interrupted") {
 		t.Fatalf("message does not say the run was interrupted: %q", errOut)
+	}
+}
+
+// An agent that never answers initialize: there is no session to cancel,
+// so --timeout stops the agent at once and says where the turn was.
+func TestTimeoutBeforeTheSessionStopsTheAgent(t *testing.T) {
+	code, _, errOut := runGuarded(t, context.Background(), "run", "--plain", "--no-db", "--prompt", "x", "--cwd", t.TempDir(),
+		"--timeout", "300ms", "--", fakeAgent, "-mode", "mute")
+	if code != exitCancelled || !strings.Contains(errOut, "during initialize") {
+		t.Fatalf("exit %d, stderr %q; want %d naming initialize", code, errOut, exitCancelled)
+	}
+}
+
+// SIGTERM and SIGINT to the acpscope process end a run whose agent stopped
+// reading its input: the turn is cancelled, the agent's group is killed
+// after the grace period, and acpscope exits with the cancelled code.
+func TestSignalEndsARunWhoseAgentStopsReading(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			big := filepath.Join(dir, "big.txt")
+			if err := os.WriteFile(big, bytes.Repeat([]byte("x"), 1<<20), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ready := filepath.Join(dir, "ready")
+			cmd := exec.Command(acpscopeBin, "run", "--json", "--no-db", "--prompt", "x", "--cwd", dir, "--cancel-grace", "300ms",
+				"--", fakeAgent, "-mode", "deaf", "-file", big, "-ready", ready)
+			var out, errOut bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			for {
+				if _, err := os.Stat(ready); err == nil {
+					break
+				}
+				select {
+				case err := <-exited:
+					t.Fatalf("acpscope ended before the turn was under way: %v\n%s", err, errOut.String())
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-exited:
+			case <-time.After(hangGuard):
+				_ = cmd.Process.Kill()
+				t.Fatalf("acpscope did not end after %v", sig)
+			}
+			if code := cmd.ProcessState.ExitCode(); code != exitCancelled {
+				t.Fatalf("exit %d, want %d: %s", code, exitCancelled, errOut.String())
+			}
+			cancelledCard(t, out.String())
+		})
 	}
 }

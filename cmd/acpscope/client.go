@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -88,66 +86,52 @@ func choosePermission(policy string, options []acp.PermissionOption) (acp.Reques
 	return acp.NewRequestPermissionOutcomeCancelled(), "cancelled"
 }
 
-// maxReadFileBytes bounds the file ReadTextFile serves: the answer has to
-// fit in one JSON-RPC frame, and an agent must not make acpscope read
-// without end.
-const maxReadFileBytes = 16 << 20
-
 // ReadTextFile serves regular files below the working directory, so an
-// agent can read what it was pointed at and nothing else: a symbolic link
-// leading outside, a device, a FIFO or a file larger than maxReadFileBytes is
-// refused.
-func (c *scopeClient) ReadTextFile(_ context.Context, req acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
-	path, err := c.inside(req.Path)
+// agent can read what it was pointed at and nothing else. The path is
+// opened beneath the root in one step that no concurrent swap of a path
+// component can lead outside (openBeneath); a device, a FIFO, or a file
+// over maxReadFileBytes (or whose answer would encode to more than
+// maxReadAnswerBytes) is refused. At most maxConcurrentReads are served at
+// once, and a line/limit window is read without holding the whole file.
+func (c *scopeClient) ReadTextFile(ctx context.Context, req acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	rel, err := c.inside(req.Path)
 	if err != nil {
 		return acp.ReadTextFileResponse{}, err
 	}
-	data, err := readRegularFile(path, maxReadFileBytes)
+	release, err := acquireRead(ctx)
 	if err != nil {
 		return acp.ReadTextFileResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
 	}
-	text := string(data)
-	if req.Line != nil || req.Limit != nil {
-		lines := strings.SplitAfter(text, "\n")
-		start := 0
-		if req.Line != nil && *req.Line > 1 {
-			start = min(*req.Line-1, len(lines))
-		}
-		end := len(lines)
-		if req.Limit != nil && *req.Limit >= 0 && *req.Limit < end-start {
-			end = start + *req.Limit // compared first: start+limit may overflow
-		}
-		text = strings.Join(lines[start:end], "")
+	defer release()
+	text, err := c.read(rel, req.Line, req.Limit)
+	if err != nil {
+		return acp.ReadTextFileResponse{}, acp.NewInternalError(map[string]any{"error": err.Error()})
 	}
 	return acp.ReadTextFileResponse{Content: text}, nil
 }
 
-// readRegularFile reads path when it is a regular file of at most limit
-// bytes. It never blocks on a FIFO or reads a device without end.
-func readRegularFile(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+// read opens rel beneath the root and reads the selected lines of it.
+func (c *scopeClient) read(rel string, line, limit *int) (string, error) {
+	f, err := openBeneath(c.root, rel)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
+		return "", fmt.Errorf("%s is not a regular file", f.Name())
 	}
-	if st.Size() > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+	if st.Size() > maxReadFileBytes {
+		return "", fmt.Errorf("%s is larger than %d bytes", f.Name(), maxReadFileBytes)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
+	text, err := readText(f, st.Size(), line, limit)
+	if errors.Is(err, errTooLarge) {
+		return "", fmt.Errorf("%s: %v (limit %d bytes read)", f.Name(), err, maxReadFileBytes)
 	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
-	}
-	return data, nil
+	return text, err
 }
 
 // WriteTextFile is refused: acpscope observes, it does not let agents change
@@ -189,29 +173,21 @@ func (c *scopeClient) HandleExtensionMethod(ctx context.Context, method string, 
 	return nil, acp.NewMethodNotFound(method)
 }
 
-// inside resolves p and checks that it lies below the client's root, after
-// following symbolic links (so a link inside the root cannot lead out).
+// inside checks that p is an absolute path lexically below the client's
+// root and returns it relative to the root ("." for the root itself).
+// Symbolic links are resolved by the open itself, beneath the root
+// (openBeneath), never here: a check here and an open by name later could
+// be raced.
 func (c *scopeClient) inside(p string) (string, error) {
 	if c.root == "" || !filepath.IsAbs(p) {
 		return "", acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("path %q is not an absolute path below the working directory", p)})
 	}
-	outside := acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("path %q is outside the working directory", p)})
 	clean := filepath.Clean(p)
-	if !below(c.root, clean) {
-		return "", outside
+	rel, err := filepath.Rel(c.root, clean)
+	if err != nil || !below(c.root, clean) {
+		return "", acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("path %q is outside the working directory", p)})
 	}
-	root, err := filepath.EvalSymlinks(c.root)
-	if err != nil {
-		return "", acp.NewInternalError(map[string]any{"error": err.Error()})
-	}
-	real, err := filepath.EvalSymlinks(clean)
-	if err != nil {
-		return "", acp.NewInternalError(map[string]any{"error": err.Error()})
-	}
-	if !below(root, real) {
-		return "", outside
-	}
-	return real, nil
+	return filepath.ToSlash(rel), nil
 }
 
 // below reports whether path is root or lies under it (both clean and

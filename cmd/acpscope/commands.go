@@ -34,6 +34,10 @@ var demoFS embed.FS
 // demoCaptures are the bundled captures, in the order they are replayed.
 var demoCaptures = []string{"demo/cursor.jsonl", "demo/claude.jsonl"}
 
+// maxPromptBytes bounds a prompt read from standard input; a longer one is
+// refused rather than cut.
+const maxPromptBytes = 16 << 20
+
 // outputFlags are the flags shared by run and replay.
 type outputFlags struct {
 	json       bool
@@ -62,13 +66,29 @@ func (o *outputFlags) register(fs *flag.FlagSet) {
 }
 
 // logger returns the connection logger: warnings and errors on stderr, and
-// informational messages too under --verbose.
-func (o *outputFlags) logger(stderr io.Writer) *slog.Logger {
+// informational messages too under --verbose, with repeats of one message
+// throttled (see throttle). Call flush at the end to print the count of
+// repeats still held back.
+func (o *outputFlags) logger(stderr io.Writer) (log *slog.Logger, flush func()) {
 	level := slog.LevelWarn
 	if o.verbose {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	h := newThrottle(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}), time.Now)
+	return slog.New(h), h.flush
+}
+
+// dsn is the database the flags name: --db, else the default ("" under
+// --no-db or when there is none).
+func (o *outputFlags) dsn() string {
+	if o.noDB {
+		return ""
+	}
+	if o.db != "" {
+		return o.db
+	}
+	dsn, _ := defaultDSN()
+	return dsn
 }
 
 func (o *outputFlags) validate() error {
@@ -76,6 +96,9 @@ func (o *outputFlags) validate() error {
 	case PolicyAllow, PolicyReject, PolicyCancel:
 	default:
 		return usageError("--permission must be allow, reject or cancel, got %q", o.permission)
+	}
+	if err := checkDSN(o.db); err != nil {
+		return err
 	}
 	if o.agent != "" && !validDialect(o.agent) {
 		return usageError("--agent %q is not a dialect (%s)", o.agent, strings.Join(adapter.Registered(), ", "))
@@ -109,7 +132,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 // cmdRun implements `acpscope run [flags] -- <agent command…>`.
-func cmdRun(ctx context.Context, e env, args []string) error {
+func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	fs := newFlagSet("run", e.stderr)
 	var o outputFlags
 	o.register(fs)
@@ -132,9 +155,12 @@ func cmdRun(ctx context.Context, e env, args []string) error {
 	}
 	text := *prompt
 	if text == "" {
-		data, err := io.ReadAll(io.LimitReader(e.stdin, 16<<20))
+		data, err := io.ReadAll(io.LimitReader(e.stdin, maxPromptBytes+1))
 		if err != nil {
 			return usageError("reading the prompt from standard input: %v", err)
+		}
+		if len(data) > maxPromptBytes {
+			return usageError("the prompt on standard input is larger than %d bytes", maxPromptBytes)
 		}
 		text = strings.TrimSpace(string(data))
 	}
@@ -147,7 +173,7 @@ func cmdRun(ctx context.Context, e env, args []string) error {
 	}
 	sink, closeStore, err := openSink(ctx, o)
 	if err != nil {
-		return err
+		return explainDBError(o.dsn(), err)
 	}
 	defer closeStore()
 
@@ -162,7 +188,6 @@ func cmdRun(ctx context.Context, e env, args []string) error {
 		if err != nil {
 			return usageError("--record: %v", err)
 		}
-		defer f.Close()
 		var hdr *capture.Header
 		if o.agent != "" {
 			hdr = &capture.Header{Agent: o.agent}
@@ -171,6 +196,7 @@ func cmdRun(ctx context.Context, e env, args []string) error {
 		if err != nil {
 			return usageError("--record: %v", err)
 		}
+		defer func() { runErr = recordResult(e, *record, w, f, runErr) }()
 		// The tap records a client message before the agent can see it, so
 		// the capture never shows an answer ahead of its request.
 		// Both keep the pipes' Close, so ending the connection still
@@ -185,12 +211,34 @@ func cmdRun(ctx context.Context, e env, args []string) error {
 		}{io.TeeReader(agent.stdout, w.Tap(capture.FromAgent)), agent.stdout}
 	}
 	term := o.terminal(e.stdout)
+	log, flushLog := o.logger(e.stderr)
 	res, err := runTurn(ctx, turnConfig{
 		dialect: o.agent, prompt: text, cwd: dir, policy: o.permission,
 		term: term, sink: sink.record, timeout: o.timeout, grace: o.grace, abort: agent.kill,
-		log: o.logger(e.stderr), subagents: o.subagents,
+		log: log, subagents: o.subagents,
 	}, toAgent, fromAgent)
+	flushLog()
 	return finishTurn(e, o, term, res, err)
+}
+
+// recordResult reports what went wrong with the --record capture: the first
+// write error, else the error closing the file. The run fails with it
+// (exit code 2) when it succeeded otherwise; a failed run keeps its own
+// error, and the recording's is printed as well.
+func recordResult(e env, path string, w *capture.Writer, f *os.File, runErr error) error {
+	werr := w.Err()
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		return runErr
+	}
+	werr = fmt.Errorf("--record %s: the capture is incomplete: %v", path, werr)
+	if runErr != nil {
+		fmt.Fprintf(e.stderr, "acpscope: %v\n", werr)
+		return runErr
+	}
+	return werr
 }
 
 // cmdReplay implements `acpscope replay [flags] [CAPTURE]`.
@@ -231,6 +279,9 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 		if err != nil {
 			return err // a *capture.LineError names the line and the reason
 		}
+		if err := checkCapture(c); err != nil {
+			return fmt.Errorf("%s: %w", fs.Arg(0), err)
+		}
 		sources = append(sources, source{fs.Arg(0), c})
 	default:
 		return usageError("replay takes at most one capture file")
@@ -239,7 +290,7 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 	fs.Visit(func(f *flag.Flag) { subagentsSet = subagentsSet || f.Name == "subagents" })
 	sink, closeStore, err := openSink(ctx, o)
 	if err != nil {
-		return err
+		return explainDBError(o.dsn(), err)
 	}
 	defer closeStore()
 	for i, src := range sources {
@@ -267,10 +318,12 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 			fmt.Fprintf(e.stdout, "── replaying %s ──\n", safetext.Text(src.name))
 		}
 		term := o.terminal(e.stdout)
+		log, flushLog := o.logger(e.stderr)
 		res, err := replayOne(ctx, src.c, turnConfig{
 			dialect: dialect, prompt: recordedPrompt(src.c), cwd: "/", policy: o.permission,
-			term: term, sink: sink.record, timeout: o.timeout, grace: o.grace, log: o.logger(e.stderr), subagents: subagents,
+			term: term, sink: sink.record, timeout: o.timeout, grace: o.grace, log: log, subagents: subagents,
 		})
+		flushLog()
 		if err := finishTurn(e, o, term, res, err); err != nil {
 			return err
 		}
@@ -415,8 +468,21 @@ type agentProcess struct {
 
 // startAgent starts command under the process guard (its own process group,
 // descendants tracked), with stdio piped and stderr passed through.
+//
+// A relative command with a directory part (./agent, bin/agent) is resolved
+// as a shell would, from the directory acpscope was started in, not from
+// dir (the session's --cwd, where the agent runs); a bare name is looked up
+// in $PATH.
 func startAgent(command []string, dir string, stderr io.Writer) (*agentProcess, error) {
-	cmd := exec.Command(command[0], command[1:]...)
+	name := command[0]
+	if strings.ContainsRune(name, filepath.Separator) && !filepath.IsAbs(name) {
+		abs, err := filepath.Abs(name)
+		if err != nil {
+			return nil, err
+		}
+		name = abs
+	}
+	cmd := exec.Command(name, command[1:]...)
 	cmd.Dir = dir
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()

@@ -22,6 +22,10 @@ import (
 // fakeAgent is the path of the fake ACP agent program built for the tests.
 var fakeAgent string
 
+// acpscopeBin is acpscope itself, built for the tests that send it real
+// signals.
+var acpscopeBin string
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "acpscope-test")
@@ -30,11 +34,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	fakeAgent = filepath.Join(dir, "fakeagent")
-	build := exec.Command("go", "build", "-o", fakeAgent, "./internal/fakeagent")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the fake agent:", err)
-		os.Exit(1)
+	acpscopeBin = filepath.Join(dir, "acpscope")
+	for bin, pkg := range map[string]string{fakeAgent: "./internal/fakeagent", acpscopeBin: "."} {
+		build := exec.Command("go", "build", "-o", bin, pkg)
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building", pkg+":", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

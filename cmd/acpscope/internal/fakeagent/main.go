@@ -15,6 +15,9 @@
 //
 //	-mode cancel   waits for session/cancel and answers cancelled
 //	-mode hang     ignores session/cancel and never answers
+//	-mode mute     reads its input but never answers anything, not even
+//	               initialize
+//	-mode junk     writes 20,000 "{}" lines (not JSON-RPC) and exits
 //	-mode deaf     stops reading its standard input for good after asking
 //	               the client to read -file many times, so the client's
 //	               writes block on a full pipe (see deaf.go)
@@ -27,18 +30,32 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"strings"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 )
 
 func main() {
-	mode := flag.String("mode", "ok", "ok, error, exit, cancel, hang or deaf")
+	mode := flag.String("mode", "ok", "ok, error, exit, cancel, hang, mute, junk or deaf")
 	ready := flag.String("ready", "", "create this file once the turn's card is open")
 	file := flag.String("file", "", "the file the deaf mode asks the client to read")
 	flag.Parse()
-	if *mode == "deaf" {
+	switch *mode {
+	case "deaf":
 		deaf(*file, *ready)
+		return
+	case "mute":
+		markReady(*ready)
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		for { // input closed: still never answers, until killed
+			time.Sleep(time.Hour)
+		}
+	case "junk":
+		junk := strings.Repeat("{}\n", 20000)
+		_, _ = os.Stdout.WriteString(junk)
 		return
 	}
 	a := &agent{mode: *mode, ready: *ready, cancelled: make(chan struct{})}
@@ -205,7 +222,7 @@ var _ acp.Agent = (*agent)(nil)
 
 func init() {
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: fakeagent [-mode ok|error|exit|cancel|hang|deaf] [-ready FILE] [-file FILE]")
+		fmt.Fprintln(os.Stderr, "usage: fakeagent [-mode ok|error|exit|cancel|hang|mute|junk|deaf] [-ready FILE] [-file FILE]")
 		flag.PrintDefaults()
 	}
 }

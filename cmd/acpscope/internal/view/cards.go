@@ -158,15 +158,23 @@ func (b *Board) Subagents() []*Card {
 	return out
 }
 
-// Children returns the cards nested under parent, in first-seen order.
+// Children returns the cards nested under parent, in first-seen order. To
+// nest every card, use ChildIndex, which costs one pass for all of them.
 func (b *Board) Children(parent *Card) []*Card {
-	var out []*Card
+	return b.ChildIndex()[cardKey{parent.Event.SessionID, parent.Event.ToolCallID}]
+}
+
+// ChildIndex maps every parent card's key to its nested cards in
+// first-seen order, in one pass over the board.
+func (b *Board) ChildIndex() map[cardKey][]*Card {
+	idx := map[cardKey][]*Card{}
 	for _, c := range b.Cards() {
-		if c.Event.SessionID == parent.Event.SessionID && c.Event.ParentToolCallID == parent.Event.ToolCallID && c != parent {
-			out = append(out, c)
+		if p := c.Event.ParentToolCallID; p != "" && p != c.Event.ToolCallID {
+			k := cardKey{c.Event.SessionID, p}
+			idx[k] = append(idx[k], c)
 		}
 	}
-	return out
+	return idx
 }
 
 // Running counts the subagent cards whose tool status is not terminal,

@@ -322,12 +322,13 @@ func (t *Terminal) Summary() {
 // a body (the result, else the nested tool calls, else the prompt).
 func WriteCards(w io.Writer, b *Board) {
 	subs := b.Subagents()
+	children := b.ChildIndex() // one pass: the summary stays linear in cards
 	fmt.Fprintf(w, "\nSubagents (%d)\n", len(subs))
 	if b.Forgotten > 0 {
 		fmt.Fprintf(w, "(%d older cards were dropped to bound memory; --db keeps every subagent)\n", b.Forgotten)
 	}
 	for _, c := range subs {
-		children := b.Children(c)
+		children := children[cardKey{c.Event.SessionID, c.Event.ToolCallID}]
 		fmt.Fprintf(w, "\n◆ %s [%s]\n", printable(Header(c)), printable(cardStatus(c)))
 		if chips := Chips(c, len(children)); len(chips) > 0 {
 			fmt.Fprintf(w, "  %s\n", printable(strings.Join(chips, " · ")))

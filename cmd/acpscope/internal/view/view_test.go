@@ -201,10 +201,11 @@ func TestTerminalBoundsPendingTextSessions(t *testing.T) {
 	}
 }
 
-// TestChildNotConfirmedLiveIsNotShownRunning pins subagents.md §4.8: after
-// unknown (or an unrecognised state) a child session is neither shown as
-// running nor counted by the progress line; a last-known running after a
-// reload is marked not live.
+// TestChildNotConfirmedLiveIsNotShownRunning pins the rule that only a
+// confirmed running or requires_action state is live: after unknown (or an
+// unrecognised state) a child session is neither shown as running nor
+// counted by the progress line; a last-known running after a reload is
+// marked not live.
 func TestChildNotConfirmedLiveIsNotShownRunning(t *testing.T) {
 	child := func(state string, live bool) adapter.Event {
 		e := sub(adapter.EventToolUpdate, "c1", "", adapter.ToolStatusInProgress, adapter.SubagentTask{ChildSessionID: "c1", Status: state})
