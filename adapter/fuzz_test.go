@@ -145,7 +145,7 @@ func FuzzNormalizeSequence(f *testing.F) {
 		if len(frames) == 0 {
 			return
 		}
-		for _, name := range []string{"generic", "claude", "codex", "claude+subagents"} {
+		for _, name := range []string{"generic", "claude", "codex", "copilot", "gemini", "opencode", "claude+subagents"} {
 			dialect, declare := name, false
 			if name == "claude+subagents" {
 				dialect, declare = "claude", true
@@ -165,6 +165,7 @@ func FuzzNormalizeSequence(f *testing.F) {
 				if i == len(frames)/2 {
 					tr.PromptEnded(string(n.SessionId))
 				}
+				tr.ChildText(string(n.SessionId))
 				tr.SessionUpdate(n)
 			}
 			tr.SessionLoaded(string(frames[0].SessionId))
