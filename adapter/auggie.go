@@ -51,7 +51,7 @@ func mergeAuggieTitle(c *Card) {
 }
 
 // mergeAuggieOutput fills an R4 card's result from rawOutput.output.
-func mergeAuggieOutput(c *Card, r *Reader, out map[string]any) {
+func mergeAuggieOutput(c *Card, r *FieldReader, out map[string]any) {
 	if c.Value(valueAuggie) == true {
 		FillString(&c.task.ResultText, r.String(out, "output"))
 	}

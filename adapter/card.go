@@ -58,7 +58,12 @@ func (c *Card) Terminal() bool { return c.status.Terminal() }
 
 // SetStatus raises the tool status to s and reports whether it changed. A
 // status never moves backwards: a terminal status is final (the first one
-// wins) and a lower rank is ignored.
+// wins) and a lower rank is ignored. It is the one way to change a card's
+// status, from a dialect hook or from Do: when a frame's processing ends,
+// the pipeline moves a card that turned terminal into the session's
+// completed set; a card finished elsewhere (a child session's card, kept
+// across turns) stays out of that set and is still swept at prompt end
+// unless kept.
 func (c *Card) SetStatus(s ToolStatus) bool {
 	if s.rank() == 0 || c.status.Terminal() || s.rank() < c.status.rank() || s == c.status {
 		return false

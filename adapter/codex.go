@@ -238,7 +238,7 @@ func (d *codexDialect) parentFor(sessionID, sender string) string {
 	return ""
 }
 
-func firstString(r *Reader, m map[string]any, key string) string {
+func firstString(r *FieldReader, m map[string]any, key string) string {
 	for _, v := range r.Slice(m, key) {
 		if s, ok := v.(string); ok && s != "" {
 			return s

@@ -133,7 +133,7 @@ type ToolFrame struct {
 	// Parent, when set by Prepare, is the parent tool call id to use.
 	Parent string
 	// Read reads the untyped values and counts bad fields.
-	Read *Reader
+	Read *FieldReader
 }
 
 // RawInputMap returns rawInput when it is an object.

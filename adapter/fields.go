@@ -8,11 +8,11 @@ import (
 	"unicode/utf8"
 )
 
-// Reader reads the untyped values of a frame (`_meta`, rawInput, rawOutput)
-// field by field. A field of the wrong JSON type is ignored alone and
-// counted in Bad; a negative number is ignored and counted in Negative. The
-// zero Reader is ready to use.
-type Reader struct {
+// FieldReader reads the untyped values of a frame (`_meta`, rawInput,
+// rawOutput) field by field; it is not an io.Reader. A field of the wrong
+// JSON type is ignored alone and counted in Bad; a negative number is
+// ignored and counted in Negative. The zero FieldReader is ready to use.
+type FieldReader struct {
 	// Bad counts present fields of the wrong JSON type.
 	Bad int
 	// Negative counts numbers ignored because they were negative.
@@ -49,7 +49,7 @@ func AsMap(v any) map[string]any {
 
 // Map returns m[key] when it is an object. Absent and null give nil; any
 // other type gives nil and counts as bad.
-func (r *Reader) Map(m map[string]any, key string) map[string]any {
+func (r *FieldReader) Map(m map[string]any, key string) map[string]any {
 	v, ok := m[key]
 	if !ok || v == nil {
 		return nil
@@ -63,7 +63,7 @@ func (r *Reader) Map(m map[string]any, key string) map[string]any {
 
 // String returns m[key] when it is a string. Absent and null give ""; any
 // other type gives "" and counts as bad.
-func (r *Reader) String(m map[string]any, key string) string {
+func (r *FieldReader) String(m map[string]any, key string) string {
 	v, ok := m[key]
 	if !ok || v == nil {
 		return ""
@@ -79,7 +79,7 @@ func (r *Reader) String(m map[string]any, key string) string {
 // fractions truncate toward zero, numeric strings are not numbers. ok is
 // false when the key is absent, null, of the wrong type (counted bad),
 // negative (counted negative) or beyond int64.
-func (r *Reader) Int(m map[string]any, key string) (n int64, ok bool) {
+func (r *FieldReader) Int(m map[string]any, key string) (n int64, ok bool) {
 	v, present := m[key]
 	if !present || v == nil {
 		return 0, false
@@ -121,7 +121,7 @@ func (r *Reader) Int(m map[string]any, key string) (n int64, ok bool) {
 
 // True reports whether m[key] is the JSON boolean true. A non-boolean
 // present value counts as bad.
-func (r *Reader) True(m map[string]any, key string) bool {
+func (r *FieldReader) True(m map[string]any, key string) bool {
 	v, ok := m[key]
 	if !ok || v == nil {
 		return false
@@ -135,7 +135,7 @@ func (r *Reader) True(m map[string]any, key string) bool {
 
 // Slice returns m[key] when it is an array. Absent and null give nil; any
 // other type gives nil and counts as bad.
-func (r *Reader) Slice(m map[string]any, key string) []any {
+func (r *FieldReader) Slice(m map[string]any, key string) []any {
 	v, ok := m[key]
 	if !ok || v == nil {
 		return nil

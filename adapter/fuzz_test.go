@@ -18,7 +18,7 @@ import (
 // end and a late update. Nothing may panic (recovered panics count as
 // failures) and every event must encode.
 func FuzzNormalize(f *testing.F) {
-	for _, dir := range []string{"testdata", filepath.Join("testdata", "real", "*"), filepath.Join("claude", "testdata")} {
+	for _, dir := range []string{"testdata", filepath.Join("testdata", "real", "*"), filepath.Join("claude", "testdata"), filepath.Join("claude", "testdata", "real")} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 		for _, file := range files {
 			addParams(f, file)
@@ -116,7 +116,7 @@ func FuzzReplayerFeed(f *testing.F) {
 // that frames meet cards, children and message views made by earlier
 // frames. Nothing may panic and every event must encode.
 func FuzzNormalizeSequence(f *testing.F) {
-	for _, dir := range []string{"testdata", filepath.Join("testdata", "real", "*"), filepath.Join("claude", "testdata")} {
+	for _, dir := range []string{"testdata", filepath.Join("testdata", "real", "*"), filepath.Join("claude", "testdata"), filepath.Join("claude", "testdata", "real")} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 		for _, file := range files {
 			seed := &seedCollector{}
@@ -145,7 +145,7 @@ func FuzzNormalizeSequence(f *testing.F) {
 		if len(frames) == 0 {
 			return
 		}
-		for _, name := range []string{"generic", "claude", "codex", "claude+subagents"} {
+		for _, name := range []string{"generic", "claude", "codex", "copilot", "gemini", "opencode", "claude+subagents"} {
 			dialect, declare := name, false
 			if name == "claude+subagents" {
 				dialect, declare = "claude", true
@@ -165,6 +165,7 @@ func FuzzNormalizeSequence(f *testing.F) {
 				if i == len(frames)/2 {
 					tr.PromptEnded(string(n.SessionId))
 				}
+				tr.ChildText(string(n.SessionId))
 				tr.SessionUpdate(n)
 			}
 			tr.SessionLoaded(string(frames[0].SessionId))

@@ -77,7 +77,7 @@ func attr(tag, name string) string {
 // mergeOpenCodeMetadata reads rawOutput.metadata: sessionId is the child
 // session, model the "providerID/modelID" the child ran on. Every dialect
 // reads it.
-func mergeOpenCodeMetadata(task *SubagentTask, r *Reader, out map[string]any) {
+func mergeOpenCodeMetadata(task *SubagentTask, r *FieldReader, out map[string]any) {
 	md := r.Map(out, "metadata")
 	if md == nil {
 		return

@@ -61,7 +61,7 @@ func frameFromToolCall(sid string, tc *acp.SessionUpdateToolCall) *ToolFrame {
 		Meta:           tc.Meta,
 		Content:        tc.Content,
 		HasLocations:   len(tc.Locations) > 0,
-		Read:           &Reader{},
+		Read:           &FieldReader{},
 	}
 	if tc.Title != "" {
 		title := tc.Title
@@ -81,7 +81,7 @@ func frameFromToolCallUpdate(sid string, tu *acp.SessionToolCallUpdate) *ToolFra
 		Content:        tu.Content,
 		HasLocations:   len(tu.Locations) > 0,
 		Title:          tu.Title,
-		Read:           &Reader{},
+		Read:           &FieldReader{},
 	}
 	if tu.Status != nil {
 		f.Status = string(*tu.Status)
@@ -181,7 +181,7 @@ func rememberEarlyDuration(c *Card, f *ToolFrame) {
 	if out == nil {
 		return
 	}
-	var r Reader
+	var r FieldReader
 	if n, ok := r.Int(out, "durationMs"); ok && n > 0 {
 		c.SetValue(valueEarlyDurationMs, n)
 	}

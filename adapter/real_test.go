@@ -110,6 +110,16 @@ func TestRealAgentCaptures(t *testing.T) {
 			results: map[string]string{"toolu_launch_alpha": "ANSWER-ALPHA", "toolu_launch_bravo": "ANSWER-BRAVO"},
 		},
 		{
+			// A rejected child tool fails the child's call, then the task,
+			// whose rawOutput has a message but no content: no result.
+			name: "CopilotChildToolRejected", capture: "real/copilot/permission-reject", dialect: adapter.DialectCopilot,
+			payloads: map[string]string{
+				"call_launch_alpha": `{"kind":"subagent_task","subagent_task":{"description":"Inspect alpha","prompt":"You are subagent alpha. Reply with the single word ANSWER-ALPHA.","subagent_type":"general-purpose","agent_id":"3698d9e2-eaa0-4b45-88d0-ac9a6319af7a"}}`,
+			},
+			parents: map[string]string{"call_child_bash_alpha": "call_launch_alpha"},
+			cards:   []string{"call_launch_alpha"},
+		},
+		{
 			// codex-acp 0.16.0 ran spawn_agent and wait_agent, yet sent no
 			// tool call for them: no card is the right outcome.
 			name: "CodexOneNoCard", capture: "real/codex/one", dialect: adapter.DialectCodex,

@@ -1,6 +1,7 @@
 package adapter_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
@@ -31,5 +32,27 @@ func TestReplayerPairsResponsesByIDValue(t *testing.T) {
 	feed(adapter.FromAgent, `{"jsonrpc":"2.0","id":2.0,"result":{"stopReason":"end_turn"}}`)
 	if got := tr.Counters()[adapter.CounterCompletedSwept]; got != 1 {
 		t.Fatalf("the response with id 2.0 did not end the turn of request 2 (swept %d)", got)
+	}
+}
+
+// TestReplayerRejectsNonMessages pins that input which is not a JSON-RPC
+// message object is reported as ErrNotMessage (so a caller can tell it
+// from other errors), and that the Replayer stays usable after it.
+func TestReplayerRejectsNonMessages(t *testing.T) {
+	tr, err := adapter.NewTracker(adapter.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := adapter.NewReplayer(tr)
+	for _, msg := range []string{`not json`, `[1,2]`, `{"jsonrpc":"2.0"}`, `"x"`} {
+		if err := r.Feed(adapter.FromAgent, []byte(msg)); !errors.Is(err, adapter.ErrNotMessage) {
+			t.Errorf("%s: error %v, want ErrNotMessage", msg, err)
+		}
+	}
+	if err := r.Feed(adapter.FromAgent, []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"a","title":"task"}}}`)); err != nil {
+		t.Fatalf("after bad input: %v", err)
+	}
+	if got := tr.Counters()[adapter.CounterFrames]; got != 1 {
+		t.Errorf("frames %d, want 1", got)
 	}
 }

@@ -69,19 +69,6 @@ func (tx *Tx) DropCard(sessionID, toolCallID string) {
 	}
 }
 
-// SetStatus raises c's status (see Card.SetStatus) and moves it into the
-// completed set when it turns terminal.
-func (tx *Tx) SetStatus(c *Card, s ToolStatus) bool {
-	was := c.status.Terminal()
-	changed := c.SetStatus(s)
-	if !was && c.status.Terminal() {
-		if ss := tx.t.sessions[c.sessionID]; ss != nil && ss.cards[c.id] == c {
-			ss.markDone(tx.t, c)
-		}
-	}
-	return changed
-}
-
 // SetParentSession records that child is a child session of parent, so its
 // traffic is attributed to it and cleared with it.
 func (tx *Tx) SetParentSession(child, parent string) {

@@ -23,7 +23,7 @@ import (
 )
 
 func init() {
-	adapter.Register(adapter.DialectClaude, func() adapter.Dialect { return New() })
+	adapter.Register(adapter.DialectClaude, func() adapter.Dialect { return NewDialect(Options{}) })
 }
 
 // StatusAsyncLaunched is the toolResponse status of a subagent launched in
@@ -41,14 +41,18 @@ type Dialect struct {
 	limits   Limits
 }
 
-// New returns a Claude dialect for one connection, with the default
-// limits.
-func New() *Dialect { return NewWithLimits(Limits{}) }
+// Options configure a Claude dialect. The zero Options take the defaults.
+type Options struct {
+	// Limits bound what the subagent-session form keeps (zero fields take
+	// the defaults).
+	Limits Limits
+}
 
-// NewWithLimits returns a Claude dialect for one connection with the given
-// limits (pass it as adapter.Config.Dialect).
-func NewWithLimits(l Limits) *Dialect {
-	return &Dialect{sessions: newRegistry(), limits: l.withDefaults()}
+// NewDialect returns a Claude dialect for one connection. Pass it as
+// adapter.Config.Dialect to set the limits; otherwise the Tracker makes one
+// with the defaults when the agent is Claude.
+func NewDialect(opts Options) *Dialect {
+	return &Dialect{sessions: newRegistry(), limits: opts.Limits.withDefaults()}
 }
 
 // Name returns "claude".
@@ -120,7 +124,7 @@ func ApplyToolResponse(c *adapter.Card, f *adapter.ToolFrame) {
 
 // textBlocks joins the text of {"type":"text","text":…} blocks with "\n",
 // verbatim, skipping blank and non-text blocks.
-func textBlocks(r *adapter.Reader, blocks []any) string {
+func textBlocks(r *adapter.FieldReader, blocks []any) string {
 	var parts []string
 	for _, b := range blocks {
 		m := adapter.AsMap(b)

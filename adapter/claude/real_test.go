@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/adapter/claude"
 	"github.com/kdlbs/acp-go-sdk/internal/goldentest"
 )
 
@@ -58,4 +59,29 @@ func TestRealSubagentSessions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRealLegacyForm replays what claude-agent-acp sent to a client that
+// does not opt in to subagent sessions (0.101.0 and the older 0.23.1
+// package): the card comes from rawInput and the hook's toolResponse; a
+// background launch's rawOutput is the launch receipt, never the result.
+func TestRealLegacyForm(t *testing.T) {
+	for capture, want := range map[string]string{
+		"real/legacy-one":        `{"kind":"subagent_task","subagent_task":{"description":"Inspect alpha","prompt":"You are subagent alpha. Reply with the single word ANSWER-ALPHA.","subagent_type":"general-purpose","status":"completed","agent_id":"af09cd398e1a6fad5","model":"claude-opus-5-5","duration_ms":1374,"total_tokens":120,"tool_use_count":0,"result_text":"ANSWER-ALPHA"},"background_work":{"kind":"subagent","work_id":"af09cd398e1a6fad5","ended":true}}`,
+		"real/legacy-0.23.1-one": `{"kind":"subagent_task","subagent_task":{"description":"Inspect alpha","prompt":"You are subagent alpha. Reply with the single word ANSWER-ALPHA.","subagent_type":"general-purpose","status":"completed","agent_id":"ad22422da1ad654d8","duration_ms":281,"total_tokens":120,"tool_use_count":0,"result_text":"ANSWER-ALPHA"},"background_work":{"kind":"subagent","work_id":"ad22422da1ad654d8","ended":true}}`,
+	} {
+		t.Run(capture, func(t *testing.T) {
+			res := goldentest.Replay(t, capture, adapter.Config{})
+			if got := goldentest.PayloadJSON(t, goldentest.Last(t, res, "toolu_launch_alpha")); got != want {
+				t.Errorf("payload\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+	t.Run("real/legacy-background", func(t *testing.T) {
+		res := goldentest.Replay(t, "real/legacy-background", adapter.Config{})
+		task := goldentest.Last(t, res, "toolu_launch_alpha").Payload.SubagentTask
+		if task.ResultText != "" || !task.IsAsync || task.Status != claude.StatusAsyncLaunched || task.AgentID != "ab902a5d6e79311d0" {
+			t.Errorf("background card %+v", task)
+		}
+	})
 }

@@ -224,7 +224,7 @@ func TestCancelGrantAndParentLoad(t *testing.T) {
 // are counted, the oldest views forgotten.
 func TestMessageTextBounds(t *testing.T) {
 	lim := claude.Limits{MessageTextBytes: 1000, MessageBytes: 10_000}
-	tr, err := adapter.NewTracker(adapter.Config{Dialect: claude.NewWithLimits(lim)})
+	tr, err := adapter.NewTracker(adapter.Config{Dialect: claude.NewDialect(claude.Options{Limits: lim})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestMessageTextBounds(t *testing.T) {
 func TestChildAnswerIsTheFinalMessage(t *testing.T) {
 	lim := claude.Limits{MessageTextBytes: 8, MessageBytes: 12}
 	var last = map[string]adapter.Event{}
-	tr, err := adapter.NewTracker(adapter.Config{Dialect: claude.NewWithLimits(lim), OnEvent: func(e adapter.Event) {
+	tr, err := adapter.NewTracker(adapter.Config{Dialect: claude.NewDialect(claude.Options{Limits: lim}), OnEvent: func(e adapter.Event) {
 		if e.Payload != nil {
 			last[e.ToolCallID] = e
 		}

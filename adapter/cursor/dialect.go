@@ -68,7 +68,7 @@ func (d *Dialect) Recognize(tx *adapter.Tx, c *adapter.Card, f *adapter.ToolFram
 	if out == nil {
 		return false
 	}
-	var r adapter.Reader // bad fields are counted when the card applies them
+	var r adapter.FieldReader // bad fields are counted when the card applies them
 	if r.True(out, "isBackground") {
 		c.SetValue(valueBackground, true)
 	}
