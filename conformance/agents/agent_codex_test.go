@@ -69,13 +69,9 @@ func codexScript(maxWaits, timeoutMs int, children ...Child) modelserver.Script 
 		if !req.HasTool("spawn_agent") {
 			all := req.AllText()
 			for _, c := range children {
-				if !strings.Contains(all, c.Marker) {
-					continue
+				if strings.Contains(all, c.Marker) {
+					return c.Reply(req)
 				}
-				if c.Tool != nil && len(req.ToolResults()) == 0 {
-					return modelserver.Reply{ToolCalls: []modelserver.ToolCall{*c.Tool}}
-				}
-				return modelserver.Reply{Text: c.Answer()}
 			}
 			return modelserver.Reply{Text: "No task."}
 		}
