@@ -30,6 +30,7 @@ func init() {
 			auggieScenario("one", "explore", nil, childA),
 			auggieScenario("parallel", "explore", nil, childA, childB),
 			auggieChildToolDenied(),
+			auggieCancel(),
 		},
 	})
 }
@@ -84,5 +85,14 @@ func auggieChildToolDenied() Scenario {
 			t.Errorf("%d permission requests, want only the workspace-indexing one", n)
 		}
 	}
+	return sc
+}
+
+// auggieCancel interrupts the turn while the sub-agent's model call is held
+// open.
+func auggieCancel() Scenario {
+	sc := auggieScenario("cancel", "explore", nil, hanging(childA))
+	sc.Gap, sc.Interrupt = cancelGap, true
+	sc.Want[0].Result, sc.Want[0].Status = "", "cancelled|error"
 	return sc
 }

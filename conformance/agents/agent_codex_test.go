@@ -52,6 +52,7 @@ enabled = false
 			codexScenario("one", childA),
 			codexScenario("parallel", childA, childB),
 			codexChildApproval(),
+			codexCancel(),
 		},
 	})
 }
@@ -194,4 +195,10 @@ func codexChildApproval() Scenario {
 				t.Errorf("a permission request reached the client")
 			}
 		}}
+}
+
+// codexCancel interrupts the turn while the spawned child's model call is
+// held open: still no frame about the child, so still no card.
+func codexCancel() Scenario {
+	return Scenario{Name: "cancel", Prompt: UserPrompt, Interrupt: true, Script: codexScript(1, 10000, hanging(childA))}
 }
