@@ -30,6 +30,8 @@ func init() {
 			auggieScenario("one", "explore", nil, childA),
 			auggieScenario("parallel", "explore", nil, childA, childB),
 			auggieChildToolDenied(),
+			auggieCancel(),
+			auggieOutput(),
 		},
 	})
 }
@@ -85,4 +87,32 @@ func auggieChildToolDenied() Scenario {
 		}
 	}
 	return sc
+}
+
+// auggieCancel interrupts the turn while the sub-agent's model call is held
+// open.
+func auggieCancel() Scenario {
+	sc := auggieScenario("cancel", "explore", nil, hanging(childA))
+	sc.Gap, sc.Interrupt = cancelGap, true
+	sc.Want[0].Result, sc.Want[0].Status = "", "cancelled|error"
+	return sc
+}
+
+// auggieOutput: after the child finished, the parent asks the same tool for
+// the child's stored output ({action: "output", name}); that second call
+// is a review of the same sub-agent, not a new one.
+func auggieOutput() Scenario {
+	launch := auggieLaunch("explore")
+	run := Fanout(launch, childA)
+	review := modelserver.ToolCall{ID: "toolu_output_" + childA.Marker, Name: "sub-agent-explore",
+		Input: modelserver.Input(map[string]any{"action": "output", "name": childA.Marker})}
+	return Scenario{Name: "output", Prompt: UserPrompt,
+		Gap: "auggie output review: the second call (title \"sub-agent-explore: \", no instruction) makes a false second card",
+		Script: func(req *modelserver.Request) modelserver.Reply {
+			if len(req.Tools) > 0 && !strings.Contains(req.FirstUserText(), childA.Marker) && len(req.ToolResults()) == 1 {
+				return modelserver.Reply{ToolCalls: []modelserver.ToolCall{review}}
+			}
+			return run(req)
+		},
+		Want: []WantCard{{Type: "explore", Result: childA.Answer()}}}
 }

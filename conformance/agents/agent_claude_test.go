@@ -16,6 +16,7 @@ func init() {
 		claudeScenario("parallel", nil, nil, "", childA, childB),
 		claudePermission("allow", nil),
 		claudePermission("reject", nil),
+		claudeCancel(nil),
 	}))
 	fg, bg := ptr(false), ptr(true)
 	sessions := []string{"--subagents"}
@@ -29,7 +30,16 @@ func init() {
 		claudeScenario("sessions-background", bg, sessions, sessionGap, childA),
 		claudePermission("allow", fg),
 		claudePermission("reject", fg),
+		claudeCancel(fg),
 	}))
+}
+
+// claudeCancel interrupts the turn while the child's model call runs.
+func claudeCancel(background *bool) Scenario {
+	sc := claudeScenario("cancel", background, nil, cancelGap, hanging(childA))
+	sc.Interrupt = true
+	sc.Want[0].Result, sc.Want[0].Status = "", "cancelled|error"
+	return sc
 }
 
 func claudeAgent(name, pkg string, scenarios []Scenario) Agent {

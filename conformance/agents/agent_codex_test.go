@@ -52,6 +52,7 @@ enabled = false
 			codexScenario("one", childA),
 			codexScenario("parallel", childA, childB),
 			codexChildApproval(),
+			codexCancel(),
 		},
 	})
 }
@@ -69,13 +70,9 @@ func codexScript(maxWaits, timeoutMs int, children ...Child) modelserver.Script 
 		if !req.HasTool("spawn_agent") {
 			all := req.AllText()
 			for _, c := range children {
-				if !strings.Contains(all, c.Marker) {
-					continue
+				if strings.Contains(all, c.Marker) {
+					return c.Reply(req)
 				}
-				if c.Tool != nil && len(req.ToolResults()) == 0 {
-					return modelserver.Reply{ToolCalls: []modelserver.ToolCall{*c.Tool}}
-				}
-				return modelserver.Reply{Text: c.Answer()}
 			}
 			return modelserver.Reply{Text: "No task."}
 		}
@@ -198,4 +195,10 @@ func codexChildApproval() Scenario {
 				t.Errorf("a permission request reached the client")
 			}
 		}}
+}
+
+// codexCancel interrupts the turn while the spawned child's model call is
+// held open: still no frame about the child, so still no card.
+func codexCancel() Scenario {
+	return Scenario{Name: "cancel", Prompt: UserPrompt, Interrupt: true, Script: codexScript(1, 10000, hanging(childA))}
 }

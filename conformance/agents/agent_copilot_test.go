@@ -1,6 +1,8 @@
 package agents
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/kdlbs/acp-go-sdk/conformance/agents/modelserver"
@@ -20,6 +22,9 @@ func init() {
 	// fails the task ("Agent completed but produced no response.").
 	rejected := copilotScenario("permission-reject", "", []string{"--permission", "reject"}, gap, bash(childA))
 	rejected.Want[0].Result, rejected.Want[0].Status = "", "error"
+	cancel := copilotScenario("cancel", "", nil, gap+"; "+cancelGap, hanging(childA))
+	cancel.Interrupt = true
+	cancel.Want[0].Result, cancel.Want[0].Status = "", "cancelled|error"
 	register(Agent{
 		Name: "copilot-1.0.102",
 		Setup: func(t *testing.T, env *Env) {
@@ -27,6 +32,19 @@ func init() {
 			env.Set("COPILOT_PROVIDER_BASE_URL", env.Server.URL+"/v1")
 			env.Set("COPILOT_PROVIDER_API_KEY", "conformance")
 			env.Set("COPILOT_MODEL", "scripted")
+			// Copilot unpacks itself (~235 MB) into ~/.cache/copilot/pkg on
+			// first start; the unpacked package is shared between runs
+			// beside node_modules, like the package itself.
+			shared := filepath.Join(env.Modules, ".acp-cache", "copilot-pkg")
+			cache := filepath.Join(env.Home, ".cache", "copilot")
+			for _, d := range []string{shared, cache} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Symlink(shared, filepath.Join(cache, "pkg")); err != nil {
+				t.Fatal(err)
+			}
 		},
 		Command: func(env *Env) []string {
 			return []string{"node", env.NodeBin("@github/copilot/npm-loader.js"), "--acp", "--stdio"}
@@ -37,6 +55,7 @@ func init() {
 			copilotScenario("background", "background", nil, gap, childA),
 			copilotScenario("permission-allow", "", []string{"--permission", "allow"}, gap, bash(childA)),
 			rejected,
+			cancel,
 		},
 	})
 }

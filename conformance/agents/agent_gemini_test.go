@@ -40,6 +40,7 @@ func init() {
 			geminiScenario("one", gap, childA),
 			geminiScenario("parallel", gap, childA, childB),
 			geminiDenied(gap),
+			geminiCancel(gap),
 		},
 	})
 }
@@ -103,4 +104,13 @@ func geminiDenied(gap string) Scenario {
 	c := Child{Marker: "generalist", Description: "Inspect generalist"}
 	return Scenario{Name: "policy-denied", Prompt: UserPrompt, Gap: gap, Script: geminiScript(c),
 		Want: []WantCard{{Status: "error"}}}
+}
+
+// geminiCancel interrupts the turn while the investigator's model call is
+// held open.
+func geminiCancel(gap string) Scenario {
+	sc := geminiScenario("cancel", gap+"; "+cancelGap, hanging(childA))
+	sc.Interrupt = true
+	sc.Want[0].Status = "cancelled|error"
+	return sc
 }

@@ -22,6 +22,9 @@ func init() {
 	// then answers.
 	denied := opencodeScenario("child-tool-denied", nil, gap, bash)
 	denied.Setup = func(t *testing.T, env *Env) { env.Set("OPENCODE_PERMISSION", `{"bash":"deny"}`) }
+	cancel := opencodeScenario("cancel", nil, cancelGap, hanging(childA))
+	cancel.Interrupt = true
+	cancel.Want[0].Result, cancel.Want[0].Status = "", "cancelled|error"
 	register(Agent{
 		Name: "opencode-1.18.33",
 		Setup: func(t *testing.T, env *Env) {
@@ -56,6 +59,7 @@ func init() {
 			opencodeScenario("one", nil, gap, childA),
 			opencodeScenario("parallel", nil, gap, childA, childB),
 			denied,
+			cancel,
 		},
 	})
 }

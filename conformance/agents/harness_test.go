@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,6 +54,10 @@ type Scenario struct {
 	Script modelserver.Script
 	// Want are the cards the turn must end with, in card order.
 	Want []WantCard
+	// Interrupt sends SIGINT to acpscope (a user's Ctrl-C) the first time
+	// the Script holds a call (Reply.Hold), cancelling the turn while that
+	// call runs; acpscope may then exit 1 (turn failed) or 3 (cancelled).
+	Interrupt bool
 	// Gap, when set, names a known adapter gap (an open issue): a failed
 	// card expectation is then logged and the test skipped instead of
 	// failed. Captures are still recorded and replay must still match.
@@ -68,7 +73,9 @@ type WantCard struct {
 	Type        string
 	// Result must occur in result_text.
 	Result string
-	// Status is the final tool_status (default "complete").
+	// Status is the final tool_status (default "complete"); alternatives
+	// are separated by "|" ("cancelled|error": an agent may report a
+	// cancelled child as failed).
 	Status string
 	// Async, when non-nil, is the wanted is_async.
 	Async *bool
@@ -343,7 +350,21 @@ func runScenario(t *testing.T, modules string, a Agent, sc Scenario, o *outcome)
 	cmd.Env = env.environ()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
+	started := make(chan *os.Process, 1)
+	var interrupted atomic.Bool
+	if sc.Interrupt {
+		srv.SetOnHold(func() {
+			if interrupted.CompareAndSwap(false, true) {
+				p := <-started
+				p.Signal(os.Interrupt)
+			}
+		})
+	}
+	runErr := cmd.Start()
+	if runErr == nil {
+		started <- cmd.Process
+		runErr = cmd.Wait()
+	}
 	r := &Run{Raw: stdout.Bytes(), Capture: capturePath, Server: srv, Stderr: stderr.String()}
 	defer func() {
 		if t.Failed() || os.Getenv("ACP_AGENTS_DEBUG") == "1" {
@@ -359,6 +380,14 @@ func runScenario(t *testing.T, modules string, a Agent, sc Scenario, o *outcome)
 			if os.MkdirAll(keep, 0o755) == nil && os.WriteFile(p, data, 0o644) == nil {
 				t.Logf("capture kept in %s", p)
 			}
+		}
+	}
+	if sc.Interrupt {
+		if !interrupted.Load() {
+			t.Fatalf("the turn was never interrupted: no model call was held (acpscope: %v)", runErr)
+		}
+		if ee, ok := runErr.(*exec.ExitError); ok && (ee.ExitCode() == 1 || ee.ExitCode() == 3) {
+			runErr = nil
 		}
 	}
 	if runErr != nil {
@@ -556,7 +585,9 @@ func checkCards(cards []Card, want []WantCard) []string {
 				problems = append(problems, fmt.Sprintf("card %d: %s %q, want %q", i, what, got, want))
 			}
 		}
-		check("tool_status", c.ToolStatus, status)
+		if !slices.Contains(strings.Split(status, "|"), c.ToolStatus) {
+			problems = append(problems, fmt.Sprintf("card %d: tool_status %q, want %q", i, c.ToolStatus, status))
+		}
 		if w.Description != "" {
 			check("description", task.Description, w.Description)
 		}

@@ -17,6 +17,8 @@ type Child struct {
 	// Tool, when set, is a tool call the child makes before answering
 	// (the permission scenarios); the child answers after its result.
 	Tool *modelserver.ToolCall
+	// Hang holds the child's model call open (the cancel scenarios).
+	Hang bool
 }
 
 // Prompt is the task the parent hands the child: it carries the marker.
@@ -27,9 +29,13 @@ func (c Child) Prompt() string {
 // Answer is the child's final text.
 func (c Child) Answer() string { return "ANSWER-" + strings.ToUpper(c.Marker) }
 
-// Reply is the child's answer to one of its model calls: its Tool call
-// until the conversation holds a tool result, then Answer.
+// Reply is the child's answer to one of its model calls: held open when
+// it hangs, else its Tool call until the conversation holds a tool result,
+// then Answer.
 func (c Child) Reply(req *modelserver.Request) modelserver.Reply {
+	if c.Hang {
+		return modelserver.Reply{Hold: true}
+	}
 	if c.Tool != nil && len(req.ToolResults()) == 0 {
 		return modelserver.Reply{ToolCalls: []modelserver.ToolCall{*c.Tool}}
 	}
@@ -77,6 +83,18 @@ func withTool(c Child, call modelserver.ToolCall) Child {
 	c.Tool = &call
 	return c
 }
+
+// hanging returns c with its model call held open until the turn is
+// cancelled.
+func hanging(c Child) Child {
+	c.Hang = true
+	return c
+}
+
+// cancelGap is the Gap of every cancel scenario until acpscope cancels a
+// turn gracefully (session/cancel, a grace period for the agent's
+// "cancelled", open cards ended cancelled).
+const cancelGap = "acpscope cancel: open cards end cancelled once the graceful cancel lands"
 
 func ptr[T any](v T) *T { return &v }
 

@@ -82,6 +82,10 @@ type Reply struct {
 	Text string
 	// ToolCalls are tool calls to make; the stop reason becomes "tool use".
 	ToolCalls []ToolCall
+	// Hold keeps the call open, unanswered, until the agent gives up on it
+	// or the server closes: a model call still running when the turn is
+	// cancelled. The server's hold hook (SetOnHold) runs first.
+	Hold bool
 }
 
 // Script answers one model call. It runs on the server's goroutines and
@@ -113,8 +117,11 @@ type Server struct {
 	srv    *http.Server
 	ln     net.Listener
 
-	mu  sync.Mutex
-	log []LogEntry
+	closing chan struct{}
+
+	mu     sync.Mutex
+	log    []LogEntry
+	onHold func()
 }
 
 // LogEntry records one HTTP request the server saw and what it answered.
@@ -135,7 +142,7 @@ func Start(script Script) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{URL: "http://" + ln.Addr().String(), script: script, ln: ln}
+	s := &Server{URL: "http://" + ln.Addr().String(), script: script, ln: ln, closing: make(chan struct{})}
 	mux := http.NewServeMux()
 	for pattern, h := range routes {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) { h(s, w, r) })
@@ -151,13 +158,43 @@ func Start(script Script) (*Server, error) {
 }
 
 // Close stops the server.
-func (s *Server) Close() error { return s.srv.Close() }
+func (s *Server) Close() error {
+	s.mu.Lock()
+	select {
+	case <-s.closing:
+	default:
+		close(s.closing)
+	}
+	s.mu.Unlock()
+	return s.srv.Close()
+}
+
+// SetOnHold sets a function run each time the Script holds a call (the
+// harness interrupts the turn from it).
+func (s *Server) SetOnHold(f func()) {
+	s.mu.Lock()
+	s.onHold = f
+	s.mu.Unlock()
+}
 
 // Answer asks the Script for the reply to req and logs both. Formats call it
-// once per model call.
+// once per model call. A held reply returns only when the agent drops the
+// call or the server closes; the format then writes to a closed connection.
 func (s *Server) Answer(r *http.Request, req *Request) Reply {
 	rep := s.script(req)
 	s.record(LogEntry{Method: r.Method, Path: r.URL.Path, Request: req, Reply: &rep})
+	if rep.Hold {
+		s.mu.Lock()
+		hook := s.onHold
+		s.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
+		select {
+		case <-r.Context().Done():
+		case <-s.closing:
+		}
+	}
 	return rep
 }
 
@@ -192,7 +229,7 @@ func (s *Server) Summary() string {
 		if q := e.Request; q != nil {
 			fmt.Fprintf(&b, " model=%s tools=%d msgs=%d first=%q", q.Model, len(q.Tools), len(q.Messages), clip(q.FirstUserText(), 60))
 			if e.Reply != nil {
-				fmt.Fprintf(&b, " → text=%q calls=%d", clip(e.Reply.Text, 40), len(e.Reply.ToolCalls))
+				fmt.Fprintf(&b, " → text=%q calls=%d hold=%v", clip(e.Reply.Text, 40), len(e.Reply.ToolCalls), e.Reply.Hold)
 			}
 		}
 		b.WriteByte('\n')

@@ -3,6 +3,7 @@ package modelserver
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -120,5 +121,36 @@ func TestUnknownRouteIsLogged(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound || !strings.Contains(s.Summary(), "unknown route") {
 		t.Fatalf("status %d, log %q", resp.StatusCode, s.Summary())
+	}
+}
+
+// A held call stays open until the agent drops it, and runs the hold hook.
+func TestHoldUntilDropped(t *testing.T) {
+	s, err := Start(func(*Request) Reply { return Reply{Hold: true} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	held := make(chan struct{}, 1)
+	s.SetOnHold(func() { held <- struct{}{} })
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/v1/messages", strings.NewReader(`{"stream":true}`))
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	<-held
+	select {
+	case err := <-done:
+		t.Fatalf("a held call was answered: %v", err)
+	default:
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the dropped call did not fail on the client side")
 	}
 }
