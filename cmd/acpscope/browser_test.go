@@ -20,12 +20,12 @@ import (
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
-// The browser tests drive a real headless Chromium (`make web-test`
-// installs Debian's). They skip when it is absent, unless
-// ACPSCOPE_BROWSER_TESTS=1 (set by make web-test), which makes its absence
-// a failure. The page's own script publishes what it rendered as data-*
-// attributes of <body> (counts, its render time, the server time from
-// Server-Timing, injected elements), which a DOM dump reveals.
+// The browser tests drive a real headless Chromium; they run under
+// ACPSCOPE_BROWSER_TESTS=1 (`make web-test`, which installs Debian's
+// Chromium when missing) and skip otherwise. The page's own script
+// publishes what it rendered as data-* attributes of <body> (counts, its
+// render time, the server time from Server-Timing, injected elements),
+// which a DOM dump reveals (webtest.SelfCheck).
 
 // processCPU is this process's CPU time so far (user and system): on a
 // loaded machine, the part of a request's wall time that is its own.
