@@ -23,7 +23,7 @@ MODULES := sdk . conformance/wire conformance/consumer conformance/bench patches
 FUZZTIME ?= 30s
 
 .PHONY: all test generate generate-check lint vet staticcheck apicheck bench \
-        bench-compare fuzz-short conformance patches-check publish-check agents web-test tools clean
+        bench-compare fuzz-short conformance patches-check publish-check agents web-test web-bench tools clean
 
 all: lint test
 
@@ -95,6 +95,12 @@ publish-check:
 ## capture, live updates and the 5,000-subagent measurement.
 web-test: /usr/bin/chromium
 	ACPSCOPE_BROWSER_TESTS=1 $(GO) test -race -count=1 -run '^TestBrowser' -v ./cmd/acpscope/
+
+## web-bench: the 5,000-subagent browser measurement without the race
+## detector, and the server-side benchmark.
+web-bench: /usr/bin/chromium
+	ACPSCOPE_BROWSER_TESTS=1 $(GO) test -count=1 -run '^TestBrowserFiveThousandSubagents$$' -v ./cmd/acpscope/
+	$(GO) test -run '^$$' -bench SessionPage5000 -benchtime 10x ./cmd/acpscope/internal/web/
 
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 /usr/bin/chromium:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -164,14 +165,14 @@ LIMIT ?`)
 		return out, nil
 	}
 	err = s.eachPair(ctx, `SELECT DISTINCT task_session_id, agent_execution_id FROM task_session_subagents
-WHERE task_session_id IN (%s)`, keysOf(index), func(session, value string) {
+WHERE task_session_id IN (%s)`, slices.Sorted(maps.Keys(index)), func(session, value string) {
 		out[index[session]].Executions = append(out[index[session]].Executions, value)
 	})
 	if err != nil {
 		return nil, err
 	}
 	err = s.eachPair(ctx, `SELECT DISTINCT task_session_id, child_session_id FROM task_session_subagents
-WHERE task_session_id IN (%s) AND child_session_id IS NOT NULL`, keysOf(index), func(session, value string) {
+WHERE task_session_id IN (%s) AND child_session_id IS NOT NULL`, slices.Sorted(maps.Keys(index)), func(session, value string) {
 		out[index[session]].ChildSessions = append(out[index[session]].ChildSessions, value)
 	})
 	for i := range out {
@@ -217,15 +218,6 @@ func (s *Store) eachPair(ctx context.Context, query string, ids []string, fn fun
 		fn(a, b)
 	}
 	return rows.Err()
-}
-
-func keysOf(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // likeEscape escapes LIKE's wildcards and its escape character '\'.

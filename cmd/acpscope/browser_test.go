@@ -3,14 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,85 +16,31 @@ import (
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web/webtest"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
-// The browser tests drive a real headless Chromium (`make web-test`
-// installs Debian's). They skip when it is absent, unless
-// ACPSCOPE_BROWSER_TESTS=1 (set by make web-test), which makes its absence
-// a failure. The page's own script publishes what it rendered as data-*
-// attributes of <body> (counts, its render time, the server time from
-// Server-Timing, injected elements), which a DOM dump reveals.
+// The browser tests drive a real headless Chromium; they run under
+// ACPSCOPE_BROWSER_TESTS=1 (`make web-test`, which installs Debian's
+// Chromium when missing) and skip otherwise. The page's own script
+// publishes what it rendered as data-* attributes of <body> (counts, its
+// render time, the server time from Server-Timing, injected elements),
+// which a DOM dump reveals (webtest.SelfCheck).
 
-func chromiumBinary(t *testing.T) string {
+// processCPU is this process's CPU time so far (user and system): on a
+// loaded machine, the part of a request's wall time that is its own.
+func processCPU(t *testing.T) time.Duration {
 	t.Helper()
-	bin := os.Getenv("ACPSCOPE_CHROMIUM")
-	if bin == "" {
-		bin = "/usr/bin/chromium"
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("ACPSCOPE_BROWSER_TESTS") == "1" {
-			t.Fatalf("Chromium is required (ACPSCOPE_BROWSER_TESTS=1): %v", err)
-		}
-		t.Skipf("no Chromium at %s (make web-test installs it)", bin)
-	}
-	return bin
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// browserSlots bounds concurrent Chromium processes on a small machine.
-var browserSlots = make(chan struct{}, 2)
-
-// chromium runs one headless Chromium with extra arguments and returns its
-// standard output. Its process group is killed when it overruns.
-func chromium(t *testing.T, args ...string) []byte {
-	t.Helper()
-	bin := chromiumBinary(t)
-	browserSlots <- struct{}{}
-	defer func() { <-browserSlots }()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-		"--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-		"--user-data-dir=" + t.TempDir()}
-	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium %v: %v\n%s", args, err, errOut.String())
-	}
-	return out.Bytes()
-}
-
-// dumpDOM loads u and returns the serialised DOM after the load event (and
-// after the virtual time budget, when given: timers and fetches run).
-func dumpDOM(t *testing.T, u string, extra ...string) string {
-	t.Helper()
-	return string(chromium(t, append(extra, "--dump-dom", u)...))
-}
-
-var (
-	bodyTag  = regexp.MustCompile(`<body([^>]*)>`)
-	bodyAttr = regexp.MustCompile(`data-([a-z-]+)="([^"]*)"`)
-)
-
-// selfCheck returns the data-* attributes of the dumped <body>.
-func selfCheck(t *testing.T, dom string) map[string]string {
-	t.Helper()
-	m := bodyTag.FindStringSubmatch(dom)
-	if m == nil {
-		t.Fatalf("no <body> in the dump:\n%.2000s", dom)
-	}
-	attrs := map[string]string{}
-	for _, a := range bodyAttr.FindAllStringSubmatch(m[1], -1) {
-		attrs[a[1]] = a[2]
-	}
-	if attrs["selfcheck"] != "done" {
-		t.Fatalf("the page's script did not finish: %v\n%.3000s", attrs, dom)
-	}
-	return attrs
-}
+// raceDetector is set when the tests run under -race, which makes the
+// logged timings unrepresentative.
+var raceDetector bool
 
 func wantAttr(t *testing.T, attrs map[string]string, key, want string) {
 	t.Helper()
@@ -133,13 +76,13 @@ func noInjectedMarkup(t *testing.T, what, dom string) {
 }
 
 func TestBrowserDemo(t *testing.T) {
-	chromiumBinary(t)
+	webtest.Chromium(t)
 	t.Parallel()
 	db := replayDemo(t)
 	_, base := serveStore(t, db, nil)
 
-	list := dumpDOM(t, base)
-	attrs := selfCheck(t, list)
+	list := webtest.DumpDOM(t, base)
+	attrs := webtest.SelfCheck(t, list)
 	wantAttr(t, attrs, "rows", "2")
 	wantAttr(t, attrs, "injected", "0")
 	for _, want := range []string{`href="/session?id=cur-7f3a"`, `href="/session?id=cl-91b0"`, ">claude<", ">cursor<"} {
@@ -147,11 +90,11 @@ func TestBrowserDemo(t *testing.T) {
 			t.Errorf("sessions page lacks %s", want)
 		}
 	}
-	filtered := selfCheck(t, dumpDOM(t, base+"?agent=cursor"))
+	filtered := webtest.SelfCheck(t, webtest.DumpDOM(t, base+"?agent=cursor"))
 	wantAttr(t, filtered, "rows", "1")
 
-	session := dumpDOM(t, base+"session?id=cl-91b0#card-1")
-	attrs = selfCheck(t, session)
+	session := webtest.DumpDOM(t, base+"session?id=cl-91b0#card-1")
+	attrs = webtest.SelfCheck(t, session)
 	noInjectedMarkup(t, "demo session", session)
 	wantAttr(t, attrs, "tree-nodes", "2")
 	wantAttr(t, attrs, "bars", "2")
@@ -163,7 +106,7 @@ func TestBrowserDemo(t *testing.T) {
 	}
 
 	png := filepath.Join(t.TempDir(), "session.png")
-	chromium(t, "--window-size=1280,820", "--hide-scrollbars", "--screenshot="+png, base+"session?id=cl-91b0#card-0")
+	webtest.Run(t, "--window-size=1280,820", "--hide-scrollbars", "--screenshot="+png, base+"session?id=cl-91b0#card-0")
 	b, err := os.ReadFile(png)
 	if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) || len(b) < 10_000 {
 		t.Fatalf("screenshot: %d bytes, %v", len(b), err)
@@ -180,7 +123,7 @@ func TestBrowserDemo(t *testing.T) {
 // the session id, tool call ids, descriptions, types, models and results.
 // Each payload would set data-xss on <body> if it ran.
 func TestBrowserHostileCaptureExecutesNothing(t *testing.T) {
-	chromiumBinary(t)
+	webtest.Chromium(t)
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "hostile.db")
 	if code, _, errOut := acpscope(t, "", "replay", "--plain", "--db", db, filepath.Join("testdata", "hostile_web.jsonl")); code != exitOK {
@@ -195,8 +138,8 @@ func TestBrowserHostileCaptureExecutesNothing(t *testing.T) {
 		"session, details": base + "session?id=" + url.QueryEscape(session) + "#card-1",
 	}
 	for what, u := range pages {
-		dom := dumpDOM(t, u, "--virtual-time-budget=3000")
-		attrs := selfCheck(t, dom)
+		dom := webtest.DumpDOM(t, u, "--virtual-time-budget=3000")
+		attrs := webtest.SelfCheck(t, dom)
 		if v, fired := attrs["xss"]; fired {
 			t.Errorf("%s: a payload ran (data-xss=%q)", what, v)
 		}
@@ -220,7 +163,7 @@ func TestBrowserHostileCaptureExecutesNothing(t *testing.T) {
 // An open session page redraws when the store changes: the first poll of
 // the change mark finds a card written meanwhile (as `acpscope run` would).
 func TestBrowserLiveUpdate(t *testing.T) {
-	chromiumBinary(t)
+	webtest.Chromium(t)
 	t.Parallel()
 	dsn := filepath.Join(t.TempDir(), "live.db")
 	var once sync.Once
@@ -245,8 +188,8 @@ func TestBrowserLiveUpdate(t *testing.T) {
 	}
 	record("first", "in_progress")
 
-	dom := dumpDOM(t, base+"session?id=live-1", "--virtual-time-budget=5000")
-	attrs := selfCheck(t, dom)
+	dom := webtest.DumpDOM(t, base+"session?id=live-1", "--virtual-time-budget=5000")
+	attrs := webtest.SelfCheck(t, dom)
 	if n, _ := strconv.Atoi(attrs["renders"]); n < 2 {
 		t.Fatalf("the page did not redraw: %v", attrs)
 	}
@@ -256,45 +199,21 @@ func TestBrowserLiveUpdate(t *testing.T) {
 		t.Errorf("the redraw lacks the new card or the settled status")
 	}
 
-	list := dumpDOM(t, base, "--virtual-time-budget=3000")
-	wantAttr(t, selfCheck(t, list), "rows", "1")
+	list := webtest.DumpDOM(t, base, "--virtual-time-budget=3000")
+	wantAttr(t, webtest.SelfCheck(t, list), "rows", "1")
 }
 
 // A session with 5,000 subagents: nested three deep, up to 200 running at
 // once, some failed, cancelled, open or in the background. The numbers
 // (server time, the page's own render time) are logged, not asserted.
 func TestBrowserFiveThousandSubagents(t *testing.T) {
-	chromiumBinary(t)
+	webtest.Chromium(t)
 	t.Parallel()
 	const n = 5000
 	dsn := filepath.Join(t.TempDir(), "big.db")
 	s, base := serveStore(t, dsn, nil)
-	ctx := context.Background()
-	if err := s.EnsureSession(ctx, "big", "big"); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC)
 	seedStart := time.Now()
-	for i := range n {
-		f := persistence.Frame{TaskSessionID: "big", TaskID: "big", ToolCallID: fmt.Sprintf("call-%05d", i),
-			ExecutionID: web.ExecutionID("claude", "r"), Description: fmt.Sprintf("subagent %d", i),
-			SubagentType: "general-purpose", TotalTokens: int64(100 + i), DurationMs: int64(1000 + i%700*10),
-			IsAsync: i%50 == 7, ObservedAt: start.Add(time.Duration(i) * 50 * time.Millisecond)}
-		if i >= 10 {
-			f.ParentToolCallID = fmt.Sprintf("call-%05d", i/10)
-		}
-		if err := s.Upsert(ctx, f); err != nil {
-			t.Fatal(err)
-		}
-		if i%97 == 3 {
-			continue // stays open
-		}
-		f.ToolStatus = []string{"completed", "completed", "completed", "failed", "cancelled"}[i%5]
-		f.ObservedAt = f.ObservedAt.Add(time.Duration(1+i%200) * 50 * time.Millisecond)
-		if err := s.Upsert(ctx, f); err != nil {
-			t.Fatal(err)
-		}
-	}
+	webtest.SeedSubagents(t, s, "big", web.ExecutionID("claude", "r"), n)
 	t.Logf("seeded %d subagents in %v", n, time.Since(seedStart))
 
 	// Server time, measured around the handler.
@@ -302,16 +221,19 @@ func TestBrowserFiveThousandSubagents(t *testing.T) {
 	for range 3 {
 		req := httptest.NewRequest(http.MethodGet, "/session?id=big", nil)
 		rec := httptest.NewRecorder()
-		t0 := time.Now()
+		t0, cpu0 := time.Now(), processCPU(t)
 		h.ServeHTTP(rec, req)
-		t.Logf("5,000 subagents: server time %v (%d bytes)", time.Since(t0), rec.Body.Len())
+		t.Logf("5,000 subagents: server time %v wall, %v CPU (%d bytes)", time.Since(t0), processCPU(t)-cpu0, rec.Body.Len())
 	}
 
-	dom := dumpDOM(t, base+"session?id=big")
-	attrs := selfCheck(t, dom)
+	dom := webtest.DumpDOM(t, base+"session?id=big")
+	attrs := webtest.SelfCheck(t, dom)
 	wantAttr(t, attrs, "tree-nodes", strconv.Itoa(n))
 	wantAttr(t, attrs, "bars", strconv.Itoa(n))
 	wantAttr(t, attrs, "injected", "0")
 	t.Logf("5,000 subagents in Chromium: server %s ms (Server-Timing), page render %s ms, %s lanes",
 		attrs["server-ms"], attrs["render-ms"], attrs["lanes"])
+	if raceDetector {
+		t.Log("timings taken under -race: run without it (make web-bench) for representative numbers")
+	}
 }

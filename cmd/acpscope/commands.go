@@ -87,7 +87,7 @@ func (o *outputFlags) dsn() string {
 	if o.db != "" {
 		return o.db
 	}
-	dsn, _ := defaultDSN()
+	dsn, _ := defaultDSN(false)
 	return dsn
 }
 

@@ -5,9 +5,13 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web"
+	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
 // startWeb runs `acpscope web` with args until the test ends and returns
@@ -73,5 +77,29 @@ func TestWebUsage(t *testing.T) {
 		if code, _, _ := acpscope(t, "", args...); code != exitUsage {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}
+	}
+}
+
+// A subagent session (ACP child session) shows as a card of its parent
+// session that names the child, and the child is part of the family the
+// session page follows.
+func TestWebSubagentSessionFamily(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "sub.db")
+	if code, _, errOut := acpscope(t, "", "replay", "--plain", "--subagents", "--db", db,
+		filepath.Join("testdata", "subagent_session.jsonl")); code != exitOK {
+		t.Fatalf("replay exit %d: %s", code, errOut)
+	}
+	s, err := persistence.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	v, ok, err := web.LoadSession(context.Background(), s, "s1")
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if len(v.Family) != 2 || v.Family[1] != "child1" || len(v.Cards) != 1 || v.Cards[0].ChildSessionID != "child1" ||
+		v.Session.Agent != "claude" || len(v.Session.ChildSessions) != 1 {
+		t.Fatalf("view: %+v", v)
 	}
 }

@@ -226,10 +226,10 @@ func linkTree(cards []Card, root string) {
 	for i := range depth {
 		depth[i] = -1
 	}
-	var depthOf func(i int) int
-	depthOf = func(i int) int {
-		// Iterative: the chain may be as long as the card list.
-		var chain []int
+	// Iterative: a chain may be as long as the card list.
+	var chain []int
+	depthOf := func(i int) int {
+		chain = chain[:0]
 		j := i
 		for j >= 0 && depth[j] < 0 {
 			chain = append(chain, j)

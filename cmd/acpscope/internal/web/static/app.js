@@ -64,6 +64,7 @@
 
   function poll(url, token, onChange, interval) {
     function tick() {
+      if (document.hidden) { setTimeout(tick, interval); return; } // no reads for a hidden tab
       fetch(url, { credentials: "same-origin", cache: "no-store" })
         .then(function (r) { return r.ok ? r.json() : null; })
         .then(function (d) {

@@ -1,0 +1,128 @@
+// Package webtest holds what the tests of acpscope web share: driving a
+// headless Chromium, reading the page's self-check, and seeding a large
+// session. Only tests import it.
+package webtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kdlbs/acp-go-sdk/persistence"
+)
+
+// Chromium returns the browser binary ($ACPSCOPE_CHROMIUM, else
+// /usr/bin/chromium). Browser tests are opt-in, as they take minutes on a
+// small machine: the test skips unless ACPSCOPE_BROWSER_TESTS=1 (set by
+// make web-test), under which a missing binary fails it.
+func Chromium(t testing.TB) string {
+	t.Helper()
+	if os.Getenv("ACPSCOPE_BROWSER_TESTS") != "1" {
+		t.Skip("browser tests run under ACPSCOPE_BROWSER_TESTS=1 (make web-test)")
+	}
+	bin := os.Getenv("ACPSCOPE_CHROMIUM")
+	if bin == "" {
+		bin = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("Chromium is required (ACPSCOPE_BROWSER_TESTS=1): %v", err)
+	}
+	return bin
+}
+
+// slots bounds concurrent Chromium processes on a small machine.
+var slots = make(chan struct{}, 2)
+
+// Run runs one headless Chromium with extra arguments and returns its
+// standard output. Its process group is killed if it overruns 3 minutes.
+func Run(t testing.TB, args ...string) []byte {
+	t.Helper()
+	bin := Chromium(t)
+	slots <- struct{}{}
+	defer func() { <-slots }()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
+		"--user-data-dir=" + t.TempDir()}
+	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %v: %v\n%s", args, err, errOut.String())
+	}
+	return out.Bytes()
+}
+
+// DumpDOM loads u and returns the serialised DOM after the load event (and
+// after a --virtual-time-budget among extra, during which timers and
+// fetches run).
+func DumpDOM(t testing.TB, u string, extra ...string) string {
+	t.Helper()
+	return string(Run(t, append(extra, "--dump-dom", u)...))
+}
+
+var (
+	bodyTag  = regexp.MustCompile(`<body([^>]*)>`)
+	bodyAttr = regexp.MustCompile(`data-([a-z-]+)="([^"]*)"`)
+)
+
+// SelfCheck returns the data-* attributes of the dumped <body>: what the
+// page's script rendered (tree-nodes, bars, lanes, rows, renders,
+// render-ms, server-ms, injected). It fails when the script did not finish.
+func SelfCheck(t testing.TB, dom string) map[string]string {
+	t.Helper()
+	m := bodyTag.FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("no <body> in the dump:\n%.2000s", dom)
+	}
+	attrs := map[string]string{}
+	for _, a := range bodyAttr.FindAllStringSubmatch(m[1], -1) {
+		attrs[a[1]] = a[2]
+	}
+	if attrs["selfcheck"] != "done" {
+		t.Fatalf("the page's script did not finish: %v\n%.3000s", attrs, dom)
+	}
+	return attrs
+}
+
+// SeedSubagents stores one session of n subagents: nested under every
+// tenth card, observed 50 ms apart, running up to 10 s each (so up to 200
+// at once), a fifth failed or cancelled, a few left open, some in the
+// background.
+func SeedSubagents(tb testing.TB, s *persistence.Store, session, execution string, n int) {
+	tb.Helper()
+	ctx := context.Background()
+	if err := s.EnsureSession(ctx, session, session); err != nil {
+		tb.Fatal(err)
+	}
+	start := time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC)
+	for i := range n {
+		f := persistence.Frame{TaskSessionID: session, TaskID: session, ToolCallID: fmt.Sprintf("call-%05d", i),
+			ExecutionID: execution, Description: fmt.Sprintf("subagent %d", i),
+			SubagentType: "general-purpose", TotalTokens: int64(100 + i), DurationMs: int64(1000 + i%700*10),
+			IsAsync: i%50 == 7, ObservedAt: start.Add(time.Duration(i) * 50 * time.Millisecond)}
+		if i >= 10 {
+			f.ParentToolCallID = fmt.Sprintf("call-%05d", i/10)
+		}
+		if err := s.Upsert(ctx, f); err != nil {
+			tb.Fatal(err)
+		}
+		if i%97 == 3 {
+			continue // stays open
+		}
+		f.ToolStatus = []string{"completed", "completed", "completed", "failed", "cancelled"}[i%5]
+		f.ObservedAt = f.ObservedAt.Add(time.Duration(1+i%200) * 50 * time.Millisecond)
+		if err := s.Upsert(ctx, f); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
