@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"text/tabwriter"
 	"time"
 
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web"
 )
 
@@ -47,11 +47,15 @@ func cmdSessions(ctx context.Context, e env, args []string) error {
 	return nil
 }
 
-// writeSessionsJSON prints one JSON object per session.
+// writeSessionsJSON prints one JSON object per session, its forbidden
+// runes escaped by the shared sanitiser.
 func writeSessionsJSON(w io.Writer, rows []web.SessionRow) error {
-	enc := json.NewEncoder(w)
 	for _, r := range rows {
-		if err := enc.Encode(r); err != nil {
+		line, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(append(safetext.JSON(line), '\n')); err != nil {
 			return err
 		}
 	}
@@ -59,8 +63,8 @@ func writeSessionsJSON(w io.Writer, rows []web.SessionRow) error {
 }
 
 // writeSessions prints the sessions as a table. Stored text is the agent's:
-// any field holding a non-printable rune is printed Go-quoted, so no
-// control or bidi character reaches the terminal.
+// it passes the shared sanitiser, so no control or bidi character reaches
+// the terminal.
 func writeSessions(w io.Writer, rows []web.SessionRow) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "no sessions stored")
@@ -77,18 +81,7 @@ func writeSessions(w io.Writer, rows []web.SessionRow) {
 		if agent == "" {
 			agent = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", printableField(r.ID), printableField(agent), started, r.Turns, r.Cards, r.Status)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", safetext.Text(r.ID), safetext.Text(agent), started, r.Turns, r.Cards, r.Status)
 	}
 	tw.Flush()
-}
-
-// printableField returns s, or s Go-quoted when it holds a rune that is not
-// printable (C0/C1 controls, bidi overrides and other format characters).
-func printableField(s string) string {
-	for _, r := range s {
-		if !strconv.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
 }

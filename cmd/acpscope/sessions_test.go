@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
@@ -111,7 +112,18 @@ func TestSessionsEscapesStoredText(t *testing.T) {
 	if strings.ContainsAny(out, "\x1b\x07\u202E") {
 		t.Fatalf("control or bidi characters reached the output: %q", out)
 	}
-	if !strings.Contains(out, `"evil\x1b]52;c;aGk=\a\x1b[2J\u202eexe.txt"`) {
-		t.Fatalf("session id not shown quoted: %q", out)
+	if !strings.Contains(out, safetext.Text(hostile)) {
+		t.Fatalf("session id not shown sanitised: %q", out)
+	}
+	code, out, errOut = acpscope(t, "", "sessions", "--json", "--db", db)
+	if code != exitOK {
+		t.Fatalf("--json: exit %d: %s", code, errOut)
+	}
+	if strings.ContainsAny(out, "\x1b\x07\u202E") {
+		t.Fatalf("--json: control or bidi characters reached the output: %q", out)
+	}
+	var row struct{ ID string }
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &row); err != nil || row.ID != hostile {
+		t.Fatalf("--json: the id must round-trip unchanged: %q (%v)", out, err)
 	}
 }
