@@ -123,7 +123,7 @@ func ApplyToolResponse(c *adapter.Card, f *adapter.ToolFrame) {
 }
 
 // textBlocks joins the text of {"type":"text","text":…} blocks with "\n",
-// verbatim, skipping blank and non-text blocks.
+// verbatim, skipping blank and non-text blocks and the tools-used note.
 func textBlocks(r *adapter.FieldReader, blocks []any) string {
 	var parts []string
 	for _, b := range blocks {
@@ -132,12 +132,23 @@ func textBlocks(r *adapter.FieldReader, blocks []any) string {
 			continue
 		}
 		text := r.String(m, "text")
-		if strings.TrimSpace(text) == "" {
+		if strings.TrimSpace(text) == "" || isToolsUsedNote(text) {
 			continue
 		}
 		parts = append(parts, text)
 	}
 	return strings.Join(parts, "\n")
+}
+
+// isToolsUsedNote reports a content block that is only the note
+// claude-agent-acp 0.101.0 puts before a subagent's answer when the
+// subagent used tools: <tools-used-before-summary>NAMES</tools-used-before-summary>.
+// It names the tools; it is not part of the answer.
+func isToolsUsedNote(text string) bool {
+	const open, closing = "<tools-used-before-summary>", "</tools-used-before-summary>"
+	t := strings.TrimSpace(text)
+	return len(t) >= len(open)+len(closing) && strings.HasPrefix(t, open) && strings.HasSuffix(t, closing) &&
+		!strings.Contains(t[len(open):len(t)-len(closing)], "<")
 }
 
 // HandleUpdate handles the subagent-session kinds when the client declared

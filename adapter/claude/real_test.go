@@ -77,6 +77,19 @@ func TestRealLegacyForm(t *testing.T) {
 			}
 		})
 	}
+	// A subagent that used a tool: 0.101.0 puts a
+	// <tools-used-before-summary> block before the answer in the hook's
+	// content; it names the tools, it is not the answer.
+	t.Run("real/legacy-permission-allow", func(t *testing.T) {
+		res := goldentest.Replay(t, "real/legacy-permission-allow", adapter.Config{})
+		task := goldentest.Last(t, res, "toolu_launch_alpha").Payload.SubagentTask
+		if task.ResultText != "ANSWER-ALPHA" || task.ToolUseCount == nil || *task.ToolUseCount != 1 {
+			t.Errorf("result %q, tool uses %v; want ANSWER-ALPHA after 1 tool use", task.ResultText, task.ToolUseCount)
+		}
+		if child := goldentest.Last(t, res, "toolu_child_bash"); child.ParentToolCallID != "toolu_launch_alpha" {
+			t.Errorf("child tool call parent %q", child.ParentToolCallID)
+		}
+	})
 	t.Run("real/legacy-background", func(t *testing.T) {
 		res := goldentest.Replay(t, "real/legacy-background", adapter.Config{})
 		task := goldentest.Last(t, res, "toolu_launch_alpha").Payload.SubagentTask
