@@ -144,3 +144,24 @@ func BenchmarkReadTextFile(b *testing.B) {
 		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 	})
 }
+
+// At most maxConcurrentReads reads run at once: with every slot taken, a
+// read waits for one (here until its context ends) instead of starting.
+func TestReadTextFileWaitsForASlot(t *testing.T) {
+	root := t.TempDir()
+	p := bigFile(t, root, "a.txt", 10, "line\n")
+	for range maxConcurrentReads {
+		readSlots <- struct{}{}
+	}
+	defer func() {
+		for range maxConcurrentReads {
+			<-readSlots
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c := &scopeClient{root: root}
+	if _, err := c.ReadTextFile(ctx, acp.ReadTextFileRequest{Path: p}); err == nil {
+		t.Fatal("a read started with every slot taken")
+	}
+}
