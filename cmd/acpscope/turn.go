@@ -149,7 +149,10 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 			return nil
 		case <-stop.Done():
 			abort()
-			<-done
+			select { // the aborted request ends with the agent's pipes
+			case <-done:
+			case <-time.After(closeWait):
+			}
 			return fmt.Errorf("%w: %s during %s; the agent was stopped", errCancelled, stopCause(ctx, cfg.timeout), what)
 		}
 	}
