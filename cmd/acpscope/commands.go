@@ -60,7 +60,7 @@ func (o *outputFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.noDB, "no-db", false, "do not persist subagent contexts")
 	fs.StringVar(&o.permission, "permission", PolicyReject, "answer to permission requests: allow, reject or cancel")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "limit for the whole turn; then the turn is cancelled (session/cancel, exit code 3)")
-	fs.DurationVar(&o.grace, "cancel-grace", 5*time.Second, "how long a cancelled turn (--timeout, SIGINT, SIGTERM) waits for the agent to answer session/cancel before the agent is killed")
+	fs.DurationVar(&o.grace, "cancel-grace", 3*time.Second, "how long a cancelled turn (--timeout, SIGINT, SIGTERM) waits for the agent to answer session/cancel before the agent is killed")
 	fs.BoolVar(&o.subagents, "subagents", false, "declare clientCapabilities.subagents: agents that support ACP subagent sessions then report children as child sessions instead of legacy tool calls (replay: default from the capture's initialize)")
 	fs.BoolVar(&o.verbose, "verbose", false, "log the connection's informational messages to standard error (default: warnings only)")
 }

@@ -191,11 +191,16 @@ func TestRunPlainShowsCards(t *testing.T) {
 }
 
 func TestRunAgentFailuresExitOne(t *testing.T) {
-	for _, mode := range []string{"error", "exit"} {
+	for mode, want := range map[string]string{
+		// The agent's JSON-RPC error is shown as its detail, code and
+		// message, not as wire JSON.
+		"error": "session/prompt: the model is unavailable (JSON-RPC -32603 Internal error)",
+		"exit":  "session/prompt",
+	} {
 		t.Run(mode, func(t *testing.T) {
 			code, _, errOut := acpscope(t, "", "run", "--no-db", "--plain", "--prompt", "x", "--cwd", t.TempDir(), "--", fakeAgent, "-mode", mode)
-			if code != exitTurn {
-				t.Fatalf("exit %d, want 1: %s", code, errOut)
+			if code != exitTurn || !strings.Contains(errOut, want) {
+				t.Fatalf("exit %d, stderr %q; want 1 and %q", code, errOut, want)
 			}
 		})
 	}

@@ -51,8 +51,10 @@ func TestReadTextFileCostsAboutItsSize(t *testing.T) {
 	if len(whole.Content) != size {
 		t.Fatalf("read %d bytes, want %d", len(whole.Content), size)
 	}
-	if n > size*3/2 {
-		t.Errorf("a whole read of %d bytes allocated %d bytes, want at most 1.5×", size, n)
+	// About once the size (a little more, for other goroutines of the
+	// test binary); reading by doubling and copying cost over 3×.
+	if n > size*2 {
+		t.Errorf("a whole read of %d bytes allocated %d bytes, want at most 2×", size, n)
 	}
 	line, limit := 1000, 2
 	var window acp.ReadTextFileResponse
@@ -65,8 +67,8 @@ func TestReadTextFileCostsAboutItsSize(t *testing.T) {
 	if window.Content != strings.Repeat("0123456789abcdef0123456789abcdef0123456789abcdef012345678\n", 2) {
 		t.Fatalf("window = %q", window.Content)
 	}
-	if n > 1<<20 {
-		t.Errorf("a two-line window of a %d-byte file allocated %d bytes, want under 1 MiB", size, n)
+	if n > 4<<20 {
+		t.Errorf("a two-line window of a %d-byte file allocated %d bytes, want under 4 MiB (the file is not held)", size, n)
 	}
 }
 
@@ -143,4 +145,25 @@ func BenchmarkReadTextFile(b *testing.B) {
 		}
 		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 	})
+}
+
+// At most maxConcurrentReads reads run at once: with every slot taken, a
+// read waits for one (here until its context ends) instead of starting.
+func TestReadTextFileWaitsForASlot(t *testing.T) {
+	root := t.TempDir()
+	p := bigFile(t, root, "a.txt", 10, "line\n")
+	for range maxConcurrentReads {
+		readSlots <- struct{}{}
+	}
+	defer func() {
+		for range maxConcurrentReads {
+			<-readSlots
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c := &scopeClient{root: root}
+	if _, err := c.ReadTextFile(ctx, acp.ReadTextFileRequest{Path: p}); err == nil {
+		t.Fatal("a read started with every slot taken")
+	}
 }

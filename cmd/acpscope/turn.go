@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -144,12 +145,15 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 		select {
 		case err := <-done:
 			if err != nil {
-				return fmt.Errorf("%w: %s: %v", errTurn, what, err)
+				return fmt.Errorf("%w: %s: %s", errTurn, what, describeRPC(err))
 			}
 			return nil
 		case <-stop.Done():
 			abort()
-			<-done
+			select { // the aborted request ends with the agent's pipes
+			case <-done:
+			case <-time.After(closeWait):
+			}
 			return fmt.Errorf("%w: %s during %s; the agent was stopped", errCancelled, stopCause(ctx, cfg.timeout), what)
 		}
 	}
@@ -211,7 +215,7 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 		return res, fmt.Errorf("%w: %s", errCancelled, cancelled)
 	}
 	if ans.err != nil {
-		return res, fmt.Errorf("%w: session/prompt: %v", errTurn, ans.err)
+		return res, fmt.Errorf("%w: session/prompt: %s", errTurn, describeRPC(ans.err))
 	}
 	res.stopReason = ans.resp.StopReason
 	return res, nil
@@ -244,7 +248,7 @@ func cancelPrompt(conn *acp.ClientSideConnection, session acp.SessionId, grace t
 	select {
 	case ans := <-done:
 		if ans.err != nil {
-			return ans, fmt.Sprintf("sent session/cancel; the prompt then failed: %v", ans.err)
+			return ans, fmt.Sprintf("sent session/cancel; the prompt then failed: %s", describeRPC(ans.err))
 		}
 		return ans, fmt.Sprintf("sent session/cancel; the agent stopped the turn (%s)", ans.resp.StopReason)
 	case <-gctx.Done():
@@ -275,4 +279,34 @@ func startTicker(term *view.Terminal) (stop func()) {
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// describeRPC renders an error of a request to the agent for a person: a
+// JSON-RPC error as its detail followed by its code and message ("the
+// model is unavailable (JSON-RPC -32603 Internal error)") instead of its
+// wire JSON; any other error as it is.
+func describeRPC(err error) string {
+	var re *acp.RequestError
+	if !errors.As(err, &re) {
+		return err.Error()
+	}
+	detail := ""
+	switch d := re.Data.(type) {
+	case nil:
+	case string:
+		detail = d
+	case map[string]any:
+		if s, ok := d["error"].(string); ok && len(d) == 1 {
+			detail = s
+		}
+	}
+	if detail == "" && re.Data != nil {
+		if b, jerr := json.Marshal(re.Data); jerr == nil {
+			detail = string(b)
+		}
+	}
+	if detail == "" {
+		return fmt.Sprintf("JSON-RPC %d %s", re.Code, re.Message)
+	}
+	return fmt.Sprintf("%s (JSON-RPC %d %s)", detail, re.Code, re.Message)
 }
