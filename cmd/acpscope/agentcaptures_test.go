@@ -46,3 +46,28 @@ func TestAgentCaptures(t *testing.T) {
 		t.Skip("no agent captures recorded yet")
 	}
 }
+
+// A turn the agent answers with stopReason "cancelled" is over: cards it
+// left open end cancelled, on replay as in the live run that recorded the
+// cancel (where acpscope itself cancelled the turn). Copilot and Claude
+// 0.23.1 send no terminal frame for a subagent cut short by session/cancel.
+func TestCancelledTurnEndsOpenCards(t *testing.T) {
+	for _, agent := range []string{"copilot-1.0.102", "claude-0.23.1"} {
+		t.Run(agent, func(t *testing.T) {
+			capture := filepath.Join(agentCaptures, agent, "cancel.jsonl")
+			code, out, errOut := acpscope(t, "", "replay", "--json", "--no-db", capture)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if len(lines) == 0 || lines[0] == "" {
+				t.Fatal("no card")
+			}
+			for _, line := range lines {
+				if !strings.Contains(line, `"tool_status":"cancelled"`) {
+					t.Errorf("card not ended cancelled: %s", line)
+				}
+			}
+		})
+	}
+}

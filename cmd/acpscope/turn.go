@@ -126,9 +126,11 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 		defer cancel()
 		_ = conn.Wait(wctx)
 		tracker.Flush()
-		if errors.Is(err, errCancelled) {
-			// The turn is over: whatever the agent left open ends
-			// cancelled, in the view and in the store alike.
+		if errors.Is(err, errCancelled) || (err == nil && res.stopReason == acp.StopReasonCancelled) {
+			// The turn is over, cancelled by acpscope or answered
+			// "cancelled" by the agent: whatever the agent left open ends
+			// cancelled, in the view and in the store alike, so a replay
+			// of the capture shows what the live run showed.
 			for _, ev := range cfg.term.CancelOpen() {
 				if cfg.sink != nil {
 					cfg.sink(tracker.Dialect(), ev)
