@@ -109,5 +109,6 @@ func claudePermission(policy string, background *bool) Scenario {
 		Input: modelserver.Input(map[string]any{"command": "echo conformance > note.txt", "description": "Write a note"})})
 	sc := claudeScenario("permission-"+policy, background, nil, "", c)
 	sc.Flags = []string{"--permission", policy}
+	sc.Check = askedPermission
 	return sc
 }

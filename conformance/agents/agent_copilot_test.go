@@ -21,6 +21,9 @@ func init() {
 	// fails the task ("Agent completed but produced no response.").
 	rejected := copilotScenario("permission-reject", "", []string{"--permission", "reject"}, "", bash(childA))
 	rejected.Want[0].Result, rejected.Want[0].Status = "", "error"
+	rejected.Check = askedPermission
+	allowed := copilotScenario("permission-allow", "", []string{"--permission", "allow"}, "", bash(childA))
+	allowed.Check = askedPermission
 	cancel := copilotScenario("cancel", "", nil, cancelGap, hanging(childA))
 	cancel.Interrupt = true
 	cancel.Want[0].Result, cancel.Want[0].Status = "", "cancelled|error"
@@ -52,7 +55,7 @@ func init() {
 			copilotScenario("one", "", nil, "", childA),
 			copilotScenario("parallel", "", nil, "", childA, childB),
 			copilotScenario("background", "background", nil, "", childA),
-			copilotScenario("permission-allow", "", []string{"--permission", "allow"}, "", bash(childA)),
+			allowed,
 			rejected,
 			cancel,
 		},
