@@ -35,7 +35,7 @@ func init() {
 
 // claudeCancel interrupts the turn while the child's model call runs.
 func claudeCancel(background *bool) Scenario {
-	sc := claudeScenario("cancel", background, nil, cancelGap, hanging(childA))
+	sc := claudeScenario("cancel", background, nil, "", hanging(childA))
 	sc.Interrupt = true
 	sc.Want[0].Result, sc.Want[0].Status = "", "cancelled|error"
 	return sc

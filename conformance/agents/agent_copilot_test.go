@@ -24,7 +24,7 @@ func init() {
 	rejected.Check = askedPermission
 	allowed := copilotScenario("permission-allow", "", []string{"--permission", "allow"}, "", bash(childA))
 	allowed.Check = askedPermission
-	cancel := copilotScenario("cancel", "", nil, cancelGap, hanging(childA))
+	cancel := copilotScenario("cancel", "", nil, "", hanging(childA))
 	cancel.Interrupt = true
 	cancel.Want[0].Result, cancel.Want[0].Status = "", "cancelled|error"
 	register(Agent{

@@ -21,7 +21,7 @@ func init() {
 	// then answers.
 	denied := opencodeScenario("child-tool-denied", nil, "", bash)
 	denied.Setup = func(t *testing.T, env *Env) { env.Set("OPENCODE_PERMISSION", `{"bash":"deny"}`) }
-	cancel := opencodeScenario("cancel", nil, cancelGap, hanging(childA))
+	cancel := opencodeScenario("cancel", nil, "", hanging(childA))
 	cancel.Interrupt = true
 	cancel.Want[0].Result, cancel.Want[0].Status = "", "cancelled|error"
 	register(Agent{
