@@ -90,10 +90,12 @@ func auggieChildToolDenied() Scenario {
 }
 
 // auggieCancel interrupts the turn while the sub-agent's model call is held
-// open.
+// open. Auggie then reports the sub-agent call "completed" with no content,
+// and answers the prompt "cancelled": the card should not read complete.
 func auggieCancel() Scenario {
 	sc := auggieScenario("cancel", "explore", nil, hanging(childA))
-	sc.Gap, sc.Interrupt = cancelGap, true
+	sc.Gap = "auggie cancel: the cancelled sub-agent's update says completed (no content); the card reads complete"
+	sc.Interrupt = true
 	sc.Want[0].Result, sc.Want[0].Status = "", "cancelled|error"
 	return sc
 }
