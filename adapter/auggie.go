@@ -12,9 +12,12 @@ import "strings"
 const valueAuggie = "adapter.auggie"
 
 // recognizeAuggieTitle is rule R4: the Auggie title shape (see
-// ParseAuggieTitle).
+// ParseAuggieTitle) with an instruction after the colon. A title with
+// none ("sub-agent-explore: ") is the parent asking for a finished
+// child's stored output again ({action: "output", name}): its completion
+// repeats that child's answer, so it is a review, not a new subagent.
 func recognizeAuggieTitle(c *Card, f *ToolFrame) bool {
-	if typ, _, ok := ParseAuggieTitle(frameTitle(c, f)); ok && typ != "" {
+	if typ, desc, ok := ParseAuggieTitle(frameTitle(c, f)); ok && typ != "" && desc != "" {
 		c.SetValue(valueAuggie, true)
 		return true
 	}

@@ -110,6 +110,14 @@ func TestRealAgentCaptures(t *testing.T) {
 			results: map[string]string{"toolu_launch_alpha": "ANSWER-ALPHA", "toolu_launch_bravo": "ANSWER-BRAVO"},
 		},
 		{
+			// Asking for a finished child's output again is a second
+			// sub-agent call titled "sub-agent-explore: " (no instruction)
+			// whose completion repeats the answer: a review, not a launch.
+			name: "AuggieOutputReview", capture: "real/auggie/output", dialect: adapter.DialectAuggie,
+			cards:   []string{"toolu_launch_alpha"},
+			results: map[string]string{"toolu_launch_alpha": "ANSWER-ALPHA"},
+		},
+		{
 			// A rejected child tool fails the child's call, then the task,
 			// whose rawOutput has a message but no content: no result.
 			name: "CopilotChildToolRejected", capture: "real/copilot/permission-reject", dialect: adapter.DialectCopilot,

@@ -90,10 +90,12 @@ func auggieChildToolDenied() Scenario {
 }
 
 // auggieCancel interrupts the turn while the sub-agent's model call is held
-// open.
+// open. Auggie then reports the sub-agent call "completed" with no content,
+// and answers the prompt "cancelled": the card should not read complete.
 func auggieCancel() Scenario {
 	sc := auggieScenario("cancel", "explore", nil, hanging(childA))
-	sc.Gap, sc.Interrupt = cancelGap, true
+	sc.Gap = "auggie cancel: the cancelled sub-agent's update says completed (no content); the card reads complete"
+	sc.Interrupt = true
 	sc.Want[0].Result, sc.Want[0].Status = "", "cancelled|error"
 	return sc
 }
@@ -107,7 +109,6 @@ func auggieOutput() Scenario {
 	review := modelserver.ToolCall{ID: "toolu_output_" + childA.Marker, Name: "sub-agent-explore",
 		Input: modelserver.Input(map[string]any{"action": "output", "name": childA.Marker})}
 	return Scenario{Name: "output", Prompt: UserPrompt,
-		Gap: "auggie output review: the second call (title \"sub-agent-explore: \", no instruction) makes a false second card",
 		Script: func(req *modelserver.Request) modelserver.Reply {
 			if len(req.Tools) > 0 && !strings.Contains(req.FirstUserText(), childA.Marker) && len(req.ToolResults()) == 1 {
 				return modelserver.Reply{ToolCalls: []modelserver.ToolCall{review}}

@@ -20,14 +20,13 @@ func init() {
 	}))
 	fg, bg := ptr(false), ptr(true)
 	sessions := []string{"--subagents"}
-	const sessionGap = "issue 13: Claude subagent-session cards lack agent_id and take the launch receipt as result"
 	register(claudeAgent("claude-0.101.0", "@agentclientprotocol/claude-agent-acp", []Scenario{
 		claudeScenario("one", fg, nil, "", childA),
 		claudeScenario("parallel", fg, nil, "", childA, childB),
 		claudeScenario("background", bg, nil, "", childA),
-		claudeScenario("sessions", fg, sessions, sessionGap, childA),
-		claudeScenario("sessions-parallel", fg, sessions, sessionGap, childA, childB),
-		claudeScenario("sessions-background", bg, sessions, sessionGap, childA),
+		claudeScenario("sessions", fg, sessions, "", childA),
+		claudeScenario("sessions-parallel", fg, sessions, "", childA, childB),
+		claudeScenario("sessions-background", bg, sessions, "", childA),
 		claudePermission("allow", fg),
 		claudePermission("reject", fg),
 		claudeCancel(fg),
@@ -36,7 +35,7 @@ func init() {
 
 // claudeCancel interrupts the turn while the child's model call runs.
 func claudeCancel(background *bool) Scenario {
-	sc := claudeScenario("cancel", background, nil, cancelGap, hanging(childA))
+	sc := claudeScenario("cancel", background, nil, "", hanging(childA))
 	sc.Interrupt = true
 	sc.Want[0].Result, sc.Want[0].Status = "", "cancelled|error"
 	return sc
@@ -82,16 +81,18 @@ func claudeLaunch(background *bool) func(req *modelserver.Request, c Child) mode
 }
 
 // claudeScenario launches children with the given background choice; with
-// --subagents the cards also carry the agent id. A background child's card
-// is async; its answer is wanted only from subagent sessions, where the
-// child's own session carries it (a legacy card ends at the launch).
+// --subagents the cards also carry the agent id. A legacy background
+// child's card is async and ends at the launch, without the answer; with
+// subagent sessions the child's own session carries the answer.
 func claudeScenario(name string, background *bool, flags []string, gap string, children ...Child) Scenario {
 	sc := Scenario{Name: name, Prompt: UserPrompt, Flags: flags, Gap: gap, Script: Fanout(claudeLaunch(background), children...)}
 	for _, c := range children {
 		w := WantCard{Description: c.Description, Type: "general-purpose", Result: c.Answer(), AgentID: len(flags) > 0}
-		if background != nil {
+		// Only the legacy tool call says whether the child runs in the
+		// background: with subagent sessions nothing on the wire does.
+		if background != nil && len(flags) == 0 {
 			w.Async = background
-			if *background && len(flags) == 0 {
+			if *background {
 				w.Result = ""
 			}
 		}
@@ -108,5 +109,6 @@ func claudePermission(policy string, background *bool) Scenario {
 		Input: modelserver.Input(map[string]any{"command": "echo conformance > note.txt", "description": "Write a note"})})
 	sc := claudeScenario("permission-"+policy, background, nil, "", c)
 	sc.Flags = []string{"--permission", policy}
+	sc.Check = askedPermission
 	return sc
 }

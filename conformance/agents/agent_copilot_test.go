@@ -13,16 +13,18 @@ import (
 // model server. Its subagent tool is `task` {description, prompt,
 // agent_type, name, mode: sync|background}.
 func init() {
-	const gap = "issue 13: no Copilot subagent cards (task tool call without _meta)"
 	bash := func(c Child) Child {
 		return withTool(c, modelserver.ToolCall{ID: "call_child_bash_" + c.Marker, Name: "bash",
 			Input: modelserver.Input(map[string]any{"command": "echo conformance > note.txt", "description": "Write a note"})})
 	}
 	// A rejected child tool ends the child without an answer: Copilot
 	// fails the task ("Agent completed but produced no response.").
-	rejected := copilotScenario("permission-reject", "", []string{"--permission", "reject"}, gap, bash(childA))
+	rejected := copilotScenario("permission-reject", "", []string{"--permission", "reject"}, "", bash(childA))
 	rejected.Want[0].Result, rejected.Want[0].Status = "", "error"
-	cancel := copilotScenario("cancel", "", nil, gap+"; "+cancelGap, hanging(childA))
+	rejected.Check = askedPermission
+	allowed := copilotScenario("permission-allow", "", []string{"--permission", "allow"}, "", bash(childA))
+	allowed.Check = askedPermission
+	cancel := copilotScenario("cancel", "", nil, "", hanging(childA))
 	cancel.Interrupt = true
 	cancel.Want[0].Result, cancel.Want[0].Status = "", "cancelled|error"
 	register(Agent{
@@ -50,10 +52,10 @@ func init() {
 			return []string{"node", env.NodeBin("@github/copilot/npm-loader.js"), "--acp", "--stdio"}
 		},
 		Scenarios: []Scenario{
-			copilotScenario("one", "", nil, gap, childA),
-			copilotScenario("parallel", "", nil, gap, childA, childB),
-			copilotScenario("background", "background", nil, gap, childA),
-			copilotScenario("permission-allow", "", []string{"--permission", "allow"}, gap, bash(childA)),
+			copilotScenario("one", "", nil, "", childA),
+			copilotScenario("parallel", "", nil, "", childA, childB),
+			copilotScenario("background", "background", nil, "", childA),
+			allowed,
 			rejected,
 			cancel,
 		},

@@ -12,7 +12,6 @@ import (
 // server's chat completions. Its subagent tool is `task` {description,
 // prompt, subagent_type}; each child runs in its own OpenCode session.
 func init() {
-	const gap = "issue 13: OpenCode's <task_result> answer is dropped (empty result_text)"
 	bash := withTool(childA, modelserver.ToolCall{ID: "call_child_bash_alpha", Name: "bash",
 		Input: modelserver.Input(map[string]any{"command": "echo conformance > note.txt", "description": "Write a note"})})
 	// OpenCode 1.18.33 does not forward a child session's permission
@@ -20,9 +19,9 @@ func init() {
 	// child tool set to "ask" hangs the turn: no allow/reject scenario.
 	// A tool denied by configuration is refused inside the child, which
 	// then answers.
-	denied := opencodeScenario("child-tool-denied", nil, gap, bash)
+	denied := opencodeScenario("child-tool-denied", nil, "", bash)
 	denied.Setup = func(t *testing.T, env *Env) { env.Set("OPENCODE_PERMISSION", `{"bash":"deny"}`) }
-	cancel := opencodeScenario("cancel", nil, cancelGap, hanging(childA))
+	cancel := opencodeScenario("cancel", nil, "", hanging(childA))
 	cancel.Interrupt = true
 	cancel.Want[0].Result, cancel.Want[0].Status = "", "cancelled|error"
 	register(Agent{
@@ -56,8 +55,8 @@ func init() {
 			return []string{env.NodeBin(".bin/opencode"), "acp"}
 		},
 		Scenarios: []Scenario{
-			opencodeScenario("one", nil, gap, childA),
-			opencodeScenario("parallel", nil, gap, childA, childB),
+			opencodeScenario("one", nil, "", childA),
+			opencodeScenario("parallel", nil, "", childA, childB),
 			denied,
 			cancel,
 		},

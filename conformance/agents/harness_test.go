@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/conformance/agents/modelserver"
+	"github.com/kdlbs/acp-go-sdk/internal/capture"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
@@ -558,6 +559,35 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// AgentRequests counts the requests the agent sent with the given method
+// ("session/request_permission") in the run's capture.
+func (r *Run) AgentRequests(t *testing.T, method string) int {
+	t.Helper()
+	c, err := capture.ReadFile(r.Capture)
+	if err != nil {
+		t.Fatalf("reading the capture: %v", err)
+	}
+	n := 0
+	for _, e := range c.Entries {
+		if e.From != capture.FromAgent {
+			continue
+		}
+		if m, err := capture.ParseMessage(e.Msg); err == nil && m.IsRequest() && m.Method == method {
+			n++
+		}
+	}
+	return n
+}
+
+// askedPermission is the Check of the permission scenarios: the child's
+// tool must really have asked the client.
+func askedPermission(t *testing.T, r *Run) {
+	t.Helper()
+	if r.AgentRequests(t, "session/request_permission") == 0 {
+		t.Error("no session/request_permission reached the client")
+	}
 }
 
 // checkCards compares the cards with the wanted ones and lists what differs.
