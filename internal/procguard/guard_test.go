@@ -18,7 +18,11 @@ import (
 	"github.com/kdlbs/acp-go-sdk/internal/proctest"
 )
 
-const testMarker = "PROCGUARD_TEST=1"
+// testMarker is the environment entry of every process these tests start
+// (inherited by their descendants). It names this test process alone, so the
+// leftover check never touches the processes of another test binary running
+// the same tests at the same time.
+var testMarker = fmt.Sprintf("PROCGUARD_TEST=%d-%d", os.Getpid(), time.Now().UnixNano())
 
 func TestMain(m *testing.M) {
 	EnableGuardProcess()
@@ -407,5 +411,24 @@ func BenchmarkStartTerminate(b *testing.B) {
 				p.Terminate()
 			}
 		})
+	}
+}
+
+// The leftover check must spare the processes of every other test binary
+// running these tests at the same time (another package or checkout): it
+// killed every process whose environment held PROCGUARD_TEST=1.
+func TestCheckNoLeftoversSparesForeignProcesses(t *testing.T) {
+	foreign := exec.Command("/bin/sleep", "60")
+	foreign.Env = append(os.Environ(), "PROCGUARD_TEST=1")
+	if err := foreign.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = foreign.Process.Kill() // our child, not yet waited for: pid stable
+		_ = foreign.Wait()
+	}()
+	t.Run("leftover check", func(t *testing.T) { checkNoLeftovers(t) })
+	if !proctest.Running(foreign.Process.Pid) {
+		t.Fatal("the leftover check killed a process this test binary did not start")
 	}
 }
