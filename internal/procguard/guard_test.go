@@ -432,3 +432,43 @@ func TestCheckNoLeftoversSparesForeignProcesses(t *testing.T) {
 		t.Fatal("the leftover check killed a process this test binary did not start")
 	}
 }
+
+// A watched pipe's read end is the host's: a process that holds only that
+// end is not a descendant of the child. It is a consumer the host started
+// itself, or any process the host forks while the teardown scans (until its
+// exec, a fork holds all the host's descriptors; the kill then lands on
+// what it executed, e.g. another guarded child). Teardown must spare it.
+func TestTeardownSparesReadersOfWatchedPipes(t *testing.T) {
+	modes(t, func(t *testing.T, mode Mode) {
+		checkNoLeftovers(t)
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		cmd := shell(`echo started; exec sleep 300`)
+		cmd.Stdout = w
+		p, err := Start(cmd, Options{Mode: mode, WatchFiles: []*os.File{r}})
+		w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reader := exec.Command("/bin/sleep", "300")
+		reader.ExtraFiles = []*os.File{r}
+		if err := reader.Start(); err != nil {
+			p.Kill()
+			t.Fatal(err)
+		}
+		defer func() {
+			_ = reader.Process.Kill() // our child, not yet waited for: pid stable
+			_ = reader.Wait()
+		}()
+		if line, _ := bufio.NewReader(r).ReadString('\n'); line != "started\n" {
+			t.Errorf("child printed %q", line)
+		}
+		p.Terminate()
+		if !running(reader.Process.Pid) {
+			t.Fatal("teardown killed a process that only reads the watched pipe")
+		}
+	})
+}
