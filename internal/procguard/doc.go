@@ -7,7 +7,7 @@
 // grace, to the group and to every remembered or newly found descendant,
 // including ones that called setsid and whose parent already exited (found
 // by the token in their environment or because they hold one of the watched
-// pipes), and returns only once all of them have stopped running and the
+// pipes open for writing), and returns only once all of them have stopped running and the
 // child has been waited for.
 //
 // # Where the guard runs

@@ -326,8 +326,8 @@ func (t *tree) skipped(pid int) bool { return pid <= 1 || pid == t.skip[0] || pi
 
 // collect scans /proc and returns the live descendants: the ppid closure
 // from the child and every remembered process, the members of the child's
-// group, and with deep set, holders of the token or of a watched pipe (and
-// their closure). Everything found is remembered.
+// group, and with deep set, holders of the token or writers of a watched
+// pipe (and their closure). Everything found is remembered.
 func (t *tree) collect(deep bool) []identity {
 	snap := snapshot()
 	byPid := make(map[int]procEntry, len(snap))

@@ -18,7 +18,11 @@ import (
 	"github.com/kdlbs/acp-go-sdk/internal/proctest"
 )
 
-const testMarker = "PROCGUARD_TEST=1"
+// testMarker is the environment entry of every process these tests start
+// (inherited by their descendants). It names this test process alone, so the
+// leftover check never touches the processes of another test binary running
+// the same tests at the same time.
+var testMarker = fmt.Sprintf("PROCGUARD_TEST=%d-%d", os.Getpid(), time.Now().UnixNano())
 
 func TestMain(m *testing.M) {
 	EnableGuardProcess()
@@ -408,4 +412,63 @@ func BenchmarkStartTerminate(b *testing.B) {
 			}
 		})
 	}
+}
+
+// The leftover check must spare the processes of every other test binary
+// running these tests at the same time (another package or checkout): it
+// killed every process whose environment held PROCGUARD_TEST=1.
+func TestCheckNoLeftoversSparesForeignProcesses(t *testing.T) {
+	foreign := exec.Command("/bin/sleep", "60")
+	foreign.Env = append(os.Environ(), "PROCGUARD_TEST=1")
+	if err := foreign.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = foreign.Process.Kill() // our child, not yet waited for: pid stable
+		_ = foreign.Wait()
+	}()
+	t.Run("leftover check", func(t *testing.T) { checkNoLeftovers(t) })
+	if !proctest.Running(foreign.Process.Pid) {
+		t.Fatal("the leftover check killed a process this test binary did not start")
+	}
+}
+
+// A watched pipe's read end is the host's: a process that holds only that
+// end is not a descendant of the child. It is a consumer the host started
+// itself, or any process the host forks while the teardown scans (until its
+// exec, a fork holds all the host's descriptors; the kill then lands on
+// what it executed, e.g. another guarded child). Teardown must spare it.
+func TestTeardownSparesReadersOfWatchedPipes(t *testing.T) {
+	modes(t, func(t *testing.T, mode Mode) {
+		checkNoLeftovers(t)
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		cmd := shell(`echo started; exec sleep 300`)
+		cmd.Stdout = w
+		p, err := Start(cmd, Options{Mode: mode, WatchFiles: []*os.File{r}})
+		w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reader := exec.Command("/bin/sleep", "300")
+		reader.ExtraFiles = []*os.File{r}
+		if err := reader.Start(); err != nil {
+			p.Kill()
+			t.Fatal(err)
+		}
+		defer func() {
+			_ = reader.Process.Kill() // our child, not yet waited for: pid stable
+			_ = reader.Wait()
+		}()
+		if line, _ := bufio.NewReader(r).ReadString('\n'); line != "started\n" {
+			t.Errorf("child printed %q", line)
+		}
+		p.Terminate()
+		if !running(reader.Process.Pid) {
+			t.Fatal("teardown killed a process that only reads the watched pipe")
+		}
+	})
 }

@@ -30,8 +30,10 @@ type Options struct {
 	ScanInterval time.Duration
 	// WaitDelay is set as exec.Cmd.WaitDelay when the command has none.
 	WaitDelay time.Duration
-	// WatchFiles are pipes (typically the child's stdout and stderr) whose
-	// holders teardown treats as descendants.
+	// WatchFiles are the host's read ends of pipes (typically the child's
+	// stdout and stderr); teardown treats the processes holding one of
+	// them open for writing as descendants. Holders of the read end only
+	// are not (the host's own consumers, forks of the host before exec).
 	WatchFiles []*os.File
 	// Mode chooses where the guard runs; the zero value is ModeAuto.
 	Mode Mode

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // procEntry is one row of a /proc snapshot: enough to find descendants and
@@ -129,24 +130,47 @@ func environHas(pid int, kv []byte) bool {
 	return false
 }
 
-// holdsAny reports whether pid has an open descriptor on one of the given
-// pipe or file targets (readlink form, e.g. "pipe:[12345]").
+// holdsAny reports whether pid has a descriptor open for writing on one of
+// the given pipe or file targets (readlink form, e.g. "pipe:[12345]"). Only
+// writers count: both ends of a pipe have the same name, and the read end is
+// the host's. A process holding only that end is a consumer the host started
+// or a fork of the host that has not called exec yet (it holds every
+// descriptor of the host until then); neither is the child's descendant.
 func holdsAny(pid int, targets map[string]bool) bool {
 	if len(targets) == 0 {
 		return false
 	}
-	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
-	d, err := os.Open(dir)
+	base := "/proc/" + strconv.Itoa(pid)
+	d, err := os.Open(base + "/fd")
 	if err != nil {
 		return false
 	}
 	defer d.Close()
 	names, _ := d.Readdirnames(-1)
 	for _, n := range names {
-		l, err := os.Readlink(dir + "/" + n)
-		if err == nil && targets[l] {
+		l, err := os.Readlink(base + "/fd/" + n)
+		if err == nil && targets[l] && openForWriting(base+"/fdinfo/"+n) {
 			return true
 		}
+	}
+	return false
+}
+
+// openForWriting reads the "flags:" line (octal open flags) of a
+// /proc/<pid>/fdinfo/<fd> file and reports whether the access mode is
+// O_WRONLY or O_RDWR.
+func openForWriting(fdinfo string) bool {
+	b, err := os.ReadFile(fdinfo)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		v, ok := strings.CutPrefix(line, "flags:")
+		if !ok {
+			continue
+		}
+		flags, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+		return err == nil && flags&syscall.O_ACCMODE != syscall.O_RDONLY
 	}
 	return false
 }

@@ -22,6 +22,7 @@ import (
 //	CURSORFAKE_SCRIPT  the turn script, one step per line (see runScript)
 //	CURSORFAKE_RECORD  file receiving argv, stdin and selected env as JSON
 //	CURSORFAKE_ROLE    sleeper: a descendant that just waits to be killed
+//	CURSORFAKE_RUN     which test process wrote the fake (see fakeRunMarker)
 const (
 	fakeEnv       = "CURSORFAKE"
 	fakeHelpEnv   = "CURSORFAKE_HELP"
@@ -29,6 +30,7 @@ const (
 	fakeScriptEnv = "CURSORFAKE_SCRIPT"
 	fakeRecordEnv = "CURSORFAKE_RECORD"
 	fakeRoleEnv   = "CURSORFAKE_ROLE"
+	fakeRunEnv    = "CURSORFAKE_RUN"
 )
 
 const compatibleHelp = `Usage: cursor-agent [options] [command] [prompt...]

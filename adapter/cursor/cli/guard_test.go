@@ -152,3 +152,24 @@ func TestRunThroughGuardProcessStopAndExitStatus(t *testing.T) {
 		t.Fatalf("res = %+v", res)
 	}
 }
+
+// The leftover check of one test binary must spare the fake CLIs of every
+// other test binary on the machine (another worktree or package running the
+// same tests at the same time): it SIGKILLed every process whose
+// environment held CURSORFAKE=1, which made concurrent runs kill each
+// other's fakes (exit status 137, not killed by the runner).
+func TestCheckNoLeftoversSparesForeignFakes(t *testing.T) {
+	foreign := exec.Command("/bin/sleep", "60")
+	foreign.Env = append(os.Environ(), fakeEnv+"=1", fakeRunEnv+"=another-test-binary")
+	if err := foreign.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = foreign.Process.Kill() // our child, not yet waited for: pid stable
+		_ = foreign.Wait()
+	}()
+	t.Run("leftover check", func(t *testing.T) { checkNoLeftovers(t) })
+	if !proctest.Running(foreign.Process.Pid) {
+		t.Fatal("the leftover check killed a fake CLI this test binary did not start")
+	}
+}

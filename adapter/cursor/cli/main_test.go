@@ -55,6 +55,7 @@ func fakeBin(t testing.TB, dir, name string, env ...string) string {
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n")
 	fmt.Fprintf(&b, "export %s=1\n", fakeEnv)
+	fmt.Fprintf(&b, "export %s\n", shellQuote(fakeRunMarker))
 	// The race runtime sleeps a second at exit by default.
 	b.WriteString("export GORACE=atexit_sleep_ms=0\n")
 	for _, kv := range env {
@@ -71,19 +72,27 @@ func fakeBin(t testing.TB, dir, name string, env ...string) string {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
+// fakeRunMarker is the environment entry every fake CLI this test process
+// writes carries (and passes on to its descendants). It names this process
+// alone: other test binaries running the same fakes at the same time (another
+// package, another checkout) carry a different one, and their processes are
+// not ours to judge or kill.
+var fakeRunMarker = fmt.Sprintf("%s=%d-%d", fakeRunEnv, os.Getpid(), time.Now().UnixNano())
+
 // checkNoLeftovers registers a cleanup asserting that no process the test
-// started still runs: no live process carrying the fake marker in its
-// environment, and no unreaped zombie child of this process. Survivors are
-// killed so one failure does not cascade.
+// started still runs: no live process carrying this test process's
+// fakeRunMarker in its environment, and no unreaped zombie child of this
+// process. Survivors are killed so one failure does not cascade.
 func checkNoLeftovers(t *testing.T) {
 	t.Helper()
 	t.Cleanup(func() {
-		marker := []byte(fakeEnv + "=1")
+		marker := []byte(fakeRunMarker)
 		var left []string
+		var live []int
 		// Hang guard only: the runner already waited for every descendant.
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			left = left[:0]
+			left, live = left[:0], live[:0]
 			for _, pid := range listPids() {
 				st, ok := proctest.ReadStat(pid)
 				if !ok {
@@ -96,7 +105,7 @@ func checkNoLeftovers(t *testing.T) {
 				}
 				if !zombie && pid != os.Getpid() && environContains(pid, marker) {
 					left = append(left, fmt.Sprintf("live %d (ppid %d, pgid %d, state %c)", pid, st.PPid, st.PGid, st.State))
-					_ = syscall.Kill(pid, syscall.SIGKILL)
+					live = append(live, pid)
 				}
 			}
 			if len(left) == 0 || time.Now().After(deadline) {
@@ -106,6 +115,9 @@ func checkNoLeftovers(t *testing.T) {
 		}
 		if len(left) > 0 {
 			t.Errorf("processes left behind: %v", left)
+			for _, pid := range live {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
 			for _, pid := range listPids() {
 				var ws syscall.WaitStatus
 				_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)

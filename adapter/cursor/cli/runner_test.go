@@ -60,7 +60,7 @@ func TestRunArgvTransportRedactsPrompt(t *testing.T) {
 		t.Fatalf("not success: %+v", res)
 	}
 	rec := readRecord(t, f.record)
-	last := rec.Args[len(rec.Args)-1]
+	last := lastOf(rec.Args)
 	if !strings.HasPrefix(last, envelopeHeader) || !strings.HasSuffix(last, "secret user words") {
 		t.Fatalf("prompt argument = %q", last)
 	}
@@ -96,6 +96,16 @@ func TestRunStdinTransport(t *testing.T) {
 			t.Fatalf("prompt on argv under stdin transport: %v", rec.Args)
 		}
 	}
+}
+
+// lastOf is the last element of s, or the zero value when s is empty (so
+// that an assertion on it fails instead of panicking).
+func lastOf[T any](s []T) T {
+	var zero T
+	if len(s) == 0 {
+		return zero
+	}
+	return s[len(s)-1]
 }
 
 func readRecord(t *testing.T, path string) fakeRecord {
@@ -136,7 +146,7 @@ func TestRunShellRejectedIsDeclinedTurnSucceeds(t *testing.T) {
 	if !res.Success() {
 		t.Fatalf("not success: %+v", res)
 	}
-	last := f.events[len(f.events)-1]
+	last := lastOf(f.events)
 	if last.Kind != EventToolCompleted || last.Tool.Status != ToolDeclined || last.Tool.Outcome != "rejected" {
 		t.Fatalf("last event = %+v", last)
 	}
@@ -460,7 +470,8 @@ func TestRunAggregateCapOneNotice(t *testing.T) {
 	f.runner.Limits.MaxAggregateBytes = 256 << 10
 	res := f.run(SessionState{}, "x")
 	if !res.Success() || !res.Truncated {
-		t.Logf("events: %d %v", len(f.events), f.kinds()[len(f.kinds())-3:])
+		kinds := f.kinds()
+		t.Logf("events: %d, the last: %v", len(kinds), kinds[max(len(kinds)-3, 0):])
 		t.Fatalf("res = %+v", res)
 	}
 	notices, total := 0, 0
@@ -632,7 +643,7 @@ func TestForkNeverInheritsProviderID(t *testing.T) {
 	if !res.Success() {
 		t.Fatalf("retry = %+v", res)
 	}
-	if rec := readRecord(t, f.record); slices.Contains(rec.Args, sid) || !strings.Contains(rec.Args[len(rec.Args)-1], "flaky on Mondays") {
+	if rec := readRecord(t, f.record); slices.Contains(rec.Args, sid) || !strings.Contains(lastOf(rec.Args), "flaky on Mondays") {
 		t.Fatalf("retry argv = %v", rec.Args)
 	}
 	fork.Commit(retry, res)

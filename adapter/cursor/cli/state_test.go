@@ -70,7 +70,7 @@ func TestSegmentAndFinalBounds(t *testing.T) {
 	long := strings.Repeat("é", 100)
 	tr.handleLine([]byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"` + long + `"}]}}`))
 	if len(evs) != 2 || len(evs[1].Text) > 64+40 || !strings.Contains(evs[1].Text, "truncated") {
-		t.Fatalf("segment = %q", evs[len(evs)-1].Text)
+		t.Fatalf("events = %+v", evs)
 	}
 	tr.handleLine([]byte(`{"type":"result","subtype":"success","is_error":false,"result":"` + long + `"}`))
 	tr.res.ExitCode = 0
