@@ -110,11 +110,13 @@ type Connection struct {
 	queue        notificationRing
 	queuedBytes  int // params bytes of the queued notifications
 	runningBytes int // params bytes of the notification in its handler
-	queueClosed  bool
-	enqueuedSeq  uint64 // notifications accepted so far
-	completedSeq uint64 // notifications whose handler has returned
-	deferred     []*pendingCall
-	drainTimer   *time.Timer
+	// readerWaiting is set while the reader waits for room (flow control).
+	readerWaiting bool
+	queueClosed   bool
+	enqueuedSeq   uint64 // notifications accepted so far
+	completedSeq  uint64 // notifications whose handler has returned
+	deferred      []*pendingCall
+	drainTimer    *time.Timer
 
 	// handlerCallsWaiting counts the calls made from a notification
 	// handler's context whose response has not arrived; while it is
@@ -370,8 +372,10 @@ func loggedLine(line []byte) string {
 // Flow control: once the queue holds WithMaxQueuedNotifications
 // notifications, or the params of the queued notifications and of the one in
 // its handler reach WithMaxQueuedNotificationBytes, the reader waits here,
-// before reading the next line, until the handler makes room: the peer's
-// writes then wait in the pipe. Nothing is dropped or reordered.
+// before reading the next line, until the handler has drained them to half
+// the bounds: the peer's writes then wait in the pipe. Nothing is dropped or
+// reordered, and the queue's memory stays within the bounds (plus the one
+// notification always accepted).
 //
 // While a call made from a notification handler's context waits for its
 // response, that response may sit in the pipe behind notifications, and the
@@ -400,9 +404,14 @@ func (c *Connection) enqueueNotification(method string, params json.RawMessage) 
 	c.enqueuedSeq++
 	c.queue.push(queuedNotification{seq: c.enqueuedSeq, method: method, params: params}, maxCount)
 	c.qcond.Signal()
-	for !c.opts.closeOnOverflow && !c.queueClosed && c.overBoundLocked() {
+	for waited := false; !c.opts.closeOnOverflow && !c.queueClosed && (c.overBoundLocked() || waited && !c.drainedLocked()); {
 		if c.handlerCallsWaiting.Load() == 0 {
+			// Once stopped, resume only when the queue has drained to half
+			// its bounds: one wake-up per half queue, not per notification.
+			waited = true
+			c.readerWaiting = true
 			c.roomCond.Wait()
+			c.readerWaiting = false
 			continue
 		}
 		if err := c.overReadAheadCapLocked(); err != nil {
@@ -439,6 +448,13 @@ func (c *Connection) overBoundLocked() bool {
 		c.queuedBytes+c.runningBytes >= c.opts.maxQueuedNotificationBytes
 }
 
+// drainedLocked reports whether a reader stopped at the bounds may resume:
+// the queue is down to half its bounds. c.qmu is held.
+func (c *Connection) drainedLocked() bool {
+	return c.queue.len() <= c.opts.maxQueuedNotifications/2 &&
+		c.queuedBytes+c.runningBytes <= c.opts.maxQueuedNotificationBytes/2
+}
+
 // overReadAheadCapLocked returns the error to end the connection with when
 // the queue reached the read-ahead cap, or nil. c.qmu is held.
 func (c *Connection) overReadAheadCapLocked() error {
@@ -448,6 +464,14 @@ func (c *Connection) overReadAheadCapLocked() error {
 	}
 	return fmt.Errorf("%w: %d notifications (%d params bytes) waiting while a notification handler awaited a response (read-ahead cap %d notifications, %d bytes)",
 		ErrNotificationQueueOverflow, c.queue.len(), c.queuedBytes+c.runningBytes, maxCount, maxBytes)
+}
+
+// wakeReaderLocked wakes the reader stopped at the bounds once the queue
+// drained enough. c.qmu is held.
+func (c *Connection) wakeReaderLocked() {
+	if c.readerWaiting && c.drainedLocked() {
+		c.roomCond.Signal()
+	}
 }
 
 // handlerCallStarted records a call made from a notification handler's
@@ -469,7 +493,7 @@ func (c *Connection) notificationLoop() {
 		if done != 0 {
 			c.completeNotificationLocked(done)
 			c.runningBytes = 0
-			c.roomCond.Signal()
+			c.wakeReaderLocked()
 		}
 		for c.queue.len() == 0 && !c.queueClosed {
 			c.qcond.Wait()
@@ -485,7 +509,7 @@ func (c *Connection) notificationLoop() {
 		item := c.queue.pop()
 		c.queuedBytes -= len(item.params)
 		c.runningBytes = len(item.params)
-		c.roomCond.Signal()
+		c.wakeReaderLocked()
 		c.qmu.Unlock()
 
 		c.handleNotification(item.method, item.params)

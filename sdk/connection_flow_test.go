@@ -72,6 +72,17 @@ func newScriptedAgent(t *testing.T, handler MethodHandler, opts ...ConnectionOpt
 	return a
 }
 
+// send queues a line for the agent to write; false once the connection
+// ended (it reads no more).
+func (a *scriptedAgent) send(line string) bool {
+	select {
+	case a.out <- line:
+		return true
+	case <-a.conn.Done():
+		return false
+	}
+}
+
 // nextRequest returns the next request the connection sent.
 func (a *scriptedAgent) nextRequest(t *testing.T) map[string]json.RawMessage {
 	t.Helper()
@@ -109,6 +120,28 @@ func (o *orderedCounter) see(params json.RawMessage) int {
 	return p.I
 }
 
+// waitProgressing waits for ch like waitChan, but fails only when no
+// notification was handled for a whole hang guard (a long burst on a loaded
+// machine may take longer than one guard, and that is no hang).
+func (o *orderedCounter) waitProgressing(t *testing.T, ch <-chan error, what string) error {
+	t.Helper()
+	last := -1
+	for {
+		select {
+		case err := <-ch:
+			return err
+		case <-time.After(hangGuard):
+			o.mu.Lock()
+			n := o.next
+			o.mu.Unlock()
+			if n == last {
+				t.Fatalf("timed out waiting for %s (%d notifications handled)", what, n)
+			}
+			last = n
+		}
+	}
+}
+
 func (o *orderedCounter) check(t *testing.T, want int) {
 	t.Helper()
 	o.mu.Lock()
@@ -135,11 +168,10 @@ func TestWhyBurstDeliveredWhileCallWaits(t *testing.T) {
 		done <- err
 	}()
 	req := a.nextRequest(t)
-	for i := 0; i < n; i++ {
-		a.out <- burstNote(i)
+	for i := 0; i < n && a.send(burstNote(i)); i++ {
 	}
-	a.out <- `{"jsonrpc":"2.0","id":` + string(req["id"]) + `,"result":{"sessionId":"s"}}`
-	if err := waitChan(t, done, "session/new"); err != nil {
+	a.send(`{"jsonrpc":"2.0","id":` + string(req["id"]) + `,"result":{"sessionId":"s"}}`)
+	if err := seen.waitProgressing(t, done, "session/new"); err != nil {
 		t.Fatalf("session/new: %v", err)
 	}
 	seen.check(t, n)
@@ -169,16 +201,18 @@ func TestWhyBurstHandlerCallsPeer(t *testing.T) {
 		done <- err
 	}()
 	newReq := a.nextRequest(t)
-	for i := 0; i < n; i++ {
-		a.out <- burstNote(i)
+	for i := 0; i < n && a.send(burstNote(i)); i++ {
+	}
+	if a.conn.Err() != nil {
+		t.Fatalf("connection ended during the burst: %v", a.conn.Err())
 	}
 	readReq := a.nextRequest(t) // sent by the handler of notification 100, answered after the burst
 	a.out <- `{"jsonrpc":"2.0","id":` + string(readReq["id"]) + `,"result":{"content":"x"}}`
 	a.out <- `{"jsonrpc":"2.0","id":` + string(newReq["id"]) + `,"result":{"sessionId":"s"}}`
-	if err := waitChan(t, callErr, "the handler's call"); err != nil {
+	if err := seen.waitProgressing(t, callErr, "the handler's call"); err != nil {
 		t.Fatalf("handler's call: %v", err)
 	}
-	if err := waitChan(t, done, "session/new"); err != nil {
+	if err := seen.waitProgressing(t, done, "session/new"); err != nil {
 		t.Fatalf("session/new: %v", err)
 	}
 	seen.check(t, n)
@@ -310,11 +344,10 @@ func TestWhyAnswerAndExit(t *testing.T) {
 		done <- err
 	}()
 	req := a.nextRequest(t)
-	for i := 0; i < n; i++ {
-		a.out <- burstNote(i)
+	for i := 0; i < n && a.send(burstNote(i)); i++ {
 	}
-	a.out <- `{"jsonrpc":"2.0","id":` + string(req["id"]) + `,"result":{"stopReason":"end_turn"}}`
-	a.out <- ""
+	a.send(`{"jsonrpc":"2.0","id":` + string(req["id"]) + `,"result":{"stopReason":"end_turn"}}`)
+	a.send("")
 	if err := waitChan(t, done, "session/prompt"); err != nil {
 		t.Fatalf("prompt: %v", err)
 	}

@@ -13,7 +13,7 @@ const (
 	// defaultMaxQueuedNotificationBytes bounds the params bytes of queued
 	// notifications (and the one in its handler) when
 	// WithMaxQueuedNotificationBytes is not given.
-	defaultMaxQueuedNotificationBytes = 64 << 20
+	defaultMaxQueuedNotificationBytes = 16 << 20
 
 	// maxLineBytes is the frame limit: the longest line (newline excluded)
 	// a connection accepts from its peer.
@@ -95,10 +95,11 @@ func WithMaxQueuedNotifications(n int) ConnectionOption {
 // WithMaxQueuedNotificationBytes bounds the memory of the notification
 // queue: the total size of the params of the notifications waiting for their
 // handler and of the one being handled; n <= 0 selects the default of
-// 64 MiB. When it is reached the reader waits, as for
-// WithMaxQueuedNotifications; a single notification is always accepted, so
-// with the default a stream of frames at the 64 MiB frame limit is read one
-// frame at a time. Upstream bounds the count only.
+// 16 MiB. When it is reached the reader waits, as for
+// WithMaxQueuedNotifications, and resumes once they are down to half; a
+// single notification is always accepted, so with the default frames of
+// 16 MiB or more are read one at a time: the next is read only after the
+// handler of the previous one returned. Upstream bounds the count only.
 func WithMaxQueuedNotificationBytes(n int) ConnectionOption {
 	return func(o *connectionOptions) {
 		if n <= 0 {
