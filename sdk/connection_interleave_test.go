@@ -21,14 +21,32 @@ import (
 
 // stallReader is a reader whose Read waits while the peer is "stuck".
 type stallReader struct {
-	r  io.Reader
-	mu sync.RWMutex
+	r    io.Reader
+	mu   sync.Mutex
+	gate chan struct{} // non-nil while stalled; closed to resume
 }
 
 func (s *stallReader) Read(p []byte) (int, error) {
-	s.mu.RLock()
-	s.mu.RUnlock()
+	s.mu.Lock()
+	g := s.gate
+	s.mu.Unlock()
+	if g != nil {
+		<-g
+	}
 	return s.r.Read(p)
+}
+
+func (s *stallReader) stall() {
+	s.mu.Lock()
+	s.gate = make(chan struct{})
+	s.mu.Unlock()
+}
+
+func (s *stallReader) resume() {
+	s.mu.Lock()
+	close(s.gate)
+	s.gate = nil
+	s.mu.Unlock()
 }
 
 // interleaveNote is the params of a notification in the scenario.
@@ -174,15 +192,15 @@ func runInterleaving(t *testing.T, ops []byte) {
 			callBack.Store(true)
 		case 7:
 			if stalled {
-				stall.mu.Unlock()
+				stall.resume()
 			} else {
-				stall.mu.Lock()
+				stall.stall()
 			}
 			stalled = !stalled
 		}
 	}
 	if stalled {
-		stall.mu.Unlock()
+		stall.resume()
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
