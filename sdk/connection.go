@@ -43,8 +43,11 @@ type MethodHandler func(ctx context.Context, method string, params json.RawMessa
 //
 // Inbound requests each run on their own goroutine (at most 1024 at a time by
 // default, see WithMaxInflightRequests); inbound notifications run one at a
-// time, in arrival order, on one goroutine fed by a bounded queue (see
-// WithMaxQueuedNotifications). An outbound request returns only after every
+// time, in arrival order, on one goroutine fed by a bounded queue; when the
+// queue is full the connection stops reading from the peer until the
+// handler catches up (flow control, see WithMaxQueuedNotifications). Lines
+// are written by one writer goroutine: every send returns when its ctx ends
+// or the connection is closed, even while the peer does not read. An outbound request returns only after every
 // notification the peer sent before its response has been handled (the
 // response barrier), so, for example, all session/update notifications sent
 // before a session/prompt result are seen before Prompt returns.
@@ -227,9 +230,9 @@ func (c *Connection) Err() error {
 }
 
 // Close ends the connection with cause ErrConnectionClosed: pending outbound
-// calls fail with the peer-disconnected errors, in-flight inbound handlers
-// see their context cancelled, and notifications already queued are still
-// handled. It then closes peerInput and peerOutput when they implement
+// calls fail with the peer-disconnected errors, sends waiting for or blocked
+// in a write return ErrConnectionClosed, in-flight inbound handlers see their
+// context cancelled, and notifications already queued are still handled. It then closes peerInput and peerOutput when they implement
 // io.Closer (once each, once if they are the same value), which unblocks the
 // read goroutine and tells the peer we are gone (when peerOutput is no
 // io.Closer, or its Close does not interrupt a pending Read, as with a
@@ -803,6 +806,12 @@ func (c *Connection) write(ctx context.Context, line []byte) (busy bool, err err
 	if err := ctx.Err(); err != nil {
 		<-c.writeSem
 		return false, err
+	}
+	select {
+	case <-c.closed:
+		<-c.writeSem
+		return false, ErrConnectionClosed
+	default:
 	}
 	job := writeJob{line: line, done: writeResults.Get().(chan error)}
 	select {
