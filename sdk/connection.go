@@ -43,8 +43,11 @@ type MethodHandler func(ctx context.Context, method string, params json.RawMessa
 //
 // Inbound requests each run on their own goroutine (at most 1024 at a time by
 // default, see WithMaxInflightRequests); inbound notifications run one at a
-// time, in arrival order, on one goroutine fed by a bounded queue (see
-// WithMaxQueuedNotifications). An outbound request returns only after every
+// time, in arrival order, on one goroutine fed by a bounded queue; when the
+// queue is full the connection stops reading from the peer until the
+// handler catches up (flow control, see WithMaxQueuedNotifications). Lines
+// are written by one writer goroutine: every send returns when its ctx ends
+// or the connection is closed, even while the peer does not read. An outbound request returns only after every
 // notification the peer sent before its response has been handled (the
 // response barrier), so, for example, all session/update notifications sent
 // before a session/prompt result are seen before Prompt returns.
@@ -66,10 +69,14 @@ type Connection struct {
 	opts    connectionOptions
 	logger  atomic.Pointer[slog.Logger]
 
-	// writeSem serialises writes (one line per Write). It is a channel so a
-	// sender whose ctx ends, or a Close, can stop waiting behind a write the
-	// peer does not consume.
-	writeSem chan struct{}
+	// writeSem serialises writes (one line per Write). A sender takes it,
+	// hands its line to the writer goroutine (writeLine), which writes it,
+	// reports on the sender's done channel and then releases writeSem.
+	// Senders wait on channels only, so a sender whose ctx ends, or a Close,
+	// stops waiting even while the write itself is blocked on a peer that
+	// does not read.
+	writeSem  chan struct{}
+	writeLine chan writeJob
 	// requestJobs hands inbound requests to idle request workers.
 	requestJobs chan requestJob
 	// closed is closed by Close.
@@ -98,15 +105,27 @@ type Connection struct {
 	stopped             chan struct{}
 
 	// qmu guards the notification queue and the barrier state.
-	qmu          sync.Mutex
+	qmu sync.Mutex
+	// qcond wakes the notification loop; roomCond the reader waiting for
+	// room in the queue (flow control).
 	qcond        sync.Cond
+	roomCond     sync.Cond
 	queue        notificationRing
 	queuedBytes  int // params bytes of the queued notifications
-	queueClosed  bool
-	enqueuedSeq  uint64 // notifications accepted so far
-	completedSeq uint64 // notifications whose handler has returned
-	deferred     []*pendingCall
-	drainTimer   *time.Timer
+	runningBytes int // params bytes of the notification in its handler
+	// readerWaiting is set while the reader waits for room (flow control).
+	readerWaiting bool
+	queueClosed   bool
+	enqueuedSeq   uint64 // notifications accepted so far
+	completedSeq  uint64 // notifications whose handler has returned
+	deferred      []*pendingCall
+	drainTimer    *time.Timer
+
+	// handlerCallsWaiting counts the calls made from a notification
+	// handler's context whose response has not arrived; while it is
+	// non-zero the reader reads past the queue bound (see
+	// enqueueNotification).
+	handlerCallsWaiting atomic.Int64
 
 	shutdownOnce sync.Once
 	closeOnce    sync.Once
@@ -167,17 +186,20 @@ func NewConnection(handler MethodHandler, peerInput io.Writer, peerOutput io.Rea
 		inflight:    make(map[string]*inflightRequest),
 		stopped:     make(chan struct{}),
 		writeSem:    make(chan struct{}, 1),
+		writeLine:   make(chan writeJob),
 		requestJobs: make(chan requestJob),
 		closed:      make(chan struct{}),
 	}
 	c.qcond.L = &c.qmu
+	c.roomCond.L = &c.qmu
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	inbound, inboundCancel := context.WithCancelCause(context.Background())
 	c.notifyCtx = context.WithValue(inbound, notificationCtxKey{}, c)
 	c.notifyCancel = inboundCancel
-	c.goroutines = 2
+	c.goroutines = 3
 	go c.readLoop()
 	go c.notificationLoop()
+	go c.writeLoop()
 	return c
 }
 
@@ -208,9 +230,9 @@ func (c *Connection) Err() error {
 }
 
 // Close ends the connection with cause ErrConnectionClosed: pending outbound
-// calls fail with the peer-disconnected errors, in-flight inbound handlers
-// see their context cancelled, and notifications already queued are still
-// handled. It then closes peerInput and peerOutput when they implement
+// calls fail with the peer-disconnected errors, sends waiting for or blocked
+// in a write return ErrConnectionClosed, in-flight inbound handlers see their
+// context cancelled, and notifications already queued are still handled. It then closes peerInput and peerOutput when they implement
 // io.Closer (once each, once if they are the same value), which unblocks the
 // read goroutine and tells the peer we are gone (when peerOutput is no
 // io.Closer, or its Close does not interrupt a pending Read, as with a
@@ -281,6 +303,7 @@ func (c *Connection) shutdown(cause error) {
 			c.drainTimer = time.AfterFunc(notificationDrainTimeout, func() { c.notifyCancel(cause) })
 		}
 		c.qcond.Broadcast()
+		c.roomCond.Broadcast()
 		c.qmu.Unlock()
 
 		c.mu.Lock()
@@ -294,7 +317,7 @@ func (c *Connection) shutdown(cause error) {
 // readLoop reads and dispatches lines until the stream ends.
 func (c *Connection) readLoop() {
 	defer c.goroutineDone()
-	lr := newLineReader(c.r, maxLineBytes)
+	lr := newLineReader(c.r, c.opts.maxLineBytes)
 	var env envelope
 	for {
 		line, err := lr.next()
@@ -346,15 +369,31 @@ func loggedLine(line []byte) string {
 }
 
 // enqueueNotification queues a notification for the ordered handler; false
-// when the queue overflowed and the connection was closed.
+// when the connection ended (or, under WithCloseOnNotificationOverflow, the
+// queue overflowed and the connection was closed).
+//
+// Flow control: once the queue holds WithMaxQueuedNotifications
+// notifications, or the params of the queued notifications and of the one in
+// its handler reach WithMaxQueuedNotificationBytes, the reader waits here,
+// before reading the next line, until the handler has drained them to half
+// the bounds: the peer's writes then wait in the pipe. Nothing is dropped or
+// reordered, and the queue's memory stays within the bounds (plus the one
+// notification always accepted).
+//
+// While a call made from a notification handler's context waits for its
+// response, that response may sit in the pipe behind notifications, and the
+// handler cannot return before it arrives; the reader then keeps reading and
+// queueing past the bound, up to the read-ahead cap (readAheadCap). At the
+// cap the connection ends with an error wrapping
+// ErrNotificationQueueOverflow that names the cap, rather than hang.
 func (c *Connection) enqueueNotification(method string, params json.RawMessage) bool {
 	c.qmu.Lock()
 	if c.queueClosed {
 		c.qmu.Unlock()
 		return false
 	}
-	if c.queue.len() >= c.opts.maxQueuedNotifications ||
-		(c.queue.len() > 0 && c.queuedBytes+len(params) > c.opts.maxQueuedNotificationBytes) {
+	if c.opts.closeOnOverflow && (c.queue.len() >= c.opts.maxQueuedNotifications ||
+		(c.queue.len() > 0 && c.queuedBytes+len(params) > c.opts.maxQueuedNotificationBytes)) {
 		queued, queuedBytes := c.queue.len(), c.queuedBytes
 		c.qmu.Unlock()
 		c.log().Error("failed to queue notification; closing connection",
@@ -363,12 +402,89 @@ func (c *Connection) enqueueNotification(method string, params json.RawMessage) 
 		c.shutdown(ErrNotificationQueueOverflow)
 		return false
 	}
+	maxCount, _ := c.readAheadCap()
 	c.queuedBytes += len(params)
 	c.enqueuedSeq++
-	c.queue.push(queuedNotification{seq: c.enqueuedSeq, method: method, params: params}, c.opts.maxQueuedNotifications)
+	c.queue.push(queuedNotification{seq: c.enqueuedSeq, method: method, params: params}, maxCount)
 	c.qcond.Signal()
+	for waited := false; !c.opts.closeOnOverflow && !c.queueClosed && (c.overBoundLocked() || waited && !c.drainedLocked()); {
+		if c.handlerCallsWaiting.Load() == 0 {
+			// Once stopped, resume only when the queue has drained to half
+			// its bounds: one wake-up per half queue, not per notification.
+			waited = true
+			c.readerWaiting = true
+			c.roomCond.Wait()
+			c.readerWaiting = false
+			continue
+		}
+		if err := c.overReadAheadCapLocked(); err != nil {
+			c.qmu.Unlock()
+			c.log().Error("notification backlog reached its cap while a notification handler awaited a response; closing connection", "err", err)
+			c.shutdown(err)
+			return false
+		}
+		break
+	}
+	closed := c.queueClosed
 	c.qmu.Unlock()
-	return true
+	return !closed
+}
+
+// Read-ahead caps: how far past the queue bounds the reader goes while a
+// call made from a notification handler awaits its response. The effective
+// cap is the larger of these and the configured bounds.
+const (
+	readAheadMaxNotifications = 1 << 18   // 262,144 notifications
+	readAheadMaxBytes         = 256 << 20 // 256 MiB of params
+)
+
+// readAheadCap returns the effective read-ahead cap (count, params bytes).
+func (c *Connection) readAheadCap() (int, int) {
+	return max(c.opts.maxQueuedNotifications, c.opts.readAheadNotifications),
+		max(c.opts.maxQueuedNotificationBytes, c.opts.readAheadBytes)
+}
+
+// overBoundLocked reports whether the queue is at its bounds, so the reader
+// must not read further (unless a handler's call waits). c.qmu is held.
+func (c *Connection) overBoundLocked() bool {
+	return c.queue.len() >= c.opts.maxQueuedNotifications ||
+		c.queuedBytes+c.runningBytes >= c.opts.maxQueuedNotificationBytes
+}
+
+// drainedLocked reports whether a reader stopped at the bounds may resume:
+// the queue is down to half its bounds. c.qmu is held.
+func (c *Connection) drainedLocked() bool {
+	return c.queue.len() <= c.opts.maxQueuedNotifications/2 &&
+		c.queuedBytes+c.runningBytes <= c.opts.maxQueuedNotificationBytes/2
+}
+
+// overReadAheadCapLocked returns the error to end the connection with when
+// the queue reached the read-ahead cap, or nil. c.qmu is held.
+func (c *Connection) overReadAheadCapLocked() error {
+	maxCount, maxBytes := c.readAheadCap()
+	if c.queue.len() < maxCount && c.queuedBytes+c.runningBytes < maxBytes {
+		return nil
+	}
+	return fmt.Errorf("%w: %d notifications (%d params bytes) waiting while a notification handler awaited a response (read-ahead cap %d notifications, %d bytes)",
+		ErrNotificationQueueOverflow, c.queue.len(), c.queuedBytes+c.runningBytes, maxCount, maxBytes)
+}
+
+// wakeReaderLocked wakes the reader stopped at the bounds once the queue
+// drained enough. c.qmu is held.
+func (c *Connection) wakeReaderLocked() {
+	if c.readerWaiting && c.drainedLocked() {
+		c.roomCond.Signal()
+	}
+}
+
+// handlerCallStarted records a call made from a notification handler's
+// context and wakes the reader if it waits for room (its response may be
+// behind the notifications in the pipe).
+func (c *Connection) handlerCallStarted() {
+	c.handlerCallsWaiting.Add(1)
+	c.qmu.Lock()
+	c.roomCond.Signal()
+	c.qmu.Unlock()
 }
 
 // notificationLoop runs the notification handlers, one at a time, in order.
@@ -379,6 +495,8 @@ func (c *Connection) notificationLoop() {
 		c.qmu.Lock()
 		if done != 0 {
 			c.completeNotificationLocked(done)
+			c.runningBytes = 0
+			c.wakeReaderLocked()
 		}
 		for c.queue.len() == 0 && !c.queueClosed {
 			c.qcond.Wait()
@@ -393,6 +511,8 @@ func (c *Connection) notificationLoop() {
 		}
 		item := c.queue.pop()
 		c.queuedBytes -= len(item.params)
+		c.runningBytes = len(item.params)
+		c.wakeReaderLocked()
 		c.qmu.Unlock()
 
 		c.handleNotification(item.method, item.params)
@@ -596,7 +716,7 @@ func (c *Connection) handleResponse(env *envelope) {
 	c.mu.Lock()
 	pc := c.pending[id]
 	if pc != nil {
-		delete(c.pending, id)
+		c.removePendingLocked(pc)
 		pc.received = true
 	}
 	c.mu.Unlock()
@@ -654,23 +774,91 @@ func (e *encodeBuffer) appendValue(v any) error {
 	return nil
 }
 
-// write sends one complete line. Waiting for an earlier write ends with
-// ctx's error or ErrConnectionClosed after Close.
-func (c *Connection) write(ctx context.Context, line []byte) error {
+// writeJob is one line handed to the writer, with the channel (buffered,
+// capacity 1) its result goes to.
+type writeJob struct {
+	line []byte
+	done chan error
+}
+
+// writeResults recycles the result channels of writes whose sender received
+// the result (a sender that gave up leaves its channel to the writer).
+var writeResults = sync.Pool{New: func() any { return make(chan error, 1) }}
+
+// write sends one complete line. It returns nil once the line is written,
+// the write's error, ctx's error when ctx ends first, or ErrConnectionClosed
+// after Close, whether the sender was still waiting for an earlier write or
+// its own write was blocked on the peer. busy reports that the writer still
+// holds line: the caller must then not reuse its memory.
+func (c *Connection) write(ctx context.Context, line []byte) (busy bool, err error) {
 	select {
 	case c.writeSem <- struct{}{}:
 	default:
 		select {
 		case c.writeSem <- struct{}{}:
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
 		case <-c.closed:
-			return ErrConnectionClosed
+			return false, ErrConnectionClosed
 		}
 	}
-	_, err := c.w.Write(line)
+	// writeSem is now ours; whoever writes the line releases it.
+	if err := ctx.Err(); err != nil {
+		<-c.writeSem
+		return false, err
+	}
+	select {
+	case <-c.closed:
+		<-c.writeSem
+		return false, ErrConnectionClosed
+	default:
+	}
+	job := writeJob{line: line, done: writeResults.Get().(chan error)}
+	select {
+	case c.writeLine <- job:
+	case <-c.ctx.Done():
+		// The writer goroutine is gone with the connection; later writes
+		// (as upstream, a notification is still attempted) each get one.
+		go c.writeOne(job)
+	}
+	var gaveUp error
+	select {
+	case err := <-job.done:
+		writeResults.Put(job.done)
+		return false, err
+	case <-ctx.Done():
+		gaveUp = ctx.Err()
+	case <-c.closed:
+		gaveUp = ErrConnectionClosed
+	}
+	select {
+	case err := <-job.done: // finished meanwhile: report the write
+		writeResults.Put(job.done)
+		return false, err
+	default:
+		return true, gaveUp
+	}
+}
+
+// writeLoop writes the lines senders hand over until the connection ends.
+func (c *Connection) writeLoop() {
+	defer c.goroutineDone()
+	for {
+		select {
+		case job := <-c.writeLine:
+			c.writeOne(job)
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// writeOne writes one line for the sender holding writeSem, reports the
+// result and releases writeSem.
+func (c *Connection) writeOne(job writeJob) {
+	_, err := c.w.Write(job.line)
+	job.done <- err
 	<-c.writeSem
-	return err
 }
 
 // writeResponse sends the reply to an inbound request. A result that cannot
@@ -678,7 +866,6 @@ func (c *Connection) write(ctx context.Context, line []byte) error {
 // cannot be marshalled (upstream sends nothing, leaving the peer waiting).
 func (c *Connection) writeResponse(rawID json.RawMessage, result any, rerr *RequestError) {
 	e := getEncodeBuffer()
-	defer putEncodeBuffer(e)
 	for attempt := 0; ; attempt++ {
 		e.buf.Reset()
 		e.buf.WriteString(`{"jsonrpc":"2.0","id":`)
@@ -696,15 +883,27 @@ func (c *Connection) writeResponse(rawID json.RawMessage, result any, rerr *Requ
 			continue
 		}
 		if err != nil {
+			putEncodeBuffer(e)
 			c.log().Error("failed to encode response", "err", err)
 			return
 		}
 		break
 	}
 	e.buf.WriteString("}\n")
-	if err := c.write(context.Background(), e.buf.Bytes()); err != nil {
-		c.log().Debug("failed to write response", "err", err)
+	c.sendLine(context.Background(), e, "failed to write response")
+}
+
+// sendLine writes the line laid out in e and recycles e unless the writer
+// still holds it; a failure is logged at Debug with msg.
+func (c *Connection) sendLine(ctx context.Context, e *encodeBuffer, msg string) error {
+	busy, err := c.write(ctx, e.buf.Bytes())
+	if !busy {
+		putEncodeBuffer(e)
 	}
+	if err != nil && msg != "" {
+		c.log().Debug(msg, "err", err)
+	}
+	return err
 }
 
 // appendResult marshals a handler result, recovering a panicking
@@ -778,23 +977,35 @@ func (c *Connection) SendNotification(ctx context.Context, method string, params
 		return NewInternalError(errorData(err.Error()))
 	}
 	e := getEncodeBuffer()
-	defer putEncodeBuffer(e)
 	if err := encodeMessage(e, 0, method, params); err != nil {
+		putEncodeBuffer(e)
 		return NewInvalidParams(errorData(err.Error()))
 	}
-	if err := c.write(ctx, e.buf.Bytes()); err != nil {
+	if err := c.sendLine(ctx, e, ""); err != nil {
 		return NewInternalError(errorData(err.Error()))
 	}
 	return nil
 }
 
-func peerDisconnectedBeforeResponse() *RequestError {
-	return internalErrorWithCause("peer disconnected before response", ErrPeerDisconnected)
+// peerDisconnected is the error of a call cut short by the connection's
+// end: upstream's text (what, e.g. "peer disconnected before response") when
+// the peer closed its output or Close was called; otherwise the text names
+// the cause too (a frame over the limit, a notification backlog over its
+// cap, a read error), and errors.Is finds both ErrPeerDisconnected and the
+// cause.
+func (c *Connection) peerDisconnected(what string) *RequestError {
+	cause := context.Cause(c.ctx)
+	if cause == nil || errors.Is(cause, ErrPeerConnectionClosed) || errors.Is(cause, ErrConnectionClosed) {
+		return internalErrorWithCause(what, ErrPeerDisconnected)
+	}
+	return internalErrorWithCause(what+": "+cause.Error(), errors.Join(ErrPeerDisconnected, cause))
 }
 
-func peerDisconnectedDuringBarrier() *RequestError {
-	return internalErrorWithCause("peer disconnected while waiting for pre-response notifications", ErrPeerDisconnected)
-}
+// Texts of the peer-disconnected errors.
+const (
+	textDisconnectedBeforeResponse = "peer disconnected before response"
+	textDisconnectedDuringBarrier  = "peer disconnected while waiting for pre-response notifications"
+)
 
 // call sends a request and waits for its (barrier-released) response.
 func (c *Connection) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
@@ -812,14 +1023,26 @@ func (c *Connection) call(ctx context.Context, method string, params any) (json.
 	if c.ctx.Err() != nil {
 		c.mu.Unlock()
 		putEncodeBuffer(e)
-		return nil, peerDisconnectedBeforeResponse()
+		return nil, c.peerDisconnected(textDisconnectedBeforeResponse)
 	}
 	c.pending[id] = pc
 	c.mu.Unlock()
+	if pc.noBarrier {
+		// Registered before the write: the reader must read past the
+		// notification bound until this answer is in (see enqueueNotification).
+		c.handlerCallStarted()
+	}
 
-	err := c.write(ctx, e.buf.Bytes())
-	putEncodeBuffer(e)
+	busy, err := c.write(ctx, e.buf.Bytes())
+	if !busy {
+		putEncodeBuffer(e)
+	}
 	if err != nil {
+		if busy {
+			// Handed to the writer, which may yet deliver it: abandon the
+			// call as one that was sent.
+			return c.abandon(pc, ctx)
+		}
 		c.forgetPending(pc)
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			// Never written, so there is nothing to cancel on the peer.
@@ -832,10 +1055,28 @@ func (c *Connection) call(ctx context.Context, method string, params any) (json.
 	case <-pc.done:
 		return pc.response()
 	case <-c.ctx.Done():
-		return c.abandon(pc, nil)
+		if c.responseReceived(pc) {
+			// The peer answered, then left: the notifications it sent
+			// before the answer are still being handled; the answer follows
+			// them (unless Close or the caller's ctx ends the wait).
+			select {
+			case <-pc.done:
+				return pc.response()
+			case <-c.closed:
+			case <-ctx.Done():
+			}
+		}
+		return c.abandon(pc, ctx)
 	case <-ctx.Done():
 		return c.abandon(pc, ctx)
 	}
+}
+
+// responseReceived reports whether pc's response has arrived.
+func (c *Connection) responseReceived(pc *pendingCall) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return pc.received
 }
 
 // response returns a delivered response.
@@ -849,18 +1090,29 @@ func (pc *pendingCall) response() (json.RawMessage, error) {
 // forgetPending removes a call that will not be answered.
 func (c *Connection) forgetPending(pc *pendingCall) {
 	c.mu.Lock()
-	delete(c.pending, pc.id)
+	c.removePendingLocked(pc)
 	c.mu.Unlock()
 }
 
-// abandon ends a wait cut short by the connection ending (ctx nil) or the
-// caller's ctx ending. A delivered response still wins; a disconnect wins
-// over the caller's ctx.
+// removePendingLocked removes pc from the pending calls. c.mu is held.
+func (c *Connection) removePendingLocked(pc *pendingCall) {
+	if c.pending[pc.id] != pc {
+		return
+	}
+	delete(c.pending, pc.id)
+	if pc.noBarrier {
+		c.handlerCallsWaiting.Add(-1)
+	}
+}
+
+// abandon ends a wait cut short by the connection ending or the caller's
+// ctx ending. A delivered response still wins; a disconnect wins over the
+// caller's ctx.
 func (c *Connection) abandon(pc *pendingCall, ctx context.Context) (json.RawMessage, error) {
 	c.mu.Lock()
 	received := pc.received
 	if !received {
-		delete(c.pending, pc.id)
+		c.removePendingLocked(pc)
 	}
 	c.mu.Unlock()
 	if received {
@@ -872,9 +1124,9 @@ func (c *Connection) abandon(pc *pendingCall, ctx context.Context) (json.RawMess
 	}
 	if c.ctx.Err() != nil {
 		if received {
-			return nil, peerDisconnectedDuringBarrier()
+			return nil, c.peerDisconnected(textDisconnectedDuringBarrier)
 		}
-		return nil, peerDisconnectedBeforeResponse()
+		return nil, c.peerDisconnected(textDisconnectedBeforeResponse)
 	}
 	if !received {
 		c.queueCancelRequest(pc.id)

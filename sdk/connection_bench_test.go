@@ -1,12 +1,15 @@
 package acp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 )
 
 const (
@@ -261,4 +264,70 @@ func (benchAgent) SetSessionConfigOption(context.Context, SetSessionConfigOption
 }
 func (benchAgent) SetSessionMode(context.Context, SetSessionModeRequest) (SetSessionModeResponse, error) {
 	return SetSessionModeResponse{}, nil
+}
+
+// BenchmarkLargeFrames streams 64 MiB session/update frames (the frame
+// limit) through a client connection over an OS pipe, the handler decoding
+// each into a SessionNotification. Metrics: peak-heap-MiB (largest
+// HeapAlloc sampled every 2 ms) and peak-heap/frame (that peak over the
+// frame size).
+func BenchmarkLargeFrames(b *testing.B) {
+	const frames = 6
+	const size = maxLineBytes
+	prefix := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"`
+	suffix := `"}}}}` + "\n"
+	frame := bytes.Repeat([]byte("a"), size+1)
+	copy(frame, prefix)
+	copy(frame[size+1-len(suffix):], suffix)
+	var peak uint64
+	for i := 0; i < b.N; i++ {
+		r, w, err := os.Pipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		got := make(chan int, frames)
+		conn := NewConnection(func(_ context.Context, _ string, params json.RawMessage) (any, *RequestError) {
+			var n SessionNotification
+			_ = json.Unmarshal(params, &n)
+			got <- len(params)
+			return nil, nil
+		}, io.Discard, r)
+		conn.SetLogger(quietLogger())
+		stop := make(chan struct{})
+		peaks := make(chan uint64, 1)
+		go func() {
+			var m runtime.MemStats
+			var p uint64
+			t := time.NewTicker(2 * time.Millisecond)
+			defer t.Stop()
+			for {
+				runtime.ReadMemStats(&m)
+				p = max(p, m.HeapAlloc)
+				select {
+				case <-stop:
+					peaks <- p
+					return
+				case <-t.C:
+				}
+			}
+		}()
+		go func() {
+			for j := 0; j < frames; j++ {
+				if _, err := w.Write(frame); err != nil {
+					return
+				}
+			}
+		}()
+		for j := 0; j < frames; j++ {
+			<-got
+		}
+		close(stop)
+		peak = max(peak, <-peaks)
+		_ = w.Close()
+		_ = conn.Close()
+		runtime.KeepAlive(frame)
+	}
+	b.SetBytes(frames * size)
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+	b.ReportMetric(float64(peak)/float64(size), "peak-heap/frame")
 }

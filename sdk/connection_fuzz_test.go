@@ -205,8 +205,10 @@ func FuzzWriteResponse(f *testing.F) {
 		}
 		id = trimJSONSpace(id)
 		var out bytes.Buffer
-		c := &Connection{w: &out, writeSem: make(chan struct{}, 1), closed: make(chan struct{})}
+		inR, inW := io.Pipe()
+		c := NewConnection(nil, &out, inR)
 		c.SetLogger(quietLogger())
+		defer func() { _ = inW.Close(); _ = c.Close() }()
 
 		raw := json.RawMessage(id)
 		ref := referenceEnvelope{JSONRPC: "2.0", ID: &raw}

@@ -14,10 +14,13 @@ import (
 // both hold.
 var ErrPeerDisconnected = errors.New("peer disconnected")
 
-// ErrNotificationQueueOverflow is the cause a connection closes with when the
-// peer sends more notifications than the inbound queue holds (see
-// WithMaxQueuedNotifications). Nothing is dropped silently: the connection
-// ends, Done fires and Err returns this error.
+// ErrNotificationQueueOverflow is the cause a connection closes with, under
+// WithCloseOnNotificationOverflow, when the peer sends more notifications
+// than the inbound queue holds (see WithMaxQueuedNotifications); without
+// that option it is wrapped by the cause of a connection whose notification
+// backlog reached the read-ahead cap while a notification handler awaited a
+// response. Nothing is dropped silently: the connection ends, Done fires and
+// Err returns (an error wrapping) this error, as do the calls it cut short.
 var ErrNotificationQueueOverflow = errors.New("notification queue overflow")
 
 // ErrPeerConnectionClosed is the cause a connection ends with when the peer
@@ -30,7 +33,10 @@ var ErrConnectionClosed = errors.New("connection closed")
 
 // ErrLineTooLong is the cause a connection ends with when the peer sends a
 // line longer than the frame limit of 64 MiB (67,108,864 bytes, newline not
-// counted).
+// counted). Err returns it, and the calls it cuts short fail with
+// "peer disconnected before response: json-rpc message line exceeds
+// 67108864 bytes", matching both ErrPeerDisconnected and ErrLineTooLong
+// under errors.Is.
 var ErrLineTooLong = fmt.Errorf("json-rpc message line exceeds %d bytes", maxLineBytes)
 
 // RequestError is a JSON-RPC error object. Outbound calls return it (possibly

@@ -42,7 +42,8 @@ func TestRequestErrorUnwrap(t *testing.T) {
 	if NewInternalError(nil).Unwrap() != nil {
 		t.Fatal("plain errors have no cause")
 	}
-	for _, err := range []error{peerDisconnectedBeforeResponse(), peerDisconnectedDuringBarrier()} {
+	open := &Connection{ctx: context.Background()}
+	for _, err := range []error{open.peerDisconnected(textDisconnectedBeforeResponse), open.peerDisconnected(textDisconnectedDuringBarrier)} {
 		if !errors.Is(err, ErrPeerDisconnected) {
 			t.Fatalf("%v does not wrap ErrPeerDisconnected", err)
 		}
@@ -51,7 +52,7 @@ func TestRequestErrorUnwrap(t *testing.T) {
 			t.Fatalf("%v is not a -32603 RequestError", err)
 		}
 	}
-	if got := peerDisconnectedBeforeResponse().Error(); got != `{"code":-32603,"message":"Internal error","data":{"error":"peer disconnected before response"}}` {
+	if got := open.peerDisconnected(textDisconnectedBeforeResponse).Error(); got != `{"code":-32603,"message":"Internal error","data":{"error":"peer disconnected before response"}}` {
 		t.Fatalf("Error() = %s", got)
 	}
 }

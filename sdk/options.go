@@ -11,8 +11,9 @@ const (
 	defaultMaxInflightRequests = 1024
 
 	// defaultMaxQueuedNotificationBytes bounds the params bytes of queued
-	// notifications when WithMaxQueuedNotificationBytes is not given.
-	defaultMaxQueuedNotificationBytes = 512 << 20
+	// notifications (and the one in its handler) when
+	// WithMaxQueuedNotificationBytes is not given.
+	defaultMaxQueuedNotificationBytes = 16 << 20
 
 	// maxLineBytes is the frame limit: the longest line (newline excluded)
 	// a connection accepts from its peer.
@@ -30,6 +31,12 @@ type connectionOptions struct {
 	maxQueuedNotificationBytes int
 	maxInflightRequests        int
 	orderedRequests            bool
+	closeOnOverflow            bool
+	// maxLineBytes is the frame limit, and readAheadNotifications and
+	// readAheadBytes the read-ahead caps; fixed outside tests.
+	maxLineBytes           int
+	readAheadNotifications int
+	readAheadBytes         int
 }
 
 // defaultConnectionOptions returns the settings of a connection built without
@@ -39,6 +46,9 @@ func defaultConnectionOptions() connectionOptions {
 		maxQueuedNotifications:     defaultMaxQueuedNotifications,
 		maxQueuedNotificationBytes: defaultMaxQueuedNotificationBytes,
 		maxInflightRequests:        defaultMaxInflightRequests,
+		maxLineBytes:               maxLineBytes,
+		readAheadNotifications:     readAheadMaxNotifications,
+		readAheadBytes:             readAheadMaxBytes,
 	}
 }
 
@@ -59,11 +69,20 @@ func applyConnectionOptions(opts []ConnectionOption) connectionOptions {
 // empties, so a large bound such as 131072 costs memory only while that many
 // notifications are actually waiting.
 //
-// Overflow policy: when a notification arrives and n are already waiting,
-// the connection closes with cause ErrNotificationQueueOverflow (logged at
-// Error with the capacity), exactly as upstream. Notifications are never
-// dropped silently, and the reader never blocks on a slow handler (blocking
-// it would also stall the responses a handler may be waiting for).
+// Flow control: when n are waiting, the connection stops reading from the
+// peer until the handler has taken one, so the peer's writes wait in the
+// pipe; a burst of any length is delivered completely and in order, with a
+// handler of any speed, and the queue's memory stays within n notifications
+// and WithMaxQueuedNotificationBytes. One exception keeps a handler that
+// calls the peer from deadlocking: while a call made with a notification
+// handler's context awaits its response (which may be in the pipe behind the
+// burst), the reader goes on reading past n, up to a read-ahead cap of
+// max(n, 262144) notifications and max(WithMaxQueuedNotificationBytes,
+// 256 MiB) of params; reaching the cap ends the connection with an error
+// wrapping ErrNotificationQueueOverflow that names the cap.
+//
+// Upstream closes the connection when the queue is full; that stays
+// available with WithCloseOnNotificationOverflow.
 func WithMaxQueuedNotifications(n int) ConnectionOption {
 	return func(o *connectionOptions) {
 		if n <= 0 {
@@ -75,11 +94,12 @@ func WithMaxQueuedNotifications(n int) ConnectionOption {
 
 // WithMaxQueuedNotificationBytes bounds the memory of the notification
 // queue: the total size of the params of the notifications waiting for their
-// handler; n <= 0 selects the default of 512 MiB. A notification that would
-// exceed it is handled like one beyond WithMaxQueuedNotifications: the
-// connection closes with cause ErrNotificationQueueOverflow. The
-// notification running in its handler does not count, so one frame of up to
-// the 64 MiB frame limit is always accepted. Upstream bounds the count only.
+// handler and of the one being handled; n <= 0 selects the default of
+// 16 MiB. When it is reached the reader waits, as for
+// WithMaxQueuedNotifications, and resumes once they are down to half; a
+// single notification is always accepted, so with the default frames of
+// 16 MiB or more are read one at a time: the next is read only after the
+// handler of the previous one returned. Upstream bounds the count only.
 func WithMaxQueuedNotificationBytes(n int) ConnectionOption {
 	return func(o *connectionOptions) {
 		if n <= 0 {
@@ -87,6 +107,17 @@ func WithMaxQueuedNotificationBytes(n int) ConnectionOption {
 		}
 		o.maxQueuedNotificationBytes = n
 	}
+}
+
+// WithCloseOnNotificationOverflow restores upstream's overflow policy
+// instead of flow control: a notification arriving when
+// WithMaxQueuedNotifications are waiting (or whose params would take the
+// waiting ones past WithMaxQueuedNotificationBytes) closes the connection
+// with cause ErrNotificationQueueOverflow, logged at Error with the
+// capacity. For hosts that prefer losing a connection to a slow handler over
+// slowing the peer down.
+func WithCloseOnNotificationOverflow() ConnectionOption {
+	return func(o *connectionOptions) { o.closeOnOverflow = true }
 }
 
 // WithMaxInflightRequests sets how many inbound requests may have their

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -210,8 +211,9 @@ func BenchmarkNotificationEndToEnd(b *testing.B) {
 	defer closePair()
 	n := messageChunk()
 	ctx := context.Background()
-	// Both SDKs close the connection when more than 1024 notifications wait
-	// for the client's handler, so the sender keeps at most 512 in flight.
+	// Upstream closes the connection when more than 1024 notifications wait
+	// for the client's handler (sdk/ applies flow control), so the sender
+	// keeps at most 512 in flight.
 	const window = 512
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -278,4 +280,106 @@ func liveBytes() int64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc + m.StackInuse)
+}
+
+// burstSize is the notification count of BenchmarkBurst (ACP_BENCH_BURST
+// overrides the default of 1,000,000).
+func burstSize() int {
+	if v, err := strconv.Atoi(os.Getenv("ACP_BENCH_BURST")); err == nil && v > 0 {
+		return v
+	}
+	return 1_000_000
+}
+
+// slowClient handles each session/update in about 20 µs of CPU.
+type slowClient struct {
+	*benchClient
+}
+
+func (c slowClient) SessionUpdate(ctx context.Context, n acp.SessionNotification) error {
+	for start := time.Now(); time.Since(start) < 20*time.Microsecond; {
+	}
+	return c.benchClient.SessionUpdate(ctx, n)
+}
+
+// burstAgent answers session/prompt after sending burstSize() updates at
+// once, as an agent replaying a long conversation does.
+type burstAgent struct {
+	benchAgent
+	conn *acp.AgentSideConnection
+	n    int
+}
+
+func (a *burstAgent) Prompt(ctx context.Context, _ acp.PromptRequest) (acp.PromptResponse, error) {
+	n := messageChunk()
+	for i := 0; i < a.n; i++ {
+		if err := a.conn.SessionUpdate(ctx, n); err != nil {
+			return acp.PromptResponse{}, err
+		}
+	}
+	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
+}
+
+// BenchmarkBurst: during session/prompt the agent writes burstSize()
+// session/update notifications as fast as it can; the client's handler takes
+// ~20 µs each. Metrics: delivered/op (updates the client handled),
+// closed/op (1 when the connection was lost), peak-heap-MiB (largest
+// HeapAlloc sampled every 5 ms). One op is the whole burst.
+func BenchmarkBurst(b *testing.B) {
+	size := burstSize()
+	var delivered, closed, peak float64
+	for i := 0; i < b.N; i++ {
+		client := slowClient{newBenchClient()}
+		agent := &burstAgent{n: size}
+		agentReads, clientWrites := mustPipe()
+		clientReads, agentWrites := mustPipe()
+		agent.conn = acp.NewAgentSideConnection(agent, agentWrites, agentReads)
+		cc := acp.NewClientSideConnection(client, clientWrites, clientReads)
+		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+		agent.conn.SetLogger(quiet)
+		cc.SetLogger(quiet)
+		stop := make(chan struct{})
+		peakCh := make(chan uint64, 1)
+		go samplePeakHeap(stop, peakCh)
+		_, err := cc.Prompt(context.Background(), acp.PromptRequest{SessionId: "sess-0001", Prompt: []acp.ContentBlock{}})
+		select {
+		case <-cc.Done(): // lost the connection: unblock the agent's writes
+			closed++
+		default:
+		}
+		_ = clientReads.Close()
+		_ = clientWrites.Close()
+		<-agent.conn.Done()
+		_ = agentWrites.Close()
+		_ = agentReads.Close()
+		close(stop)
+		peak = max(peak, float64(<-peakCh)/(1<<20))
+		client.mu.Lock()
+		delivered += float64(client.updates)
+		client.mu.Unlock()
+		if err == nil && client.updates != int64(size) {
+			b.Fatalf("prompt returned after %d of %d updates", client.updates, size)
+		}
+	}
+	b.ReportMetric(delivered/float64(b.N), "delivered/op")
+	b.ReportMetric(closed/float64(b.N), "closed/op")
+	b.ReportMetric(peak, "peak-heap-MiB")
+}
+
+// samplePeakHeap reports the largest HeapAlloc seen until stop closes.
+func samplePeakHeap(stop <-chan struct{}, out chan<- uint64) {
+	var m runtime.MemStats
+	var peak uint64
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		runtime.ReadMemStats(&m)
+		peak = max(peak, m.HeapAlloc)
+		select {
+		case <-stop:
+			out <- peak
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -205,7 +205,9 @@ func (r *runner) step(i int, s Step) {
 			return
 		}
 		buf.WriteByte('\n')
-		r.sendQueue <- buf.Bytes()
+		for n := max(s.Repeat, 1); n > 0; n-- {
+			r.sendQueue <- buf.Bytes()
+		}
 	case s.SendRaw != nil:
 		frame := []byte(*s.SendRaw)
 		if !s.NoNewline {
@@ -392,6 +394,9 @@ func invoke[Resp any](r *runner, ctx context.Context, method string, params any)
 			return zero, acp.NewMethodNotFound(method)
 		}
 		return zero, nil
+	}
+	if b.DelayMs > 0 {
+		time.Sleep(time.Duration(b.DelayMs) * time.Millisecond)
 	}
 	for _, a := range b.Actions {
 		res, err := r.dispatch(ctx, a)

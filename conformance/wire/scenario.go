@@ -47,6 +47,8 @@ type Behaviour struct {
 	Panic string `json:"panic"`
 	// Block waits for the handler's context to end and returns its error.
 	Block bool `json:"block"`
+	// DelayMs sleeps this many milliseconds first (a slow handler).
+	DelayMs int `json:"delayMs"`
 	// Actions are outbound calls made, in order, before returning.
 	Actions []Step `json:"actions"`
 }
@@ -60,6 +62,8 @@ type Step struct {
 	// SendBig writes a frame of about this many bytes: a session/update
 	// notification whose text is padded to the size.
 	SendBig int `json:"sendBig,omitempty"`
+	// Repeat writes the Send frame this many times (default once).
+	Repeat int `json:"repeat,omitempty"`
 	// NoNewline suppresses the trailing newline of SendRaw.
 	NoNewline bool `json:"noNewline,omitempty"`
 	// Call makes an outbound call on the SDK connection (method name, or
