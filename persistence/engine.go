@@ -99,6 +99,9 @@ type engine interface {
 	amend(ctx context.Context, s *Store, sh tableShape) error
 	// amendStatements is what amend would run, as text (for the plan).
 	amendStatements(ctx context.Context, q catalogReader, sh tableShape) ([]string, error)
+	// cacheTable is the CREATE TABLE modifier of a table the store can
+	// rebuild at will ("UNLOGGED " on PostgreSQL: no WAL; emptied by a crash).
+	cacheTable() string
 	// lockRow is the clause that locks the rows a SELECT reads until the
 	// transaction ends ("" on SQLite, whose writer transaction already
 	// excludes every other writer).
@@ -196,7 +199,8 @@ func (e sqliteEngine) pairColumnDDL() string {
 	return messagePairColumn + " TEXT GENERATED ALWAYS AS (" + messagePairExpr(e, e.metadataObject("metadata")) + ") VIRTUAL"
 }
 
-func (sqliteEngine) lockRow() string { return "" }
+func (sqliteEngine) lockRow() string    { return "" }
+func (sqliteEngine) cacheTable() string { return "" }
 
 func (sqliteEngine) hasRelation(ctx context.Context, q queryer, name string) (bool, error) {
 	return queryBool(ctx, q, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = ?)`, name)
@@ -370,7 +374,8 @@ func (postgresEngine) pairColumnDDL() string {
 	return messagePairColumn + " TEXT GENERATED ALWAYS AS (" + pgPairFunc + "(metadata)) STORED"
 }
 
-func (postgresEngine) lockRow() string { return " FOR UPDATE" }
+func (postgresEngine) lockRow() string    { return " FOR UPDATE" }
+func (postgresEngine) cacheTable() string { return "UNLOGGED " }
 
 func (postgresEngine) hasRelation(ctx context.Context, q queryer, name string) (bool, error) {
 	return queryBool(ctx, q, `SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace

@@ -38,10 +38,12 @@ const (
 	healthRebuildAge = 24 * time.Hour
 )
 
-// healthStateDDL creates the two tables incremental health keeps.
+// healthStateDDL creates the two tables incremental health keeps. On
+// PostgreSQL they are UNLOGGED: a cache the store rebuilds, so it skips the
+// WAL; a crash empties both together, and the next Health rebuilds.
 func healthStateDDL(e engine) []string {
 	return []string{
-		`CREATE TABLE IF NOT EXISTS ` + healthPairsTable + ` (
+		`CREATE ` + e.cacheTable() + `TABLE IF NOT EXISTS ` + healthPairsTable + ` (
 	task_session_id TEXT NOT NULL,
 	tool_call_id    TEXT NOT NULL,
 	m1              BIGINT NOT NULL,
@@ -49,7 +51,7 @@ func healthStateDDL(e engine) []string {
 	n_r             BIGINT NOT NULL,
 	PRIMARY KEY (task_session_id, tool_call_id)
 )`,
-		`CREATE TABLE IF NOT EXISTS ` + healthStateTable + ` (
+		`CREATE ` + e.cacheTable() + `TABLE IF NOT EXISTS ` + healthStateTable + ` (
 	id            INTEGER PRIMARY KEY CHECK (id = 1),
 	capture_since TEXT NOT NULL,
 	boundary      TEXT NOT NULL,
@@ -112,14 +114,19 @@ func healthDeltaSQL(e engine, pairColumn, upper bool) string {
 SELECT ` + sum(ns, os) + `, ` + sum(ne, oe) + `, ` + sum(nc, oc) + `, MAX(observed) FROM j`
 }
 
-// healthFoldSQL adds the range's pair counts to the stored pairs.
-func healthFoldSQL(e engine, pairColumn bool) string {
-	return healthPairsCTE(e, pairColumn, true) + `
+// healthFoldSQL adds the range's pair counts to the stored pairs (into an
+// empty table, a plain insert).
+func healthFoldSQL(e engine, pairColumn, empty bool) string {
+	q := healthPairsCTE(e, pairColumn, true) + `
 INSERT INTO ` + healthPairsTable + ` (task_session_id, tool_call_id, m1, m2, n_r)
 SELECT task_session_id, tool_call_id, SUM(in_m), SUM(in_m2), SUM(n_r)
 FROM pairs
 WHERE tool_call_id IS NOT NULL
-GROUP BY task_session_id, tool_call_id
+GROUP BY task_session_id, tool_call_id`
+	if empty {
+		return q
+	}
+	return q + `
 ON CONFLICT (task_session_id, tool_call_id) DO UPDATE SET
 	m1 = ` + healthPairsTable + `.m1 + excluded.m1,
 	m2 = ` + healthPairsTable + `.m2 + excluded.m2,
@@ -237,9 +244,9 @@ func (s *Store) refreshHealth(ctx context.Context, rebuild bool) error {
 	if err != nil {
 		return err
 	}
-	fold := func(lo, hi time.Time) error {
+	fold := func(lo, hi time.Time, empty bool) error {
 		return s.guarded(ctx, tx, func(e engine) error {
-			_, err := tx.ExecContext(ctx, e.rebind(healthFoldSQL(e, pairColumn)), rangeArgs(e, lo, hi)...)
+			_, err := tx.ExecContext(ctx, e.rebind(healthFoldSQL(e, pairColumn, empty)), rangeArgs(e, lo, hi)...)
 			return err
 		})
 	}
@@ -250,7 +257,7 @@ func (s *Store) refreshHealth(ctx context.Context, rebuild bool) error {
 				return err
 			}
 		}
-		if err := fold(since, target); err != nil {
+		if err := fold(since, target, true); err != nil {
 			return err
 		}
 		ns, ne, nc := contribution("m1", "m2", "n_r")
@@ -274,7 +281,7 @@ func (s *Store) refreshHealth(ctx context.Context, rebuild bool) error {
 		}); err != nil {
 			return err
 		}
-		if err := fold(st.boundary, target); err != nil {
+		if err := fold(st.boundary, target, false); err != nil {
 			return err
 		}
 		st.shortfall, st.excess, st.collisions = st.shortfall+short, st.excess+excess, st.collisions+coll
