@@ -314,6 +314,10 @@ func BenchmarkHealthIncremental(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				e.exec(`DELETE FROM ` + healthStateTable)
+				e.exec(`DELETE FROM ` + healthPairsTable)
+				if e.kind == Postgres {
+					e.exec(`VACUUM ` + healthPairsTable)
+				}
 				b.StartTimer()
 				check(inc)
 			}

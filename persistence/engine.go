@@ -102,6 +102,9 @@ type engine interface {
 	// cacheTable is the CREATE TABLE modifier of a table the store can
 	// rebuild at will ("UNLOGGED " on PostgreSQL: no WAL; emptied by a crash).
 	cacheTable() string
+	// emptyTable is the statement that empties one of the store's own
+	// tables inside a transaction (TRUNCATE on PostgreSQL: no dead rows).
+	emptyTable(name string) string
 	// lockRow is the clause that locks the rows a SELECT reads until the
 	// transaction ends ("" on SQLite, whose writer transaction already
 	// excludes every other writer).
@@ -201,6 +204,9 @@ func (e sqliteEngine) pairColumnDDL() string {
 
 func (sqliteEngine) lockRow() string    { return "" }
 func (sqliteEngine) cacheTable() string { return "" }
+
+// emptyTable: SQLite's DELETE without WHERE drops the pages at once.
+func (sqliteEngine) emptyTable(name string) string { return "DELETE FROM " + name }
 
 func (sqliteEngine) hasRelation(ctx context.Context, q queryer, name string) (bool, error) {
 	return queryBool(ctx, q, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = ?)`, name)
@@ -376,6 +382,8 @@ func (postgresEngine) pairColumnDDL() string {
 
 func (postgresEngine) lockRow() string    { return " FOR UPDATE" }
 func (postgresEngine) cacheTable() string { return "UNLOGGED " }
+
+func (postgresEngine) emptyTable(name string) string { return "TRUNCATE " + name }
 
 func (postgresEngine) hasRelation(ctx context.Context, q queryer, name string) (bool, error) {
 	return queryBool(ctx, q, `SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace

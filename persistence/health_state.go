@@ -252,7 +252,7 @@ func (s *Store) refreshHealth(ctx context.Context, rebuild bool) error {
 	}
 	switch {
 	case !ok || rebuild || now.Sub(st.built) > healthRebuildAge:
-		for _, q := range []string{`DELETE FROM ` + healthPairsTable, `DELETE FROM ` + healthStateTable} {
+		for _, q := range []string{s.eng.emptyTable(healthPairsTable), s.eng.emptyTable(healthStateTable)} {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return err
 			}
