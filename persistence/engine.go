@@ -99,6 +99,16 @@ type engine interface {
 	amend(ctx context.Context, s *Store, sh tableShape) error
 	// amendStatements is what amend would run, as text (for the plan).
 	amendStatements(ctx context.Context, q catalogReader, sh tableShape) ([]string, error)
+	// cacheTable is the CREATE TABLE modifier of a table the store can
+	// rebuild at will ("UNLOGGED " on PostgreSQL: no WAL; emptied by a crash).
+	cacheTable() string
+	// emptyTable is the statement that empties one of the store's own
+	// tables inside a transaction (TRUNCATE on PostgreSQL: no dead rows).
+	emptyTable(name string) string
+	// lockRow is the clause that locks the rows a SELECT reads until the
+	// transaction ends ("" on SQLite, whose writer transaction already
+	// excludes every other writer).
+	lockRow() string
 	// hasRelation reports whether a table, view or index of that name
 	// exists (in the store's schema).
 	hasRelation(ctx context.Context, q queryer, name string) (bool, error)
@@ -191,6 +201,12 @@ func (sqliteEngine) tune() []string             { return nil }
 func (e sqliteEngine) pairColumnDDL() string {
 	return messagePairColumn + " TEXT GENERATED ALWAYS AS (" + messagePairExpr(e, e.metadataObject("metadata")) + ") VIRTUAL"
 }
+
+func (sqliteEngine) lockRow() string    { return "" }
+func (sqliteEngine) cacheTable() string { return "" }
+
+// emptyTable: SQLite's DELETE without WHERE drops the pages at once.
+func (sqliteEngine) emptyTable(name string) string { return "DELETE FROM " + name }
 
 func (sqliteEngine) hasRelation(ctx context.Context, q queryer, name string) (bool, error) {
 	return queryBool(ctx, q, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = ?)`, name)
@@ -363,6 +379,11 @@ func (postgresEngine) tune() []string {
 func (postgresEngine) pairColumnDDL() string {
 	return messagePairColumn + " TEXT GENERATED ALWAYS AS (" + pgPairFunc + "(metadata)) STORED"
 }
+
+func (postgresEngine) lockRow() string    { return " FOR UPDATE" }
+func (postgresEngine) cacheTable() string { return "UNLOGGED " }
+
+func (postgresEngine) emptyTable(name string) string { return "TRUNCATE " + name }
 
 func (postgresEngine) hasRelation(ctx context.Context, q queryer, name string) (bool, error) {
 	return queryBool(ctx, q, `SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace

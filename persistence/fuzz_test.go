@@ -68,7 +68,7 @@ VALUES ('m', 'S', 'T', ?, ?, ?)`, metadata, sqliteText(t0), sqliteText(t0.Add(ti
 		}
 		// The derived pair column and the parsed metadata count alike.
 		since := t0.Add(-time.Second)
-		args := append(s.eng.atOrAfterArgs(since), s.eng.canonArg(since))
+		args := rangeArgs(s.eng, since, time.Time{})
 		var counts [2][3]int64
 		for i, pairColumn := range []bool{true, false} {
 			var max nullTime

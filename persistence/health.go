@@ -94,38 +94,7 @@ func (h HealthReport) Healthy() bool { return h.Compared && h.Problem == "" && h
 // tool_call_id is NOT NULL) can equal, so it changes no count and the
 // column path, whose index holds only non-NULL values, may leave it out.
 func healthCountsSQL(e engine, pairColumn bool) string {
-	msg := `msg AS (
-	SELECT task_session_id, task_id, ` + messagePairColumn + ` AS tcid
-	FROM task_session_messages
-	WHERE ` + messagePairColumn + ` IS NOT NULL AND ` + e.atOrAfter("created_at") + `
-)`
-	if !pairColumn {
-		msg = `src AS (
-	SELECT m.task_session_id, m.task_id, ` + e.metadataObject("m.metadata") + ` AS md
-	FROM task_session_messages m
-	WHERE ` + e.atOrAfter("m.created_at") + e.fence() + `
-), a AS (
-	SELECT task_session_id, task_id, md, ` + e.jsonRaw("md", "tool_call_id") + ` AS r_tool_call_id
-	FROM src
-	WHERE ` + subagentKind(e, "md") + e.fence() + `
-), msg AS (
-	SELECT task_session_id, task_id, ` + pairToolCall(e, "r_tool_call_id", "md") + ` AS tcid
-	FROM a
-)`
-	}
-	return `WITH ` + msg + `, recorded AS (
-	SELECT task_session_id, tool_call_id, ` + e.canon("observed_at") + ` AS observed
-	FROM task_session_subagents` + e.fence() + `
-), pairs AS (
-	SELECT task_session_id, tcid AS tool_call_id,
-	       CASE WHEN task_session_id <> '' AND task_id <> '' AND tcid IS NOT NULL THEN 1 ELSE 0 END AS in_m,
-	       1 AS in_m2, 0 AS n_r, NULL AS observed
-	FROM msg
-	UNION ALL
-	SELECT task_session_id, tool_call_id, 0, 0, 1, observed
-	FROM recorded
-	WHERE observed >= ?
-), flags AS (
+	return healthPairsCTE(e, pairColumn, false) + `, flags AS (
 	SELECT MAX(in_m) AS in_m, MAX(in_m2) AS in_m2, SUM(n_r) AS n_r, MAX(observed) AS observed
 	FROM pairs
 	GROUP BY task_session_id, tool_call_id
@@ -137,6 +106,54 @@ SELECT CAST(COALESCE(SUM(CASE WHEN in_m = 1 AND n_r = 0 THEN 1 ELSE 0 END), 0) A
 FROM flags`
 }
 
+// healthPairsCTE is the WITH clause every health statement shares: msg,
+// the subagent messages created at or after a bound (and, with upper,
+// before a second one); recorded, the rows with their canonical
+// observed_at in the same range (through idx_subagents_observed_at); and
+// pairs, one flag row per message and per row. Its arguments, in order:
+// e.atOrAfterArgs(lower), [e.canonArg(upper)], e.atOrAfterArgs(lower),
+// [e.canonArg(upper)] (rangeArgs).
+func healthPairsCTE(e engine, pairColumn, upper bool) string {
+	before := func(col string) string {
+		if !upper {
+			return ""
+		}
+		return " AND " + e.canon(col) + " < ?"
+	}
+	msg := `msg AS (
+	SELECT task_session_id, task_id, ` + messagePairColumn + ` AS tcid
+	FROM task_session_messages
+	WHERE ` + messagePairColumn + ` IS NOT NULL AND ` + e.atOrAfter("created_at") + before("created_at") + `
+)`
+	if !pairColumn {
+		msg = `src AS (
+	SELECT m.task_session_id, m.task_id, ` + e.metadataObject("m.metadata") + ` AS md
+	FROM task_session_messages m
+	WHERE ` + e.atOrAfter("m.created_at") + before("m.created_at") + e.fence() + `
+), a AS (
+	SELECT task_session_id, task_id, md, ` + e.jsonRaw("md", "tool_call_id") + ` AS r_tool_call_id
+	FROM src
+	WHERE ` + subagentKind(e, "md") + e.fence() + `
+), msg AS (
+	SELECT task_session_id, task_id, ` + pairToolCall(e, "r_tool_call_id", "md") + ` AS tcid
+	FROM a
+)`
+	}
+	return `WITH ` + msg + `, recorded AS (
+	SELECT task_session_id, tool_call_id, ` + e.canon("observed_at") + ` AS observed
+	FROM task_session_subagents
+	WHERE ` + e.atOrAfter("observed_at") + before("observed_at") + e.fence() + `
+), pairs AS (
+	SELECT task_session_id, tcid AS tool_call_id,
+	       CASE WHEN task_session_id <> '' AND task_id <> '' AND tcid IS NOT NULL THEN 1 ELSE 0 END AS in_m,
+	       1 AS in_m2, 0 AS n_r, NULL AS observed
+	FROM msg
+	UNION ALL
+	SELECT task_session_id, tool_call_id, 0, 0, 1, observed
+	FROM recorded
+)`
+}
+
 // Health reads the activation keys and, when capture_since is present,
 // runs both directed anti-joins and MAX(observed_at) (one statement), all
 // inside one read transaction (REPEATABLE READ on PostgreSQL; a WAL
@@ -144,6 +161,10 @@ FROM flags`
 // does not depend on the session TimeZone.
 func (s *Store) Health(ctx context.Context) (HealthReport, error) {
 	var h HealthReport
+	if err := s.refreshHealth(ctx, false); err != nil {
+		// The full comparison below still answers.
+		s.log.Warn("incremental health state not refreshed", "error", err)
+	}
 	tx, err := s.reader.BeginTx(ctx, s.eng.snapshot())
 	if err != nil {
 		return h, err
@@ -191,7 +212,7 @@ func (s *Store) Health(ctx context.Context) (HealthReport, error) {
 	if !hasThrough {
 		h.Problem = "capture_since without backfill_through (inconsistent)"
 	}
-	args := append(s.eng.atOrAfterArgs(since), s.eng.canonArg(since))
+	args := rangeArgs(s.eng, since, time.Time{})
 	for _, q := range s.eng.tune() {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return h, err
@@ -203,6 +224,17 @@ func (s *Store) Health(ctx context.Context) (HealthReport, error) {
 	pairColumn, err := s.eng.hasColumn(ctx, tx, "task_session_messages", messagePairColumn)
 	if err != nil {
 		return h, err
+	}
+	if s.healthWindow > 0 {
+		if st, ok, err := s.readHealthState(ctx, tx, capture, false); err != nil {
+			return h, err
+		} else if ok {
+			if err := s.incrementalHealth(ctx, tx, &h, st, pairColumn); err != nil {
+				return h, err
+			}
+			h.Compared = true
+			return h, tx.Commit()
+		}
 	}
 	var maxObserved nullTime
 	if err := s.guarded(ctx, tx, func(e engine) error {

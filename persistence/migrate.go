@@ -347,6 +347,8 @@ var indexDDL = []string{
 	`CREATE INDEX IF NOT EXISTS idx_subagents_session_id ON task_session_subagents (task_session_id)`,
 	`CREATE INDEX IF NOT EXISTS idx_subagents_task_id ON task_session_subagents (task_id)`,
 	`CREATE INDEX IF NOT EXISTS idx_subagents_turn_id ON task_session_subagents (turn_id)`,
+	// Health reads the rows observed since a bound through it.
+	`CREATE INDEX IF NOT EXISTS idx_subagents_observed_at ON task_session_subagents (observed_at)`,
 }
 
 // finalColumns is the column list of the final shape, in order.

@@ -169,7 +169,7 @@ var wantShape = func() []string {
 		out = append(out, fmt.Sprintf("column %s notnull=%v default=%s", c, notNull[c], defaults[c]))
 	}
 	out = append(out, "unique id", "unique task_session_id,agent_execution_id,tool_call_id",
-		"index idx_subagents_session_id", "index idx_subagents_task_id", "index idx_subagents_turn_id",
+		"index idx_subagents_observed_at", "index idx_subagents_session_id", "index idx_subagents_task_id", "index idx_subagents_turn_id",
 		"fk task_session_id->task_sessions(id) CASCADE")
 	sort.Strings(out)
 	return out

@@ -85,7 +85,7 @@ SELECT 'fk ' || "table" || '.' || "from" || '->' || "to" || ' ' || on_update || 
 UNION ALL
 SELECT 'fk host_refs.' || "from" || '->' || "table" || '.' || "to" FROM pragma_foreign_key_list('host_refs')`
 	} else {
-		q = `SELECT 'rel ' || c.relname || ' ' || c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		q = `SELECT 'rel ' || c.relname || ' ' || c.relkind::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'v', 'i', 'S')
   AND c.relname NOT IN (SELECT conname FROM pg_constraint WHERE contype IN ('u', 'p') AND conrelid = 'task_session_subagents'::regclass)
 UNION ALL

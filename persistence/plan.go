@@ -211,6 +211,15 @@ func (s *Store) planSchema(ctx context.Context, q queryer) ([]string, error) {
 	if !sh.exists {
 		out = append(out, subagentsTableDDL(s.eng, "task_session_subagents"))
 	}
+	for i, d := range healthStateDDL(s.eng) {
+		has, err := s.eng.hasRelation(ctx, q, []string{healthPairsTable, healthStateTable}[i])
+		if err != nil {
+			return nil, err
+		}
+		if !has {
+			out = append(out, d)
+		}
+	}
 	for _, d := range indexDDL {
 		has := false
 		if sh.exists {

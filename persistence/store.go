@@ -37,6 +37,8 @@ type Store struct {
 	readOnly bool
 	// connectTimeout bounds a PostgreSQL connect whose DSN has none.
 	connectTimeout time.Duration
+	// healthWindow > 0 makes Health incremental (health_state.go).
+	healthWindow time.Duration
 }
 
 // hooks are test failpoints. Production code leaves them nil.
