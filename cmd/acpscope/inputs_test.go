@@ -74,9 +74,14 @@ func TestRelativeAgentCommandResolvesFromTheStartDirectory(t *testing.T) {
 // taken as a SQLite file name; a SQLite file in a directory acpscope
 // cannot write says so.
 func TestDatabaseErrorsSayWhatIsWrong(t *testing.T) {
-	code, _, errOut := acpscope(t, "", "replay", "--plain", "--db", "mysql://u@localhost/db")
-	if code != exitUsage || !strings.Contains(errOut, "unsupported") || !strings.Contains(errOut, "mysql") {
-		t.Fatalf("mysql DSN: exit %d, stderr %q", code, errOut)
+	for _, args := range [][]string{
+		{"replay", "--plain"}, {"subagents", "--session", "s"}, {"health"},
+		{"sessions"}, {"migrate"}, {"migrate", "--dry-run"}, {"web", "--addr", "127.0.0.1:0"},
+	} {
+		code, _, errOut := acpscope(t, "", append(args, "--db", "mysql://u@localhost/db")...)
+		if code != exitUsage || !strings.Contains(errOut, "unsupported") || !strings.Contains(errOut, "mysql") {
+			t.Fatalf("%s with a mysql DSN: exit %d, stderr %q", args[0], code, errOut)
+		}
 	}
 	dir := filepath.Join(t.TempDir(), "ro")
 	if err := os.Mkdir(dir, 0o555); err != nil {
@@ -85,7 +90,7 @@ func TestDatabaseErrorsSayWhatIsWrong(t *testing.T) {
 	if os.Geteuid() == 0 {
 		dir = "/sys" // root writes anywhere but in sysfs
 	}
-	code, _, errOut = acpscope(t, "", "replay", "--plain", "--db", filepath.Join(dir, "scope.db"))
+	code, _, errOut := acpscope(t, "", "replay", "--plain", "--db", filepath.Join(dir, "scope.db"))
 	if code != exitUsage || !strings.Contains(errOut, "not writable") {
 		t.Fatalf("unwritable directory: exit %d, stderr %q", code, errOut)
 	}
