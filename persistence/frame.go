@@ -112,7 +112,7 @@ type row struct {
 	anomalous                                      bool
 }
 
-// normalise applies every field rule that must hold before SQL (§3.2):
+// normalise applies every field rule that must hold before SQL (docs/persistence.md#normalisation-before-sql):
 // "" → NULL, non-positive tokens/duration → NULL, negative count → NULL,
 // the execution sentinel, one now sample, UTC µs, settled_at from the
 // terminal set. It never mutates f.
