@@ -193,7 +193,7 @@ func columnTypes(e *env, cols ...string) []string {
 	return out
 }
 
-// S1 [.21, .49], S4 [.23]
+// Criteria .21, .23, .49 of the README table
 func TestFreshSchema(t *testing.T) {
 	engines(t, func(t *testing.T, e *env) {
 		e.store()
@@ -210,7 +210,7 @@ func TestFreshSchema(t *testing.T) {
 	})
 }
 
-// S4 [.23]: one classifier, by code.
+// Criteria .23 of the README table: one classifier, by code.
 func TestErrorClassification(t *testing.T) {
 	pg := postgresEngine{}
 	for code, want := range map[string]errClass{"42P07": errAlreadyExists, "42701": errAlreadyExists, "42710": errAlreadyExists,
@@ -231,7 +231,7 @@ func TestErrorClassification(t *testing.T) {
 	}
 }
 
-// S2 [.21, .25]
+// Criteria .21, .25 of the README table
 func TestPreFeatureDatabase(t *testing.T) {
 	engines(t, func(t *testing.T, e *env) {
 		e.hostTables()
@@ -262,7 +262,7 @@ func TestPreFeatureDatabase(t *testing.T) {
 	})
 }
 
-// S3 [.22, .53], S15 [.53]
+// Criteria .22, .53 of the README table
 func TestMigrateTwiceIsIdempotent(t *testing.T) {
 	engines(t, func(t *testing.T, e *env) {
 		s := liveEnv(t, e)
@@ -293,7 +293,7 @@ func TestMigrateTwiceIsIdempotent(t *testing.T) {
 	})
 }
 
-// S5 [.7, .29, .23]
+// Criteria .7, .23, .29 of the README table
 func TestWideMetrics(t *testing.T) {
 	engines(t, func(t *testing.T, e *env) {
 		e.hostTables()
@@ -309,7 +309,7 @@ func TestWideMetrics(t *testing.T) {
 	})
 }
 
-// S6 [.22, .23]: int4 metrics from the existing implementation widen.
+// Criteria .22, .23 of the README table: int4 metrics from the existing implementation widen.
 func TestWidenInt4Metrics(t *testing.T) {
 	e := newEnv(t, Postgres)
 	t.Parallel()
@@ -334,7 +334,7 @@ VALUES ('r1', 'S', 'T', 'tc1', 2147483647, 0, 5, ?, ?)`, e.ts(t0), e.ts(t0))
 	}
 }
 
-// S7 [.49, .51], S8 [.49]
+// Criteria .49, .51 of the README table
 func TestAmendPreAmendmentTable(t *testing.T) {
 	engines(t, func(t *testing.T, e *env) {
 		e.hostTables()
@@ -361,7 +361,7 @@ func TestAmendPreAmendmentTable(t *testing.T) {
 	})
 }
 
-// S9 [.50, .52, .33, .24]: a failure after each amendment step leaves the
+// Criteria .24, .33, .50, .52 of the README table: a failure after each amendment step leaves the
 // exact pre-amendment shape, no key, and a WARN; the next pass activates.
 func TestAmendmentFailpoints(t *testing.T) {
 	points := map[Engine][]string{
@@ -412,7 +412,7 @@ func TestAmendmentFailpoints(t *testing.T) {
 	}
 }
 
-// S10 [.51]
+// Criteria .51 of the README table
 func TestExecutionSinceSelfHeal(t *testing.T) {
 	engines(t, func(t *testing.T, e *env) {
 		s := e.open(hooks{})
@@ -437,7 +437,7 @@ func TestExecutionSinceSelfHeal(t *testing.T) {
 	})
 }
 
-// S11 [.51, .53]
+// Criteria .51, .53 of the README table
 func TestExecutionSincePreserved(t *testing.T) {
 	engines(t, func(t *testing.T, e *env) {
 		e.hostTables()
@@ -451,7 +451,7 @@ func TestExecutionSincePreserved(t *testing.T) {
 	})
 }
 
-// S12 [.51, .35]: activated by the existing implementation (final shape,
+// Criteria .35, .51 of the README table: activated by the existing implementation (final shape,
 // both backfill keys, no execution_since, trimmed timestamp text).
 func TestActivatedByExistingImplementation(t *testing.T) {
 	engines(t, func(t *testing.T, e *env) {
@@ -503,7 +503,7 @@ VALUES ('r1', 'S', 'T', 'tc1', 'E', 7, ?, ?)`, observed, observed)
 	})
 }
 
-// S13 [.49, .37, .53]: activated before the amendment existed.
+// Criteria .37, .49, .53 of the README table: activated before the amendment existed.
 func TestActivatedPreAmendment(t *testing.T) {
 	engines(t, func(t *testing.T, e *env) {
 		e.hostTables()
@@ -530,7 +530,7 @@ func TestActivatedPreAmendment(t *testing.T) {
 	})
 }
 
-// S14 [.52]: amendment, then key, then backfill, in one pass.
+// Criteria .52 of the README table: amendment, then key, then backfill, in one pass.
 func TestOrderInOnePass(t *testing.T) {
 	engines(t, func(t *testing.T, e *env) {
 		e.hostTables()
@@ -551,7 +551,7 @@ func TestOrderInOnePass(t *testing.T) {
 	})
 }
 
-// S16 [.50, .41]: writes before the amendment applies fail softly.
+// Criteria .41, .50 of the README table: writes before the amendment applies fail softly.
 func TestWriteBeforeAmendment(t *testing.T) {
 	engines(t, func(t *testing.T, e *env) {
 		e.hostTables()
