@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
@@ -38,7 +39,13 @@ func cmdMigrate(ctx context.Context, e env, args []string) error {
 			fmt.Fprintln(e.stdout, "-- nothing to do: the database is up to date")
 			return nil
 		}
-		fmt.Fprint(e.stdout, plan.String())
+		// The plan quotes the host's own definitions: its text is the
+		// database's, so it passes the sanitiser (line ends kept).
+		out := safetext.NewWriter(e.stdout)
+		fmt.Fprint(out, plan.String())
+		if err := out.Close(); err != nil {
+			return err
+		}
 		return refusals(plan.Refusals)
 	}
 	// Open runs one pass (its WARN records go nowhere: the report below

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"database/sql"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	_ "github.com/mattn/go-sqlite3"
 )
 
 // subagents and health open the database read-only: they work on a
@@ -119,5 +122,38 @@ func TestMigrateCommand(t *testing.T) {
 	}
 	if code, out, _ := acpscope(t, "", "migrate", "--dry-run", "--db", db); code != exitOK || !strings.Contains(out, "nothing to do") {
 		t.Fatalf("second dry run exit %d:\n%s", code, out)
+	}
+}
+
+// A dry run prints a host's own table definition when the plan rebuilds
+// it: that text is the host's, so it passes the sanitiser like every byte
+// acpscope prints from a database.
+func TestMigrateDryRunSanitisesHostText(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "host.db")
+	raw, err := sql.Open("sqlite3", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec("CREATE TABLE task_session_subagents (\n" +
+		"\tid TEXT PRIMARY KEY, task_session_id TEXT NOT NULL, task_id TEXT NOT NULL,\n" +
+		"\tturn_id TEXT, tool_call_id TEXT NOT NULL, parent_tool_call_id TEXT, subagent_type TEXT,\n" +
+		"\tdescription TEXT, agent_id TEXT, child_session_id TEXT, model TEXT, agent_status TEXT,\n" +
+		"\ttool_status TEXT, is_async INTEGER NOT NULL DEFAULT 0, total_tokens INTEGER,\n" +
+		"\ttool_use_count INTEGER, duration_ms INTEGER, source TEXT NOT NULL DEFAULT 'live',\n" +
+		"\tobserved_at TIMESTAMP NOT NULL, settled_at TIMESTAMP, updated_at TIMESTAMP NOT NULL,\n" +
+		"\t\"notes\x1b]0;pwned\x07\u202e\" TEXT,\n" +
+		"\tUNIQUE (task_session_id, tool_call_id))"); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := acpscope(t, "", "migrate", "--dry-run", "--db", db)
+	if code != exitOK {
+		t.Fatalf("dry run exit %d:\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "notes") {
+		t.Fatalf("the plan does not show the host's definition:\n%s", out)
+	}
+	if strings.ContainsAny(out, "\x1b\x07\u202e") {
+		t.Fatalf("control or bidi characters reached the output: %q", out)
 	}
 }
