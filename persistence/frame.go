@@ -19,15 +19,15 @@ import (
 // can_read_output_file are not stored and so have no field here.
 type Frame struct {
 	// TaskSessionID, TaskID and ToolCallID are the identity; a frame with
-	// any of them "" is skipped (.3).
+	// any of them "" is skipped, never stored.
 	TaskSessionID string
 	TaskID        string
 	ToolCallID    string
 	// ExecutionID is the agent execution that emitted the frame; "" is
-	// stored as the 'unknown' sentinel (.47).
+	// stored as the 'unknown' sentinel.
 	ExecutionID string
 	// TurnID is the turn the frame arrived in; the first non-empty one
-	// sticks (.4).
+	// sticks: a later frame of the same card never moves the row to another turn.
 	TurnID string
 	// ParentToolCallID is the launching tool call of a nested subagent.
 	ParentToolCallID string
