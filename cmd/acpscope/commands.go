@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -359,24 +360,41 @@ func replayOne(ctx context.Context, c *capture.Capture, cfg turnConfig) (turnRes
 	return res, err
 }
 
+// clientParams yields the params of the capture's client messages whose
+// method is method, in recorded order; a message that does not parse is
+// passed over.
+func clientParams(c *capture.Capture, method string) iter.Seq[json.RawMessage] {
+	return func(yield func(json.RawMessage) bool) {
+		for _, e := range c.Entries {
+			if e.From != capture.FromClient {
+				continue
+			}
+			var m struct {
+				Method string          `json:"method"`
+				Params json.RawMessage `json:"params"`
+			}
+			if json.Unmarshal(e.Msg, &m) != nil || m.Method != method {
+				continue
+			}
+			if !yield(m.Params) {
+				return
+			}
+		}
+	}
+}
+
 // recordedSubagents reports whether the capture's first initialize request
 // declared clientCapabilities.subagents; ok is false when the capture holds
 // no readable initialize request.
 func recordedSubagents(c *capture.Capture) (declared, ok bool) {
-	for _, e := range c.Entries {
-		if e.From != capture.FromClient {
+	for params := range clientParams(c, "initialize") {
+		var p struct {
+			ClientCapabilities map[string]json.RawMessage `json:"clientCapabilities"`
+		}
+		if json.Unmarshal(params, &p) != nil {
 			continue
 		}
-		var m struct {
-			Method string `json:"method"`
-			Params struct {
-				ClientCapabilities map[string]json.RawMessage `json:"clientCapabilities"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(e.Msg, &m) != nil || m.Method != "initialize" {
-			continue
-		}
-		v, has := m.Params.ClientCapabilities["subagents"]
+		v, has := p.ClientCapabilities["subagents"]
 		return has && string(v) != "null", true
 	}
 	return false, false
@@ -393,24 +411,18 @@ func declaring(declared bool) string {
 // recordedPrompt is the text of the capture's first session/prompt, so a
 // replay sends what was sent; "replay" when the capture has none.
 func recordedPrompt(c *capture.Capture) string {
-	for _, e := range c.Entries {
-		if e.From != capture.FromClient {
-			continue
+	for params := range clientParams(c, "session/prompt") {
+		var p struct {
+			Prompt []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"prompt"`
 		}
-		var m struct {
-			Method string `json:"method"`
-			Params struct {
-				Prompt []struct {
-					Type string `json:"type"`
-					Text string `json:"text"`
-				} `json:"prompt"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(e.Msg, &m) != nil || m.Method != "session/prompt" {
+		if json.Unmarshal(params, &p) != nil {
 			continue
 		}
 		var parts []string
-		for _, b := range m.Params.Prompt {
+		for _, b := range p.Prompt {
 			if b.Type == "text" && b.Text != "" {
 				parts = append(parts, b.Text)
 			}
