@@ -401,8 +401,8 @@ func orUnknown(s string) string {
 	return s
 }
 
-// CardLine is one --json output line: a subagent card after the turn.
-type CardLine struct {
+// cardLine is one --json output line: a subagent card after the turn.
+type cardLine struct {
 	// SessionID is the session the card belongs to.
 	SessionID string `json:"session_id"`
 	// ToolCallID is the card's tool call id (or child session id).
@@ -419,14 +419,14 @@ type CardLine struct {
 	Subagent *adapter.Payload `json:"subagent"`
 }
 
-// WriteJSON writes one CardLine per subagent card on b, in first-seen order.
+// WriteJSON writes one cardLine per subagent card on b, in first-seen order.
 func WriteJSON(w io.Writer, b *Board, agent string) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	for _, c := range b.Subagents() {
 		buf.Reset()
-		line := CardLine{
+		line := cardLine{
 			SessionID:        c.Event.SessionID,
 			ToolCallID:       c.Event.ToolCallID,
 			ParentToolCallID: c.Event.ParentToolCallID,
