@@ -96,19 +96,19 @@ func (o *outputFlags) validate() error {
 	switch o.permission {
 	case PolicyAllow, PolicyReject, PolicyCancel:
 	default:
-		return usageError("--permission must be allow, reject or cancel, got %q", o.permission)
+		return fmt.Errorf("--permission must be allow, reject or cancel, got %q", o.permission)
 	}
 	if err := checkDSN(o.db); err != nil {
 		return err
 	}
 	if o.agent != "" && !validDialect(o.agent) {
-		return usageError("--agent %q is not a dialect (%s)", o.agent, strings.Join(adapter.Registered(), ", "))
+		return fmt.Errorf("--agent %q is not a dialect (%s)", o.agent, strings.Join(adapter.Registered(), ", "))
 	}
 	if o.timeout <= 0 {
-		return usageError("--timeout must be positive")
+		return fmt.Errorf("--timeout must be positive")
 	}
 	if o.grace < 0 {
-		return usageError("--cancel-grace must not be negative")
+		return fmt.Errorf("--cancel-grace must not be negative")
 	}
 	return nil
 }
@@ -152,21 +152,21 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	}
 	command := fs.Args()
 	if len(command) == 0 {
-		return usageError("run needs the agent command after --")
+		return fmt.Errorf("run needs the agent command after --")
 	}
 	text := *prompt
 	if text == "" {
 		data, err := io.ReadAll(io.LimitReader(e.stdin, maxPromptBytes+1))
 		if err != nil {
-			return usageError("reading the prompt from standard input: %v", err)
+			return fmt.Errorf("reading the prompt from standard input: %v", err)
 		}
 		if len(data) > maxPromptBytes {
-			return usageError("the prompt on standard input is larger than %d bytes", maxPromptBytes)
+			return fmt.Errorf("the prompt on standard input is larger than %d bytes", maxPromptBytes)
 		}
 		text = strings.TrimSpace(string(data))
 	}
 	if text == "" {
-		return usageError("no prompt: pass --prompt or write it to standard input")
+		return fmt.Errorf("no prompt: pass --prompt or write it to standard input")
 	}
 	dir, err := workDir(*cwd)
 	if err != nil {
@@ -187,7 +187,7 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	if *record != "" {
 		f, err := os.Create(*record)
 		if err != nil {
-			return usageError("--record: %v", err)
+			return fmt.Errorf("--record: %v", err)
 		}
 		var hdr *capture.Header
 		if o.agent != "" {
@@ -195,7 +195,7 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 		}
 		w, err := capture.NewWriter(f, hdr)
 		if err != nil {
-			return usageError("--record: %v", err)
+			return fmt.Errorf("--record: %v", err)
 		}
 		defer func() { runErr = recordResult(e, *record, w, f, runErr) }()
 		// The tap records a client message before the agent can see it, so
@@ -285,7 +285,7 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 		}
 		sources = append(sources, source{fs.Arg(0), c})
 	default:
-		return usageError("replay takes at most one capture file")
+		return fmt.Errorf("replay takes at most one capture file")
 	}
 	subagentsSet := false
 	fs.Visit(func(f *flag.Flag) { subagentsSet = subagentsSet || f.Name == "subagents" })
@@ -310,7 +310,7 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 			dialect = src.c.Agent()
 		}
 		if dialect != "" && !validDialect(dialect) {
-			return usageError("%s: capture header names unknown agent %q", src.name, dialect)
+			return fmt.Errorf("%s: capture header names unknown agent %q", src.name, dialect)
 		}
 		if !o.json {
 			if i > 0 {
@@ -463,10 +463,10 @@ func workDir(dir string) (string, error) {
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", usageError("--cwd: %v", err)
+		return "", fmt.Errorf("--cwd: %v", err)
 	}
 	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-		return "", usageError("--cwd %s is not a directory", abs)
+		return "", fmt.Errorf("--cwd %s is not a directory", abs)
 	}
 	return abs, nil
 }

@@ -25,7 +25,7 @@ func checkDSN(dsn string) error {
 	case "postgres", "postgresql", "sqlite", "file":
 		return nil
 	}
-	return usageError("--db: unsupported database scheme %q: use a SQLite file path, sqlite://…, file:… or postgres://…", m[1])
+	return fmt.Errorf("--db: unsupported database scheme %q: use a SQLite file path, sqlite://…, file:… or postgres://…", m[1])
 }
 
 // explainDBError turns an open failure of a SQLite database whose file does

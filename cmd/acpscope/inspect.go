@@ -20,7 +20,7 @@ func cmdHealth(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError("health takes no arguments")
+		return fmt.Errorf("health takes no arguments")
 	}
 	s, err := openStoreReadOnly(ctx, *dsn)
 	if err != nil {
@@ -74,7 +74,7 @@ func timeOrNone(t *time.Time) string {
 // report never shows an executable's path.
 func cmdCursor(ctx context.Context, e env, args []string) error {
 	if len(args) == 0 || args[0] != "doctor" {
-		return usageError("usage: acpscope cursor doctor [--json]")
+		return fmt.Errorf("usage: acpscope cursor doctor [--json]")
 	}
 	fs := newFlagSet("cursor doctor", e.stderr)
 	asJSON := fs.Bool("json", false, "print the report as JSON")

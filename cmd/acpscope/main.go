@@ -146,11 +146,6 @@ Exit codes: 0 ok, 1 agent or turn failure, 2 usage or input error,
 `)
 }
 
-// usageError marks an error in the command line (exit code 2).
-func usageError(format string, args ...any) error {
-	return fmt.Errorf(format, args...)
-}
-
 // newFlagSet returns a flag set that reports errors instead of exiting.
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("acpscope "+name, flag.ContinueOnError)

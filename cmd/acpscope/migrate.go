@@ -22,7 +22,7 @@ func cmdMigrate(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError("migrate takes no arguments")
+		return fmt.Errorf("migrate takes no arguments")
 	}
 	if *dsn == "" {
 		var err error

@@ -26,10 +26,10 @@ func cmdSessions(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError("sessions takes no arguments")
+		return fmt.Errorf("sessions takes no arguments")
 	}
 	if *limit <= 0 {
-		return usageError("--limit must be positive")
+		return fmt.Errorf("--limit must be positive")
 	}
 	s, err := openStoreReadOnly(ctx, *dsn)
 	if err != nil {

@@ -184,7 +184,7 @@ func cmdSubagents(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *session == "" || fs.NArg() > 0 {
-		return usageError("subagents needs --session ID and no other arguments")
+		return fmt.Errorf("subagents needs --session ID and no other arguments")
 	}
 	s, err := openStoreReadOnly(ctx, *dsn)
 	if err != nil {

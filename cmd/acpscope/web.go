@@ -25,10 +25,10 @@ func cmdWeb(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError("web takes no arguments")
+		return fmt.Errorf("web takes no arguments")
 	}
 	if *poll < 100*time.Millisecond {
-		return usageError("--poll must be at least 100ms")
+		return fmt.Errorf("--poll must be at least 100ms")
 	}
 	s, err := openStoreReadOnly(ctx, *dsn)
 	if err != nil {
@@ -37,7 +37,7 @@ func cmdWeb(ctx context.Context, e env, args []string) error {
 	defer s.Close()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		return usageError("--addr: %v", err)
+		return fmt.Errorf("--addr: %v", err)
 	}
 	loopback := isLoopbackAddr(ln.Addr())
 	srv := &http.Server{
