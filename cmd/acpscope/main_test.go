@@ -80,7 +80,7 @@ type cardLine struct {
 	ParentToolCallID *string         `json:"parent_tool_call_id"`
 	Agent            *string         `json:"agent"`
 	ToolStatus       *string         `json:"tool_status"`
-	Subagent         json.RawMessage `json:"subagent"`
+	Normalized       json.RawMessage `json:"normalized"`
 }
 
 func parseCards(t *testing.T, out string) []cardLine {
@@ -93,7 +93,7 @@ func parseCards(t *testing.T, out string) []cardLine {
 		if err := dec.Decode(&c); err != nil {
 			t.Fatalf("line %d is not a card: %v\n%s", i+1, err, line)
 		}
-		if c.SessionID == nil || c.ToolCallID == nil || c.ParentToolCallID == nil || c.Agent == nil || c.ToolStatus == nil || len(c.Subagent) == 0 {
+		if c.SessionID == nil || c.ToolCallID == nil || c.ParentToolCallID == nil || c.Agent == nil || c.ToolStatus == nil || len(c.Normalized) == 0 {
 			t.Fatalf("line %d lacks a documented key: %s", i+1, line)
 		}
 		cards = append(cards, c)
@@ -251,7 +251,7 @@ func TestReplaySubagentSessionForm(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	cards := parseCards(t, out)
-	if len(cards) != 1 || !strings.Contains(string(cards[0].Subagent), `"child_session_id":"child1"`) {
+	if len(cards) != 1 || !strings.Contains(string(cards[0].Normalized), `"child_session_id":"child1"`) {
 		t.Fatalf("cards = %s", out)
 	}
 }

@@ -171,7 +171,7 @@ type Card struct {
 	ParentToolCallID string `json:"parent_tool_call_id"`
 	Agent            string `json:"agent"`
 	ToolStatus       string `json:"tool_status"`
-	Subagent         struct {
+	Normalized       struct {
 		Kind string `json:"kind"`
 		Task *struct {
 			Description    string `json:"description"`
@@ -182,7 +182,7 @@ type Card struct {
 			ResultText     string `json:"result_text"`
 			IsAsync        bool   `json:"is_async"`
 		} `json:"subagent_task"`
-	} `json:"subagent"`
+	} `json:"normalized"`
 }
 
 var (
@@ -287,7 +287,7 @@ func describeCards(cards []Card) string {
 	var parts []string
 	for _, c := range cards {
 		d := c.ToolStatus
-		if task := c.Subagent.Task; task != nil {
+		if task := c.Normalized.Task; task != nil {
 			d = strings.TrimSpace(task.SubagentType + " " + c.ToolStatus)
 			if task.ResultText != "" {
 				d += " result"
@@ -535,15 +535,15 @@ func checkRows(t *testing.T, r *Run) {
 		if got := deref(row.ToolStatus); got != c.ToolStatus {
 			t.Errorf("row %s: tool status %q, card %q", c.ToolCallID, got, c.ToolStatus)
 		}
-		if c.Subagent.Task != nil {
-			if got := deref(row.Description); got != c.Subagent.Task.Description {
-				t.Errorf("row %s: description %q, card %q", c.ToolCallID, got, c.Subagent.Task.Description)
+		if c.Normalized.Task != nil {
+			if got := deref(row.Description); got != c.Normalized.Task.Description {
+				t.Errorf("row %s: description %q, card %q", c.ToolCallID, got, c.Normalized.Task.Description)
 			}
-			if got := deref(row.AgentID); got != c.Subagent.Task.AgentID {
-				t.Errorf("row %s: agent id %q, card %q", c.ToolCallID, got, c.Subagent.Task.AgentID)
+			if got := deref(row.AgentID); got != c.Normalized.Task.AgentID {
+				t.Errorf("row %s: agent id %q, card %q", c.ToolCallID, got, c.Normalized.Task.AgentID)
 			}
-			if row.IsAsync != c.Subagent.Task.IsAsync {
-				t.Errorf("row %s: async %v, card %v", c.ToolCallID, row.IsAsync, c.Subagent.Task.IsAsync)
+			if row.IsAsync != c.Normalized.Task.IsAsync {
+				t.Errorf("row %s: async %v, card %v", c.ToolCallID, row.IsAsync, c.Normalized.Task.IsAsync)
 			}
 		}
 	}
@@ -601,7 +601,7 @@ func checkCards(cards []Card, want []WantCard) []string {
 			break
 		}
 		c := cards[i]
-		task := c.Subagent.Task
+		task := c.Normalized.Task
 		if task == nil {
 			problems = append(problems, fmt.Sprintf("card %d: no subagent_task", i))
 			continue

@@ -415,8 +415,9 @@ type cardLine struct {
 	// ToolStatus is the card's tool status (pending, in_progress, complete,
 	// error, cancelled).
 	ToolStatus string `json:"tool_status"`
-	// Subagent is the normalised payload.
-	Subagent *adapter.Payload `json:"subagent"`
+	// Normalized is the normalised payload, under the key adapter.Event
+	// uses for it.
+	Normalized *adapter.Payload `json:"normalized"`
 }
 
 // WriteJSON writes one cardLine per subagent card on b, in first-seen order.
@@ -432,7 +433,7 @@ func WriteJSON(w io.Writer, b *Board, agent string) error {
 			ParentToolCallID: c.Event.ParentToolCallID,
 			Agent:            agent,
 			ToolStatus:       statusWord(c.Status),
-			Subagent:         c.Event.Payload,
+			Normalized:       c.Event.Payload,
 		}
 		if err := enc.Encode(line); err != nil {
 			return err
