@@ -91,31 +91,10 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 		}
 	}
 
-	var tracker *adapter.Tracker
-	tracker, err = adapter.NewTracker(adapter.Config{
-		DialectName: cfg.dialect,
-		OnEvent: func(ev adapter.Event) {
-			cfg.term.Event(ev)
-			if cfg.sink != nil {
-				cfg.sink(tracker.Dialect(), ev)
-			}
-		},
-	})
+	tracker, conn, err := newClientStack(cfg, toAgent, fromAgent)
 	if err != nil {
 		return res, err
 	}
-	client := &scopeClient{
-		tracker:   tracker,
-		out:       cfg.term,
-		policy:    cfg.policy,
-		root:      cfg.cwd,
-		extension: cursor.NewHandler(tracker),
-	}
-	// Ordered requests: an agent request (cursor/task, a permission) is
-	// handled after the updates the agent sent before it, so cards and the
-	// live log follow the wire order.
-	conn := acp.NewClientSideConnection(client, toAgent, fromAgent, acp.WithOrderedRequests())
-	conn.SetLogger(cfg.log)
 	stopTicker := startTicker(cfg.term)
 	defer func() {
 		stopTicker()
@@ -221,6 +200,38 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 	}
 	res.stopReason = ans.resp.StopReason
 	return res, nil
+}
+
+// newClientStack builds acpscope's client side of one connection: the
+// tracker, whose events go to cfg.term and cfg.sink, and the client
+// connection over the agent's stdio that feeds it.
+func newClientStack(cfg turnConfig, toAgent io.Writer, fromAgent io.Reader) (*adapter.Tracker, *acp.ClientSideConnection, error) {
+	var tracker *adapter.Tracker
+	tracker, err := adapter.NewTracker(adapter.Config{
+		DialectName: cfg.dialect,
+		OnEvent: func(ev adapter.Event) {
+			cfg.term.Event(ev)
+			if cfg.sink != nil {
+				cfg.sink(tracker.Dialect(), ev)
+			}
+		},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	client := &scopeClient{
+		tracker:   tracker,
+		out:       cfg.term,
+		policy:    cfg.policy,
+		root:      cfg.cwd,
+		extension: cursor.NewHandler(tracker),
+	}
+	// Ordered requests: an agent request (cursor/task, a permission) is
+	// handled after the updates the agent sent before it, so cards and the
+	// live log follow the wire order.
+	conn := acp.NewClientSideConnection(client, toAgent, fromAgent, acp.WithOrderedRequests())
+	conn.SetLogger(cfg.log)
+	return tracker, conn, nil
 }
 
 // promptAnswer is the outcome of session/prompt.

@@ -9,6 +9,10 @@
 //	-mode ok       the fan-out above, then end_turn (default)
 //	-mode error    the prompt fails with a JSON-RPC error
 //	-mode exit     the process exits in the middle of the turn
+//	-mode burst    sends -updates session/update notifications in one
+//	               burst (-per of them for each Claude-style subagent, see
+//	               burst.go), on session/prompt and on session/load, then
+//	               answers
 //
 // Hostile modes, for the cancel and timeout tests. Each opens a subagent
 // card and then:
@@ -39,7 +43,9 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "ok", "ok, error, exit, cancel, hang, mute, junk or deaf")
+	mode := flag.String("mode", "ok", "ok, error, exit, burst, cancel, hang, mute, junk or deaf")
+	updates := flag.Int("updates", 20000, "how many updates the burst mode sends")
+	per := flag.Int("per", 100, "how many of the burst's updates go to each subagent")
 	ready := flag.String("ready", "", "create this file once the turn's card is open")
 	file := flag.String("file", "", "the file the deaf mode asks the client to read")
 	flag.Parse()
@@ -58,7 +64,7 @@ func main() {
 		_, _ = os.Stdout.WriteString(junk)
 		return
 	}
-	a := &agent{mode: *mode, ready: *ready, cancelled: make(chan struct{})}
+	a := &agent{mode: *mode, ready: *ready, updates: *updates, per: *per, cancelled: make(chan struct{})}
 	conn := acp.NewAgentSideConnection(a, os.Stdout, os.Stdin)
 	a.conn = conn
 	<-conn.Done()
@@ -67,6 +73,8 @@ func main() {
 type agent struct {
 	mode      string
 	ready     string
+	updates   int // -updates, for the burst mode
+	per       int // -per, for the burst mode
 	conn      *acp.AgentSideConnection
 	cancelled chan struct{}
 }
@@ -95,8 +103,9 @@ func markReady(path string) {
 
 func (a *agent) Initialize(context.Context, acp.InitializeRequest) (acp.InitializeResponse, error) {
 	return acp.InitializeResponse{
-		ProtocolVersion: acp.ProtocolVersionNumber,
-		AgentInfo:       &acp.Implementation{Name: "@agentclientprotocol/claude-agent-acp", Version: "0.101.0"},
+		ProtocolVersion:   acp.ProtocolVersionNumber,
+		AgentInfo:         &acp.Implementation{Name: "@agentclientprotocol/claude-agent-acp", Version: "0.101.0"},
+		AgentCapabilities: acp.AgentCapabilities{LoadSession: a.mode == "burst"},
 	}, nil
 }
 
@@ -117,6 +126,11 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 		}
 		<-a.cancelled
 		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+	case "burst":
+		if err := burst(ctx, a.conn, req.SessionId, a.updates, a.per); err != nil {
+			return acp.PromptResponse{}, err
+		}
+		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 	}
 	sid := req.SessionId
 	claude := func(tool string, extra map[string]any) map[string]any {
@@ -181,6 +195,17 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 }
 
+// LoadSession replays the burst as the session's history (-mode burst);
+// other modes have no history to replay.
+func (a *agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
+	if a.mode == "burst" {
+		if err := burst(ctx, a.conn, req.SessionId, a.updates, a.per); err != nil {
+			return acp.LoadSessionResponse{}, err
+		}
+	}
+	return acp.LoadSessionResponse{}, nil
+}
+
 func (a *agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
 	return acp.AuthenticateResponse{}, nil
 }
@@ -218,11 +243,14 @@ func (a *agent) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.
 	return acp.SetSessionModeResponse{}, nil
 }
 
-var _ acp.Agent = (*agent)(nil)
+var (
+	_ acp.Agent       = (*agent)(nil)
+	_ acp.AgentLoader = (*agent)(nil)
+)
 
 func init() {
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: fakeagent [-mode ok|error|exit|cancel|hang|mute|junk|deaf] [-ready FILE] [-file FILE]")
+		fmt.Fprintln(os.Stderr, "usage: fakeagent [-mode ok|error|exit|burst|cancel|hang|mute|junk|deaf] [-updates N] [-per N] [-ready FILE] [-file FILE]")
 		flag.PrintDefaults()
 	}
 }
