@@ -75,7 +75,7 @@ func checkBurstCards(t *testing.T, what, out string) {
 				ToolUseCount int    `json:"tool_use_count"`
 			} `json:"subagent_task"`
 		}
-		if err := json.Unmarshal(c.Subagent, &p); err != nil {
+		if err := json.Unmarshal(c.Normalized, &p); err != nil {
 			t.Fatal(err)
 		}
 		want := fmt.Sprintf("toolu_burst_%06d", i)
