@@ -73,7 +73,7 @@ fuzz-short:
 conformance:
 	./conformance/run.sh
 
-## agents: the published ACP agents (pinned in conformance/agents, npm ci)
+## agents: the published ACP agents (pinned in conformance/agents, installed from package-lock.json)
 ## against the scripted model server, every scenario; AGENTS_ARGS go to the
 ## test binary (e.g. AGENTS_ARGS="-test.run TestAgents/copilot").
 agents:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # conformance/agents/run.sh (make agents): installs the pinned agents
-# (npm ci, skipped while node_modules matches package-lock.json), builds
+# (npm install from the lock, skipped while node_modules matches package-lock.json), builds
 # acpscope and the harness, and runs every agent in every scenario, inside
 # a network namespace with only loopback (unshare -n) where that is allowed.
 # Extra arguments go to the test binary (e.g. -test.run 'TestAgents/copilot').
@@ -11,7 +11,15 @@ start=$(date +%s)
 stamp=node_modules/.acp-lock.sha256
 want=$(sha256sum package-lock.json | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  npm ci --no-audit --no-fund --loglevel=error
+  # npm install, not npm ci: opencode-ai lists platform packages the
+  # registry does not serve (darwin, windows, musl), which the lock cannot
+  # name, and npm ci refuses a lock without them. npm install takes every
+  # version from the lock; a lock it would change fails the run.
+  npm install --no-audit --no-fund --loglevel=error
+  if [ "$(sha256sum package-lock.json | cut -d' ' -f1)" != "$want" ]; then
+    echo "agents: npm install changed package-lock.json: the lock does not pin every package" >&2
+    exit 1
+  fi
   echo "$want" >"$stamp"
 fi
 

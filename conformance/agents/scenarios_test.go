@@ -91,11 +91,6 @@ func hanging(c Child) Child {
 	return c
 }
 
-// cancelGap is the Gap of every cancel scenario until acpscope cancels a
-// turn gracefully (session/cancel, a grace period for the agent's
-// "cancelled", open cards ended cancelled).
-const cancelGap = "acpscope cancel: open cards end cancelled once the graceful cancel lands"
-
 func ptr[T any](v T) *T { return &v }
 
 // UserPrompt is the user's prompt of every scenario.
