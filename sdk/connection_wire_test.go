@@ -454,6 +454,25 @@ func TestWireResponseBarrier(t *testing.T) {
 	}
 }
 
+// answerBehindNotification calls "m" on p's connection, then has the peer
+// send notification "n" followed by the answer, and returns once a probe
+// request shows the connection has read both: the answer now waits behind
+// the handler of "n". The call's error arrives on the returned channel.
+func answerBehindNotification(p *rawPeer) <-chan error {
+	p.t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := SendRequest[any](p.conn, context.Background(), "m", nil)
+		done <- err
+	}()
+	p.expectLine(`{"jsonrpc":"2.0","id":1,"method":"m"}`)
+	p.send(`{"method":"n"}`)
+	p.send(`{"id":1,"result":1}`)
+	p.send(`{"id":"probe","method":"echo","params":1}`)
+	p.expectLine(`{"jsonrpc":"2.0","id":"probe","result":1}`)
+	return done
+}
+
 // A peer that answers and exits: the notifications it sent before the
 // answer are handled, then the call returns the answer (upstream, and this
 // SDK before, failed the call with "peer disconnected while waiting for
@@ -468,16 +487,7 @@ func TestWireAnswerThenEOFDeliversResponse(t *testing.T) {
 		}
 		return params, nil
 	})
-	done := make(chan error, 1)
-	go func() {
-		_, err := SendRequest[any](p.conn, context.Background(), "m", nil)
-		done <- err
-	}()
-	p.expectLine(`{"jsonrpc":"2.0","id":1,"method":"m"}`)
-	p.send(`{"method":"n"}`)
-	p.send(`{"id":1,"result":1}`)
-	p.send(`{"id":"probe","method":"echo","params":1}`)
-	p.expectLine(`{"jsonrpc":"2.0","id":"probe","result":1}`)
+	done := answerBehindNotification(p)
 	_ = p.in.Close()
 	waitChan(t, p.conn.Done(), "end of file")
 	close(gate)
@@ -499,16 +509,7 @@ func TestWireBarrierClose(t *testing.T) {
 		}
 		return params, nil
 	})
-	done := make(chan error, 1)
-	go func() {
-		_, err := SendRequest[any](p.conn, context.Background(), "m", nil)
-		done <- err
-	}()
-	p.expectLine(`{"jsonrpc":"2.0","id":1,"method":"m"}`)
-	p.send(`{"method":"n"}`)
-	p.send(`{"id":1,"result":1}`)
-	p.send(`{"id":"probe","method":"echo","params":1}`)
-	p.expectLine(`{"jsonrpc":"2.0","id":"probe","result":1}`)
+	done := answerBehindNotification(p)
 	_ = p.conn.Close()
 	err := waitChan(t, done, "barrier disconnect")
 	if !errors.Is(err, ErrPeerDisconnected) || err.Error() != `{"code":-32603,"message":"Internal error","data":{"error":"peer disconnected while waiting for pre-response notifications"}}` {
