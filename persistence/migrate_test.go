@@ -47,15 +47,17 @@ VALUES (?, 'S', 'T', 'U1', ?, 'P', 'general', 'desc', 'agent', 'child', 'model',
 	}
 }
 
-// dump is every row as text over the given columns, sorted.
-func (e *env) dump(cols []string) []string {
+// queryAll runs q on the raw handle and returns every row's values as the
+// driver scanned them.
+func (e *env) queryAll(q string) [][]any {
 	e.t.Helper()
-	rows, err := e.raw.QueryContext(e.ctx, `SELECT `+strings.Join(cols, ", ")+` FROM task_session_subagents`)
+	rows, err := e.raw.QueryContext(e.ctx, q)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	defer rows.Close()
-	var out []string
+	cols, _ := rows.Columns()
+	var out [][]any
 	for rows.Next() {
 		vals := make([]any, len(cols))
 		ptrs := make([]any, len(vals))
@@ -65,6 +67,16 @@ func (e *env) dump(cols []string) []string {
 		if err := rows.Scan(ptrs...); err != nil {
 			e.t.Fatal(err)
 		}
+		out = append(out, vals)
+	}
+	return out
+}
+
+// dump is every row as text over the given columns, sorted.
+func (e *env) dump(cols []string) []string {
+	e.t.Helper()
+	var out []string
+	for _, vals := range e.queryAll(`SELECT ` + strings.Join(cols, ", ") + ` FROM task_session_subagents`) {
 		var b strings.Builder
 		for i, v := range vals {
 			switch x := v.(type) {

@@ -142,22 +142,8 @@ func hostOwned(cat []string) []string {
 
 func (e *env) hostTable(table string) []string {
 	e.t.Helper()
-	rows, err := e.raw.QueryContext(e.ctx, `SELECT * FROM `+table)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
 	var out []string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			e.t.Fatal(err)
-		}
+	for _, vals := range e.queryAll(`SELECT * FROM ` + table) {
 		for i, v := range vals {
 			if b, ok := v.([]byte); ok {
 				vals[i] = string(b)
