@@ -15,6 +15,17 @@ import (
 // PostgreSQL in place) and a table of the same name with an unrelated
 // shape (which nothing may touch).
 
+// hostPreAmendment sets up a host's database: the host's own tables, session
+// S of task T with turn U1, and a pre-amendment task_session_subagents.
+func (e *env) hostPreAmendment() {
+	e.t.Helper()
+	e.hostShape = true
+	e.hostTables()
+	e.session("S", "T")
+	e.turn("U1", "S")
+	e.preAmendmentTable("INTEGER")
+}
+
 // hostObjects adds a host's own objects around a pre-amendment
 // task_session_subagents: an extra column with data and a CHECK, a
 // table-level CHECK, an index on the extra column, a trigger on the table,
@@ -160,11 +171,7 @@ func (e *env) hostTable(table string) []string {
 // through the migration and through every command after it.
 func TestOwnershipHostObjects(t *testing.T) {
 	engines(t, func(t *testing.T, e *env) {
-		e.hostShape = true
-		e.hostTables()
-		e.session("S", "T")
-		e.turn("U1", "S")
-		e.preAmendmentTable("INTEGER")
+		e.hostPreAmendment()
 		e.hostObjects()
 		e.seedPreRows(3)
 		e.exec(`UPDATE task_session_subagents SET app_notes = 'kept ' || id, "app rank" = 3`)
@@ -253,11 +260,7 @@ func TestOwnershipUnrelatedTable(t *testing.T) {
 // host's own index and trigger, through the amendment.
 func TestOwnershipExtraColumn(t *testing.T) {
 	engines(t, func(t *testing.T, e *env) {
-		e.hostShape = true
-		e.hostTables()
-		e.session("S", "T")
-		e.turn("U1", "S")
-		e.preAmendmentTable("INTEGER")
+		e.hostPreAmendment()
 		e.exec(`ALTER TABLE task_session_subagents ADD COLUMN app_notes TEXT`)
 		e.exec(`CREATE INDEX host_notes_idx ON task_session_subagents (app_notes)`)
 		e.exec(`CREATE TABLE host_audit (sub_id TEXT, note TEXT)`)
