@@ -151,6 +151,23 @@ func (o *orderedCounter) check(t *testing.T, want int) {
 	}
 }
 
+// burstDuringNewSession calls session/new on a's connection and, once the
+// request is out, writes burst notifications 0..n-1 (fewer if the agent
+// stops). It returns the session/new request and the channel its error
+// arrives on.
+func (a *scriptedAgent) burstDuringNewSession(t *testing.T, n int) (map[string]json.RawMessage, <-chan error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := SendRequest[NewSessionResponse](a.conn, context.Background(), "session/new", NewSessionRequest{Cwd: "/", McpServers: []McpServer{}})
+		done <- err
+	}()
+	req := a.nextRequest(t)
+	for i := 0; i < n && a.send(burstNote(i)); i++ {
+	}
+	return req, done
+}
+
 // An agent writes 50,000 session/update notifications at once while
 // session/new waits; the handler takes ~20 µs each. Before: the connection
 // closed after ~1024 and session/new failed. Now: all delivered in order.
@@ -162,14 +179,7 @@ func TestWhyBurstDeliveredWhileCallWaits(t *testing.T) {
 		spin(20 * time.Microsecond)
 		return nil, nil
 	})
-	done := make(chan error, 1)
-	go func() {
-		_, err := SendRequest[NewSessionResponse](a.conn, context.Background(), "session/new", NewSessionRequest{Cwd: "/", McpServers: []McpServer{}})
-		done <- err
-	}()
-	req := a.nextRequest(t)
-	for i := 0; i < n && a.send(burstNote(i)); i++ {
-	}
+	req, done := a.burstDuringNewSession(t, n)
 	a.send(`{"jsonrpc":"2.0","id":` + string(req["id"]) + `,"result":{"sessionId":"s"}}`)
 	if err := seen.waitProgressing(t, done, "session/new"); err != nil {
 		t.Fatalf("session/new: %v", err)
@@ -195,14 +205,7 @@ func TestWhyBurstHandlerCallsPeer(t *testing.T) {
 		spin(20 * time.Microsecond)
 		return nil, nil
 	})
-	done := make(chan error, 1)
-	go func() {
-		_, err := SendRequest[NewSessionResponse](a.conn, context.Background(), "session/new", NewSessionRequest{Cwd: "/", McpServers: []McpServer{}})
-		done <- err
-	}()
-	newReq := a.nextRequest(t)
-	for i := 0; i < n && a.send(burstNote(i)); i++ {
-	}
+	newReq, done := a.burstDuringNewSession(t, n)
 	if a.conn.Err() != nil {
 		t.Fatalf("connection ended during the burst: %v", a.conn.Err())
 	}
