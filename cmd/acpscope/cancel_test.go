@@ -41,16 +41,25 @@ func cancelledCard(t *testing.T, out string) {
 	}
 }
 
-// An agent that honours session/cancel: --timeout sends it, the agent
-// answers cancelled, the open card ends cancelled, and the run says so
-// with the cancelled exit code.
-func TestTimeoutCancelsTheTurn(t *testing.T) {
-	code, out, errOut := runGuarded(t, context.Background(), "run", "--json", "--no-db", "--prompt", "x", "--cwd", t.TempDir(),
-		"--timeout", "300ms", "--cancel-grace", "20s", "--", fakeAgent, "-mode", "cancel")
+// runCancelled runs `acpscope run --json --no-db --prompt x --cwd cwd`
+// with args after them, fails the test unless the run exits cancelled with
+// its one card ended cancelled, and returns the run's standard error.
+func runCancelled(t *testing.T, ctx context.Context, cwd string, args ...string) string {
+	t.Helper()
+	code, out, errOut := runGuarded(t, ctx, append([]string{"run", "--json", "--no-db", "--prompt", "x", "--cwd", cwd}, args...)...)
 	if code != exitCancelled {
 		t.Fatalf("exit %d, want %d: %s", code, exitCancelled, errOut)
 	}
 	cancelledCard(t, out)
+	return errOut
+}
+
+// An agent that honours session/cancel: --timeout sends it, the agent
+// answers cancelled, the open card ends cancelled, and the run says so
+// with the cancelled exit code.
+func TestTimeoutCancelsTheTurn(t *testing.T) {
+	errOut := runCancelled(t, context.Background(), t.TempDir(),
+		"--timeout", "300ms", "--cancel-grace", "20s", "--", fakeAgent, "-mode", "cancel")
 	if !strings.Contains(errOut, "--timeout 300ms reached") || !strings.Contains(errOut, "the agent stopped the turn (cancelled)") {
 		t.Fatalf("message does not say what happened: %q", errOut)
 	}
@@ -58,12 +67,8 @@ func TestTimeoutCancelsTheTurn(t *testing.T) {
 
 // An agent that ignores session/cancel is stopped after the grace period.
 func TestTimeoutStopsAnAgentThatIgnoresCancel(t *testing.T) {
-	code, out, errOut := runGuarded(t, context.Background(), "run", "--json", "--no-db", "--prompt", "x", "--cwd", t.TempDir(),
+	errOut := runCancelled(t, context.Background(), t.TempDir(),
 		"--timeout", "300ms", "--cancel-grace", "300ms", "--", fakeAgent, "-mode", "hang")
-	if code != exitCancelled {
-		t.Fatalf("exit %d, want %d: %s", code, exitCancelled, errOut)
-	}
-	cancelledCard(t, out)
 	if !strings.Contains(errOut, "did not answer within 300ms") {
 		t.Fatalf("message does not say the agent was stopped: %q", errOut)
 	}
@@ -79,12 +84,8 @@ func TestTimeoutEndsARunWhoseAgentStopsReading(t *testing.T) {
 	if err := os.WriteFile(big, bytes.Repeat([]byte("x"), 1<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runGuarded(t, context.Background(), "run", "--json", "--no-db", "--prompt", "x", "--cwd", dir,
+	runCancelled(t, context.Background(), dir,
 		"--timeout", "1s", "--cancel-grace", "300ms", "--", fakeAgent, "-mode", "deaf", "-file", big)
-	if code != exitCancelled {
-		t.Fatalf("exit %d, want %d: %s", code, exitCancelled, errOut)
-	}
-	cancelledCard(t, out)
 }
 
 // SIGINT and SIGTERM end the run's context; the turn is cancelled the same
@@ -107,12 +108,8 @@ func TestInterruptCancelsTheTurn(t *testing.T) {
 			}
 		}
 	}()
-	code, out, errOut := runGuarded(t, ctx, "run", "--json", "--no-db", "--prompt", "x", "--cwd", dir,
+	errOut := runCancelled(t, ctx, dir,
 		"--cancel-grace", "20s", "--", fakeAgent, "-mode", "cancel", "-ready", ready)
-	if code != exitCancelled {
-		t.Fatalf("exit %d, want %d: %s", code, exitCancelled, errOut)
-	}
-	cancelledCard(t, out)
 	if !strings.Contains(errOut, "interrupted") {
 		t.Fatalf("message does not say the run was interrupted: %q", errOut)
 	}
