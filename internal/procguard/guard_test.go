@@ -418,19 +418,7 @@ func BenchmarkStartTerminate(b *testing.B) {
 // running these tests at the same time (another package or checkout): it
 // killed every process whose environment held PROCGUARD_TEST=1.
 func TestCheckNoLeftoversSparesForeignProcesses(t *testing.T) {
-	foreign := exec.Command("/bin/sleep", "60")
-	foreign.Env = append(os.Environ(), "PROCGUARD_TEST=1")
-	if err := foreign.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = foreign.Process.Kill() // our child, not yet waited for: pid stable
-		_ = foreign.Wait()
-	}()
-	t.Run("leftover check", func(t *testing.T) { checkNoLeftovers(t) })
-	if !proctest.Running(foreign.Process.Pid) {
-		t.Fatal("the leftover check killed a process this test binary did not start")
-	}
+	proctest.SparesForeign(t, []string{"PROCGUARD_TEST=1"}, checkNoLeftovers)
 }
 
 // A watched pipe's read end is the host's: a process that holds only that

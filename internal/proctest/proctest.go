@@ -1,14 +1,16 @@
 //go:build unix
 
 // Package proctest holds the helpers that tests of process-starting code
-// share: reading a process's state from /proc (Linux) and waiting until
-// processes are gone. It imports nothing of this module, so the process
-// guard's own in-package tests can use it too.
+// share: reading a process's state from /proc (Linux), waiting until
+// processes are gone, and checking that a leftover check spares processes
+// another test binary started. It imports nothing of this module, so the
+// process guard's own in-package tests can use it too.
 package proctest
 
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -94,5 +96,26 @@ func AwaitGone(t testing.TB, pids []int) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+}
+
+// SparesForeign checks that a leftover check spares what it did not start:
+// it starts a long sleep whose environment adds env (the marks another test
+// binary's children carry), runs check as a subtest, and fails t if the
+// sleep no longer runs. The sleep is killed and reaped at the end.
+func SparesForeign(t *testing.T, env []string, check func(t *testing.T)) {
+	t.Helper()
+	foreign := exec.Command("/bin/sleep", "60")
+	foreign.Env = append(os.Environ(), env...)
+	if err := foreign.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = foreign.Process.Kill() // our child, not yet waited for: pid stable
+		_ = foreign.Wait()
+	}()
+	t.Run("leftover check", check)
+	if !Running(foreign.Process.Pid) {
+		t.Fatal("the leftover check killed a process this test binary did not start")
 	}
 }

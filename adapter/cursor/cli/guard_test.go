@@ -159,17 +159,5 @@ func TestRunThroughGuardProcessStopAndExitStatus(t *testing.T) {
 // environment held CURSORFAKE=1, which made concurrent runs kill each
 // other's fakes (exit status 137, not killed by the runner).
 func TestCheckNoLeftoversSparesForeignFakes(t *testing.T) {
-	foreign := exec.Command("/bin/sleep", "60")
-	foreign.Env = append(os.Environ(), fakeEnv+"=1", fakeRunEnv+"=another-test-binary")
-	if err := foreign.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = foreign.Process.Kill() // our child, not yet waited for: pid stable
-		_ = foreign.Wait()
-	}()
-	t.Run("leftover check", func(t *testing.T) { checkNoLeftovers(t) })
-	if !proctest.Running(foreign.Process.Pid) {
-		t.Fatal("the leftover check killed a fake CLI this test binary did not start")
-	}
+	proctest.SparesForeign(t, []string{fakeEnv + "=1", fakeRunEnv + "=another-test-binary"}, checkNoLeftovers)
 }
