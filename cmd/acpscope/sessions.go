@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
@@ -66,13 +65,7 @@ func writeSessionsJSON(w io.Writer, rows []web.SessionRow) error {
 // it passes the shared sanitiser, so no control or bidi character reaches
 // the terminal.
 func writeSessions(w io.Writer, rows []web.SessionRow) {
-	if len(rows) == 0 {
-		fmt.Fprintln(w, "no sessions stored")
-		return
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tAGENT\tSTARTED\tTURNS\tCARDS\tSTATUS")
-	for _, r := range rows {
+	writeTable(w, rows, "no sessions stored", "SESSION\tAGENT\tSTARTED\tTURNS\tCARDS\tSTATUS", func(r web.SessionRow) string {
 		started := "-"
 		if r.Started != nil {
 			started = r.Started.Format(time.RFC3339)
@@ -81,7 +74,6 @@ func writeSessions(w io.Writer, rows []web.SessionRow) {
 		if agent == "" {
 			agent = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", safetext.Text(r.ID), safetext.Text(agent), started, r.Turns, r.Cards, r.Status)
-	}
-	tw.Flush()
+		return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%s", safetext.Text(r.ID), safetext.Text(agent), started, r.Turns, r.Cards, r.Status)
+	})
 }

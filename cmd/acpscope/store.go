@@ -202,17 +202,28 @@ func cmdSubagents(ctx context.Context, e env, args []string) error {
 // writeContexts prints stored contexts as a table, in stored order. Every
 // stored field passes the sanitiser: it came from an agent.
 func writeContexts(w io.Writer, rows []persistence.SubagentContext) {
+	writeTable(w, rows, "no subagent contexts stored for this session",
+		"OBSERVED\tTOOL CALL\tPARENT\tTYPE\tDESCRIPTION\tTOOL STATUS\tAGENT STATUS\tMODEL\tTOKENS\tTOOLS\tDURATION\tASYNC",
+		func(r persistence.SubagentContext) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v",
+				r.ObservedAt.UTC().Format(time.RFC3339), safetext.Text(r.ToolCallID), deref(r.ParentToolCallID), deref(r.SubagentType),
+				deref(r.Description), deref(r.ToolStatus), deref(r.AgentStatus), deref(r.Model),
+				num(r.TotalTokens), num(r.ToolUseCount), num(r.DurationMs), r.IsAsync)
+		})
+}
+
+// writeTable prints rows as a table under the tab-separated header, one
+// line per row from line, in the column layout every acpscope table
+// shares; empty alone when there are no rows.
+func writeTable[T any](w io.Writer, rows []T, empty, header string, line func(T) string) {
 	if len(rows) == 0 {
-		fmt.Fprintln(w, "no subagent contexts stored for this session")
+		fmt.Fprintln(w, empty)
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "OBSERVED\tTOOL CALL\tPARENT\tTYPE\tDESCRIPTION\tTOOL STATUS\tAGENT STATUS\tMODEL\tTOKENS\tTOOLS\tDURATION\tASYNC")
+	fmt.Fprintln(tw, header)
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n",
-			r.ObservedAt.UTC().Format(time.RFC3339), safetext.Text(r.ToolCallID), deref(r.ParentToolCallID), deref(r.SubagentType),
-			deref(r.Description), deref(r.ToolStatus), deref(r.AgentStatus), deref(r.Model),
-			num(r.TotalTokens), num(r.ToolUseCount), num(r.DurationMs), r.IsAsync)
+		fmt.Fprintln(tw, line(r))
 	}
 	tw.Flush()
 }
