@@ -52,6 +52,15 @@ type MethodHandler func(ctx context.Context, method string, params json.RawMessa
 // response barrier), so, for example, all session/update notifications sent
 // before a session/prompt result are seen before Prompt returns.
 //
+// Memory for large frames: a line is read into one buffer of about its size
+// (sized from the previous long line; the first long line is read in pieces
+// and joined, about twice its size for that moment), the reader lets go of
+// each line once dispatched, and it stops reading while the queue holds
+// WithMaxQueuedNotificationBytes (16 MiB by default), so a stream of 64 MiB
+// frames keeps one frame reachable at a time. A large string in inbound
+// params shares the frame's memory (see sharedString) rather than doubling
+// it.
+//
 // A notification handler may call back into the connection: requests it
 // sends with (a context derived from) its own ctx skip the barrier, which
 // could otherwise never be reached while that handler runs. Requests it sends
@@ -322,7 +331,11 @@ func (c *Connection) readLoop() {
 	for {
 		line, err := lr.next()
 		if len(line) > 0 && !isBlankLine(line) && c.ctx.Err() == nil {
-			if !c.dispatchLine(line, &env) {
+			ok := c.dispatchLine(line, &env)
+			// Let go of the line's members before reading the next line: a
+			// large frame must not stay reachable while the next is read.
+			env = envelope{}
+			if !ok {
 				return
 			}
 		}

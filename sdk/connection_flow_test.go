@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -380,20 +381,98 @@ func TestFrameTooLargeNamesLimit(t *testing.T) {
 }
 
 // Reading a long frame allocates about twice its size (pieces, then the
-// frame), not the ~5x of growing one slice by appending.
+// frame), not the ~5x of growing one slice by appending; a second frame of
+// about the same size is read into one buffer of its size, without pieces.
 func TestLongFrameAllocatesAboutItsSize(t *testing.T) {
 	const size = 16 << 20
 	frame := append(bytes.Repeat([]byte("x"), size), '\n')
-	lr := newLineReader(bytes.NewReader(frame), maxLineBytes)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	line, err := lr.next()
-	runtime.ReadMemStats(&after)
-	if err != nil || len(line) != size {
-		t.Fatalf("line %d bytes, err %v", len(line), err)
+	lr := newLineReader(bytes.NewReader(append(frame, frame...)), maxLineBytes)
+	for i, limit := range []float64{2.5, 1.15} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		line, err := lr.next()
+		runtime.ReadMemStats(&after)
+		if err != nil || len(line) != size {
+			t.Fatalf("frame %d: line %d bytes, err %v", i, len(line), err)
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; float64(got) > limit*size {
+			t.Fatalf("reading frame %d (%d bytes) allocated %d bytes (%.2fx, limit %.2fx)", i, size, got, float64(got)/size, limit)
+		}
 	}
-	if got := after.TotalAlloc - before.TotalAlloc; got > size*5/2 {
-		t.Fatalf("reading a %d-byte frame allocated %d bytes (%.1fx)", size, got, float64(got)/size)
+}
+
+// A long line after a much longer one is read into a buffer sized for the
+// longer one; it must not keep that buffer: its capacity stays within twice
+// its length. Lines longer, equal and shorter than the expected size, with
+// and without "\r\n" and at the end of the stream, come back whole.
+func TestLongLineAfterLongerLine(t *testing.T) {
+	sizes := []int{4 * readBufferSize, readBufferSize + 1, 3 * readBufferSize, 3 * readBufferSize, 5*readBufferSize + 7, 2 * readBufferSize}
+	var input bytes.Buffer
+	for i, n := range sizes {
+		input.Write(bytes.Repeat([]byte{byte('a' + i)}, n))
+		switch {
+		case i == len(sizes)-1: // unterminated final line
+		case i%2 == 0:
+			input.WriteString("\r\n")
+		default:
+			input.WriteString("\n")
+		}
+	}
+	lr := newLineReader(&input, maxLineBytes)
+	for i, n := range sizes {
+		line, err := lr.next()
+		if err != nil && !(i == len(sizes)-1 && errors.Is(err, io.EOF)) {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		if !bytes.Equal(line, bytes.Repeat([]byte{byte('a' + i)}, n)) {
+			t.Fatalf("line %d: %d bytes, want %d of %q", i, len(line), n, 'a'+i)
+		}
+		if cap(line) > 2*len(line)+2 {
+			t.Fatalf("line %d: capacity %d for %d bytes", i, cap(line), len(line))
+		}
+	}
+}
+
+// The reader must not keep a handled large frame reachable while it reads
+// the next one: a stream of large frames then holds one frame at a time.
+// Here frame 2 is half written when the heap is measured; before the fix
+// the reader's envelope still held frame 1 (about 2 frames live, not 1).
+func TestLargeFrameReleasedBeforeNextIsRead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large frames")
+	}
+	const size = 16 << 20
+	prefix := `{"jsonrpc":"2.0","method":"big","params":"`
+	frame := bytes.Repeat([]byte("a"), size)
+	copy(frame, prefix)
+	copy(frame[size-3:], "\"}\n")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	handled := make(chan struct{}, 2)
+	conn := NewConnection(func(context.Context, string, json.RawMessage) (any, *RequestError) {
+		handled <- struct{}{}
+		return nil, nil
+	}, io.Discard, r)
+	conn.SetLogger(quietLogger())
+	t.Cleanup(func() { _ = conn.Close(); _ = w.Close() })
+	if _, err := w.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	waitChan(t, handled, "frame 1")
+	// A pipe holds at most a few hundred KiB, so once this returns the
+	// reader has taken in nearly half of frame 2.
+	if _, err := w.Write(frame[:size/2]); err != nil {
+		t.Fatal(err)
+	}
+	frame = nil
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	// Live now: frame 2's buffer (its expected size, about one frame).
+	if m.HeapAlloc > size*3/2 {
+		t.Fatalf("%d MiB live while frame 2 is read (frame %d MiB): frame 1 is still reachable", m.HeapAlloc>>20, size>>20)
 	}
 }

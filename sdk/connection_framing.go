@@ -19,6 +19,9 @@ type lineReader struct {
 	br *bufio.Reader
 	// max is the longest line content accepted (newline excluded).
 	max int
+	// lastLong is the length of the last line that did not fit the read
+	// buffer (0 before the first): the size a long line is expected to have.
+	lastLong int
 }
 
 func newLineReader(r io.Reader, max int) *lineReader {
@@ -26,16 +29,18 @@ func newLineReader(r io.Reader, max int) *lineReader {
 }
 
 // next returns the next line without its "\n" or "\r\n", in a slice the
-// caller owns. At the end of the stream it returns the final unterminated
-// line (if any) together with io.EOF. A line longer than the limit gives
-// ErrLineTooLong. Any other read error is returned as is, discarding a
-// partial line.
+// caller owns and nothing else writes to. At the end of the stream it
+// returns the final unterminated line (if any) together with io.EOF. A line
+// longer than the limit gives ErrLineTooLong. Any other read error is
+// returned as is, discarding a partial line.
 //
 // Memory: a line that fits the read buffer costs one allocation of its
-// size. A longer one is kept as a list of buffer-sized pieces while it is
-// read, then copied once into a slice of exactly its size, so reading a
-// frame of n bytes allocates about 2n, of which n stays (growing one slice
-// by appending would allocate about 5n along the way).
+// size. A longer one is read into a buffer sized from the previous long
+// line (agents that send large frames tend to send them alike), so a stream
+// of similar large frames costs one allocation of about each frame's size
+// and no copy. A line that outgrows its buffer is kept as a list of
+// buffer-sized pieces while it is read and then joined once, so it costs at
+// most about twice its size while it is read and about its size after.
 func (lr *lineReader) next() ([]byte, error) {
 	chunk, err := lr.br.ReadSlice('\n')
 	var line []byte
@@ -66,7 +71,11 @@ func (lr *lineReader) next() ([]byte, error) {
 // its first buffer-full), returning it whole (with its newline, if any) and
 // io.EOF when the stream ended; nil and the error on failure.
 func (lr *lineReader) long(first []byte) ([]byte, error) {
-	pieces := [][]byte{bytes.Clone(first)}
+	// The expected size, with room for a little growth and the newline,
+	// never beyond the limit.
+	size := min(max(lr.lastLong+lr.lastLong/16, 2*len(first)), lr.max+2)
+	head := append(make([]byte, 0, size), first...)
+	var pieces [][]byte // what did not fit head, buffer-sized
 	total := len(first)
 	for {
 		chunk, err := lr.br.ReadSlice('\n')
@@ -74,20 +83,30 @@ func (lr *lineReader) long(first []byte) ([]byte, error) {
 		if total+len(chunk) > lr.max+2 {
 			return nil, ErrLineTooLong
 		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			pieces = append(pieces, bytes.Clone(chunk))
-			total += len(chunk)
-			continue
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
+		full := errors.Is(err, bufio.ErrBufferFull)
+		if err != nil && !full && !errors.Is(err, io.EOF) {
 			return nil, err
 		}
-		line := make([]byte, 0, total+len(chunk))
+		total += len(chunk)
+		if pieces == nil && len(head)+len(chunk) <= cap(head) {
+			head = append(head, chunk...)
+		} else {
+			pieces = append(pieces, bytes.Clone(chunk))
+		}
+		if full {
+			continue
+		}
+		lr.lastLong = total
+		if pieces == nil && len(head) >= cap(head)/2 {
+			return head, err
+		}
+		line := append(make([]byte, 0, total), head...)
+		head = nil
 		for i, p := range pieces {
 			line = append(line, p...)
 			pieces[i] = nil // let the piece go as soon as it is copied
 		}
-		return append(line, chunk...), err
+		return line, err
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // fastDecodeOff turns the fast path off; the differential fuzz test uses it
@@ -37,6 +38,10 @@ var errFallback = errors.New("acp: fast decode fallback")
 // Any error it returns means "fall back": its text is never shown.
 type fastDecoder struct {
 	jsonScanner
+	// shareLarge lets str return a large string that shares the input's
+	// memory instead of copying it (see sharedString); set only for input
+	// nothing writes to afterwards.
+	shareLarge bool
 }
 
 // fastDecodable is implemented by every generated type.
@@ -51,6 +56,7 @@ func decodeParams[T any, PT interface {
 	fastDecodable
 }](params json.RawMessage, p PT) error {
 	if d := takeFastDecoder(params); d != nil {
+		d.shareLarge = true
 		if d.finish(p.decodeFast(d)) {
 			return nil
 		}
@@ -80,7 +86,7 @@ func takeFastDecoder(data []byte) *fastDecoder {
 // whitespace is left) and returns d to the pool, holding no input.
 func (d *fastDecoder) finish(err error) bool {
 	ok := err == nil && d.atEnd()
-	d.jsonScanner = jsonScanner{}
+	*d = fastDecoder{}
 	decoders.Put(d)
 	return ok
 }
@@ -110,7 +116,30 @@ func (d *fastDecoder) str() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return unquote(d.data[start+1:d.pos-1], escaped), nil
+	content := d.data[start+1 : d.pos-1]
+	if d.shareLarge && !escaped {
+		if s, ok := sharedString(content, len(d.data)); ok {
+			return s, nil
+		}
+	}
+	return unquote(content, escaped), nil
+}
+
+// minSharedString is the shortest string value sharedString shares.
+const minSharedString = 1 << 20
+
+// sharedString returns content (unescaped) as a string sharing its memory,
+// when content is at least minSharedString bytes of valid UTF-8 and at least
+// half of the inputLen bytes being decoded. A large text (a 64 MiB message
+// chunk) then costs no second copy, and keeping the string alive keeps at
+// most twice its size reachable. The caller guarantees that nothing writes
+// to the input afterwards: the connection's inbound lines are allocated per
+// line and only ever read.
+func sharedString(content []byte, inputLen int) (string, bool) {
+	if len(content) < minSharedString || 2*len(content) < inputLen || !utf8.Valid(content) {
+		return "", false
+	}
+	return unsafe.String(&content[0], len(content)), true
 }
 
 // integer decodes a number that encoding/json accepts for an int.
