@@ -26,6 +26,9 @@ type Stat struct {
 	PPid int
 	// PGid is the process group id.
 	PGid int
+	// StartTime is when the process started, in clock ticks after boot: a
+	// pid and its start time name one process, even after the pid is reused.
+	StartTime uint64
 }
 
 // Dead reports whether the process no longer runs code (a zombie, or a
@@ -50,7 +53,11 @@ func ReadStat(pid int) (Stat, bool) {
 	}
 	ppid, _ := strconv.Atoi(f[1])
 	pgid, _ := strconv.Atoi(f[2])
-	return Stat{State: f[0][0], PPid: ppid, PGid: pgid}, true
+	st := Stat{State: f[0][0], PPid: ppid, PGid: pgid}
+	if len(f) > 19 { // field 22 of the line, starttime
+		st.StartTime, _ = strconv.ParseUint(f[19], 10, 64)
+	}
+	return st, true
 }
 
 // Running reports whether pid names a process that still runs code.
@@ -62,36 +69,72 @@ func Running(pid int) bool {
 // AwaitGone waits (as a hang guard only, 10 s) until none of pids runs,
 // fails the test for the survivors and kills them, then reaps those that
 // were reparented to this process (a subreaper). Pids ≤ 0 are ignored.
+// Each pid is taken with its start time when AwaitGone is called, so a pid
+// the system reuses for a new process meanwhile counts as gone and is
+// never signalled.
 func AwaitGone(t testing.TB, pids []int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	awaitGone(t, identify(pids), 10*time.Second)
+}
+
+// process is one process: a pid and its start time.
+type process struct {
+	pid   int
+	start uint64
+}
+
+// identify pairs each pid > 0 that exists (running or a zombie) with its
+// start time.
+func identify(pids []int) []process {
+	var procs []process
+	for _, pid := range pids {
+		if st, ok := ReadStat(pid); ok && pid > 0 {
+			procs = append(procs, process{pid, st.StartTime})
+		}
+	}
+	return procs
+}
+
+// running reports whether p still runs code (its pid not reused).
+func (p process) running() bool {
+	st, ok := ReadStat(p.pid)
+	return ok && !st.Dead() && st.StartTime == p.start
+}
+
+func awaitGone(t testing.TB, procs []process, guard time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(guard)
 	for {
-		var left []int
-		for _, pid := range pids {
-			if pid > 0 && Running(pid) {
-				left = append(left, pid)
+		var left []process
+		for _, p := range procs {
+			if p.running() {
+				left = append(left, p)
 			}
 		}
 		if len(left) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			for _, pid := range left {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+			var pids []int
+			for _, p := range left {
+				if p.running() {
+					_ = syscall.Kill(p.pid, syscall.SIGKILL)
+				}
+				pids = append(pids, p.pid)
 			}
-			t.Errorf("survived their host: %v", left)
+			t.Errorf("survived their host: %v", pids)
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	for _, pid := range pids {
-		if pid <= 0 {
-			continue
+	for _, p := range procs {
+		if st, ok := ReadStat(p.pid); !ok || st.StartTime != p.start {
+			continue // gone, or the pid names another process now
 		}
 		var ws syscall.WaitStatus
 		for i := 0; i < 500; i++ {
-			wpid, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
-			if wpid == pid || err != nil {
+			wpid, err := syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
+			if wpid == p.pid || err != nil {
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
