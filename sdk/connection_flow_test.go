@@ -476,3 +476,80 @@ func TestLargeFrameReleasedBeforeNextIsRead(t *testing.T) {
 		t.Fatalf("%d MiB live while frame 2 is read (frame %d MiB): frame 1 is still reachable", m.HeapAlloc>>20, size>>20)
 	}
 }
+
+// largeFrameClient is a Client whose SessionUpdate calls onUpdate.
+type largeFrameClient struct {
+	benchClient
+	onUpdate func(SessionNotification)
+}
+
+func (c *largeFrameClient) SessionUpdate(_ context.Context, n SessionNotification) error {
+	c.onUpdate(n)
+	return nil
+}
+
+// Twelve 60 MB notifications in one turn: the turn succeeds, every frame
+// arrives whole, the turn allocates about one frame's size per frame, and
+// while each is handled the heap holds about that one frame. Before: each
+// frame was read in pieces, joined, and its text copied again (3 frames
+// allocated per frame, 1.4 GB of RSS), and before flow control the turn
+// failed.
+func TestWhyTwelveLargeFramesInOneTurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large frames")
+	}
+	const frames, size = 12, 60_000_000
+	toClientR, toClientW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	toAgentR, toAgentW := io.Pipe()
+	var count int
+	var peak uint64
+	c := NewClientSideConnection(&largeFrameClient{onUpdate: func(n SessionNotification) {
+		if u := n.Update.AgentMessageChunk; u == nil || u.Content.Text == nil || len(u.Content.Text.Text) != size {
+			t.Errorf("frame %d arrived damaged", count)
+		}
+		count++
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		peak = max(peak, m.HeapAlloc)
+	}}, toAgentW, toClientR)
+	c.SetLogger(quietLogger())
+	t.Cleanup(func() { _ = c.Close(); _ = toClientW.Close(); _ = toAgentR.Close() })
+	go func() { // the agent: answer the prompt after twelve large chunks
+		sc := bufio.NewScanner(toAgentR)
+		if !sc.Scan() {
+			return
+		}
+		var req struct{ ID json.RawMessage }
+		_ = json.Unmarshal(sc.Bytes(), &req)
+		fill := bytes.Repeat([]byte("a"), 1<<20)
+		for i := 0; i < frames; i++ {
+			_, _ = io.WriteString(toClientW, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"`)
+			for left := size; left > 0; left -= len(fill) {
+				_, _ = toClientW.Write(fill[:min(left, len(fill))])
+			}
+			_, _ = io.WriteString(toClientW, `"}}}}`+"\n")
+		}
+		_, _ = io.WriteString(toClientW, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":{"stopReason":"end_turn"}}`+"\n")
+		for sc.Scan() {
+		}
+	}()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	resp, err := c.Prompt(context.Background(), PromptRequest{SessionId: "s", Prompt: []ContentBlock{TextBlock("go")}})
+	runtime.ReadMemStats(&after)
+	if err != nil || resp.StopReason != StopReasonEndTurn {
+		t.Fatalf("prompt: %v, %q", err, resp.StopReason)
+	}
+	if count != frames {
+		t.Fatalf("%d of %d frames handled", count, frames)
+	}
+	perFrame := float64(after.TotalAlloc-before.TotalAlloc) / frames / size
+	if limit := uint64(size) * 3 / 2; peak > limit || perFrame > 1.5 {
+		t.Fatalf("heap held %.2f frames while one was handled, %.2f frames allocated per frame (limits 1.5, 1.5)", float64(peak)/size, perFrame)
+	}
+	t.Logf("heap while a frame was handled: at most %.2f frames; allocated per frame: %.2f frames", float64(peak)/size, perFrame)
+}
