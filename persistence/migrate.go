@@ -23,6 +23,9 @@ const (
 	StepExecutionSince    = "task_session_subagents.execution_since"
 	StepBackfillGuard     = "task_session_subagents.backfill.guard"
 	StepBackfill          = "task_session_subagents.backfill"
+	// StepTexts creates task_session_subagent_texts; it runs only on a
+	// store opened with WithSubagentText.
+	StepTexts = "task_session_subagents.texts"
 )
 
 // Activation keys in kandev_meta.
@@ -177,6 +180,24 @@ func (s *Store) Migrate(ctx context.Context) MigrationReport {
 		run(StepBackfill, func() (bool, string, error) {
 			n, err := s.backfill(ctx)
 			return false, fmt.Sprintf("%d rows", n), err
+		})
+	}
+	if s.texts {
+		run(StepTexts, func() (bool, string, error) {
+			if !amended {
+				return true, "execution-aware shape does not hold: texts are keyed to its rows", nil
+			}
+			ddl, refusal, err := s.planTexts(ctx, s.writer)
+			if err == nil {
+				err = refusal
+			}
+			if err == nil {
+				err = s.execDDL(ctx, ddl...)
+			}
+			if err == nil {
+				s.textsReady.Store(true)
+			}
+			return len(ddl) == 0 && err == nil, "", err
 		})
 	}
 	return rep

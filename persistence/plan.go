@@ -129,6 +129,16 @@ func (s *Store) Plan(ctx context.Context) (MigrationPlan, error) {
 	if amended && !(c && b) {
 		add(StepBackfill, s.backfillStatements()...)
 	}
+	if s.texts && amended {
+		ddl, refusal, err := s.planTexts(ctx, q)
+		if err != nil {
+			return p, err
+		}
+		if refusal != nil {
+			p.Refusals = append(p.Refusals, StepResult{Name: StepTexts, Err: refusal})
+		}
+		add(StepTexts, ddl...)
+	}
 	return p, nil
 }
 

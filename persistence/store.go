@@ -39,6 +39,14 @@ type Store struct {
 	connectTimeout time.Duration
 	// healthWindow > 0 makes Health incremental (health_state.go).
 	healthWindow time.Duration
+	// texts: WithSubagentText; the texts step runs and Record writes
+	// texts once textsReady (the step found or made the table).
+	texts      bool
+	textsReady atomic.Bool
+	textsSQL   string
+	// textsFound: a read found the texts table (texts.go), so later reads
+	// skip the probe.
+	textsFound atomic.Bool
 }
 
 // hooks are test failpoints. Production code leaves them nil.
@@ -287,6 +295,7 @@ func newStore(ctx context.Context, kind Engine, writer, reader *sql.DB, opts []O
 		s.eng = postgresEngine{jsonFunc: pgJSONFunc, hasInputIsValid: version >= 160000}
 	}
 	s.upsertSQL = s.eng.rebind(upsertSQL(s.eng))
+	s.textsSQL = textsSQL(s.eng)
 	return s, nil
 }
 
@@ -441,6 +450,9 @@ func (s *Store) write(ctx context.Context, r row) error {
 		r.parentToolCallID, r.subagentType, r.description, r.agentID, r.childSessionID, r.model,
 		r.agentStatus, r.toolStatus, r.isAsync, r.totalTokens, r.toolUseCount, r.durationMs,
 		observed, settled, observed}
+	if (r.prompt != nil || r.result != nil) && s.textsReady.Load() {
+		return s.writeWithTexts(ctx, args, r)
+	}
 	if st := s.upsertStmt.Load(); st != nil {
 		_, err := st.ExecContext(ctx, args...)
 		return err
