@@ -191,6 +191,9 @@ func (s *Store) Migrate(ctx context.Context) MigrationReport {
 			if err == nil {
 				err = refusal
 			}
+			if err == nil && len(ddl) > 0 {
+				err = s.failpoint("texts.create")
+			}
 			if err == nil {
 				err = s.execDDL(ctx, ddl...)
 			}

@@ -2,6 +2,8 @@ package persistence
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -294,4 +296,73 @@ func FuzzCapText(f *testing.F) {
 			t.Fatalf("capText(%q, %d) = %q", s, limit, *got)
 		}
 	})
+}
+
+// A failed texts step leaves no table and logs it; cards are still
+// written, without texts; the next pass creates the table and texts are
+// stored from then on.
+func TestTextsStepFailure(t *testing.T) {
+	engines(t, func(t *testing.T, e *env) {
+		fail := hooks{fail: func(point string) error {
+			if point == "texts.create" {
+				return errors.New("injected")
+			}
+			return nil
+		}}
+		s := e.open(fail, WithSubagentText())
+		e.session("S", "T")
+		if e.hasTextsTable() || !strings.Contains(e.logs.String(), StepTexts) {
+			t.Fatalf("the failed step left a table or no WARN:\n%s", e.logs)
+		}
+		s.Record(e.ctx, frame("tc1", func(f *Frame) { f.Prompt = "lost" }))
+		if c := s.Counters(); c.Persisted != 1 || c.Failed != 0 {
+			t.Fatalf("counters %+v", c)
+		}
+		s.hooks = hooks{}
+		if st, _ := s.Migrate(e.ctx).Step(StepTexts); st.Err != nil || st.Skipped || !e.hasTextsTable() {
+			t.Fatalf("retry: %+v", st)
+		}
+		s.Record(e.ctx, frame("tc1", func(f *Frame) { f.ResultText = "kept" }))
+		got := texts(t, s, "tc1")
+		wantText(t, "prompt", got.Prompt, "")
+		wantText(t, "result", got.ResultText, "kept")
+	})
+}
+
+// The same frames store the same texts on both engines: NUL, invalid
+// UTF-8, characters of every width around the cap, merges.
+func TestTextsCrossEngineParity(t *testing.T) {
+	t.Parallel()
+	inputs := []string{"", "plain", "nul\x00inside", "bad\xff\xfe", "é€😀",
+		strings.Repeat("a", MaxSubagentText-2) + "😀tail", strings.Repeat("€", MaxSubagentText/3+1),
+		strings.Repeat("b", MaxSubagentText)}
+	var dumps [][]string
+	for _, kind := range []Engine{SQLite, Postgres} {
+		e := newEnv(t, kind)
+		s := e.store(WithSubagentText())
+		e.session("S", "T")
+		var dump []string
+		for i, p := range inputs {
+			for j, r := range inputs {
+				tc := fmt.Sprintf("tc%d", (i*len(inputs)+j)%11)
+				s.Record(e.ctx, frame(tc, func(f *Frame) { f.Prompt, f.ResultText = p, r }))
+			}
+		}
+		if c := s.Counters(); c.Failed != 0 {
+			t.Fatalf("%s: counters %+v", kind, c)
+		}
+		for i := range 11 {
+			got := texts(t, s, fmt.Sprintf("tc%d", i))
+			dump = append(dump, fmt.Sprintf("%d %q %d %q %d", i, deref(got.Prompt), got.PromptBytes, deref(got.ResultText), got.ResultBytes))
+		}
+		dumps = append(dumps, dump)
+	}
+	if !slices.Equal(dumps[0], dumps[1]) {
+		for i := range dumps[0] {
+			if dumps[0][i] != dumps[1][i] {
+				a, b := dumps[0][i], dumps[1][i]
+				t.Fatalf("engines differ at card %d:\nsqlite   %.200s\npostgres %.200s", i, a, b)
+			}
+		}
+	}
 }
