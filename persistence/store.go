@@ -44,6 +44,7 @@ type Store struct {
 	texts      bool
 	textsReady atomic.Bool
 	textsSQL   string
+	textsStmt  atomic.Pointer[sql.Stmt] // prepared on first successful use
 	// textsFound: a read found the texts table (texts.go), so later reads
 	// skip the probe.
 	textsFound atomic.Bool
@@ -305,8 +306,10 @@ func (s *Store) Engine() Engine { return s.eng.kind() }
 // Close releases the handles Open created; handles given to OpenDB stay open.
 func (s *Store) Close() error {
 	var errs []error
-	if st := s.upsertStmt.Swap(nil); st != nil {
-		errs = append(errs, st.Close())
+	for _, slot := range []*atomic.Pointer[sql.Stmt]{&s.upsertStmt, &s.textsStmt} {
+		if st := slot.Swap(nil); st != nil {
+			errs = append(errs, st.Close())
+		}
 	}
 	for _, db := range s.owned {
 		errs = append(errs, db.Close())
@@ -459,13 +462,22 @@ func (s *Store) write(ctx context.Context, r row) error {
 	}
 	_, err := s.writer.ExecContext(ctx, s.upsertSQL, args...)
 	if err == nil {
-		// The statement works against this schema: prepare it once for the
-		// writes to come (SQLite re-prepares by itself if the schema moves).
-		if st, perr := s.writer.PrepareContext(ctx, s.upsertSQL); perr == nil && !s.upsertStmt.CompareAndSwap(nil, st) {
-			st.Close()
-		}
+		s.prepare(ctx, &s.upsertStmt, s.upsertSQL)
 	}
 	return err
+}
+
+// prepare readies q in slot once, after it ran successfully: it works
+// against this schema, so the writes to come skip parsing it (SQLite
+// re-prepares by itself if the schema moves). Never called inside a
+// transaction: on SQLite the writer has one connection.
+func (s *Store) prepare(ctx context.Context, slot *atomic.Pointer[sql.Stmt], q string) {
+	if slot.Load() != nil {
+		return
+	}
+	if st, err := s.writer.PrepareContext(ctx, q); err == nil && !slot.CompareAndSwap(nil, st) {
+		st.Close()
+	}
 }
 
 // upsertSQL is the single atomic statement of every live write: it

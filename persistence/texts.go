@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -142,9 +143,15 @@ func capText(s string, limit int) (*string, *int64) {
 
 // textsSQL merges one frame's texts into the texts row of the card the
 // upsert before it (same transaction) wrote, found by its key. A text the
-// frame lacks (NULL) keeps the stored one and its length.
+// frame lacks (NULL) keeps the stored one and its length. A frame that
+// repeats the stored texts (adapters repeat the prompt on every update)
+// updates nothing, so the row is not rewritten.
 func textsSQL(e engine) string {
 	const t = textsTable
+	changed := func(text, bytes string) string {
+		return `(excluded.` + text + ` IS NOT NULL AND (` + t + `.` + text + ` IS NULL OR ` + t + `.` + text + ` <> excluded.` + text +
+			` OR ` + t + `.` + bytes + ` <> excluded.` + bytes + `))`
+	}
 	return e.rebind(`INSERT INTO ` + t + ` (subagent_id, prompt, prompt_bytes, result_text, result_bytes)
 SELECT id, CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT)
 FROM task_session_subagents
@@ -153,7 +160,8 @@ ON CONFLICT (subagent_id) DO UPDATE SET
 	prompt       = COALESCE(excluded.prompt, ` + t + `.prompt),
 	prompt_bytes = CASE WHEN excluded.prompt IS NULL THEN ` + t + `.prompt_bytes ELSE excluded.prompt_bytes END,
 	result_text  = COALESCE(excluded.result_text, ` + t + `.result_text),
-	result_bytes = CASE WHEN excluded.result_text IS NULL THEN ` + t + `.result_bytes ELSE excluded.result_bytes END`)
+	result_bytes = CASE WHEN excluded.result_text IS NULL THEN ` + t + `.result_bytes ELSE excluded.result_bytes END
+WHERE ` + changed("prompt", "prompt_bytes") + ` OR ` + changed("result_text", "result_bytes"))
 }
 
 // writeWithTexts is write for a frame that carries a text, on a store
@@ -165,14 +173,28 @@ func (s *Store) writeWithTexts(ctx context.Context, args []any, r row) error {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, s.upsertSQL, args...); err != nil {
+	exec := func(slot *atomic.Pointer[sql.Stmt], q string, args ...any) error {
+		var err error
+		if st := slot.Load(); st != nil {
+			_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, q, args...)
+		}
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, s.textsSQL, r.prompt, r.promptBytes, r.result, r.resultBytes,
+	if err := exec(&s.upsertStmt, s.upsertSQL, args...); err != nil {
+		return err
+	}
+	if err := exec(&s.textsStmt, s.textsSQL, r.prompt, r.promptBytes, r.result, r.resultBytes,
 		r.sessionID, r.executionID, r.toolCallID); err != nil {
 		return fmt.Errorf("subagent texts: %w", err)
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	s.prepare(ctx, &s.upsertStmt, s.upsertSQL)
+	s.prepare(ctx, &s.textsStmt, s.textsSQL)
+	return nil
 }
 
 // SubagentTexts returns the texts stored for the card with the given key

@@ -366,3 +366,43 @@ func TestTextsCrossEngineParity(t *testing.T) {
 		}
 	}
 }
+
+// A frame repeating the stored texts (adapters repeat the prompt on every
+// update) leaves the texts row as it is: no rewrite of a large text per
+// update.
+func TestTextsRepeatRewritesNothing(t *testing.T) {
+	engines(t, func(t *testing.T, e *env) {
+		s := e.store(WithSubagentText())
+		e.session("S", "T")
+		s.Record(e.ctx, frame("tc1", func(f *Frame) { f.Prompt, f.ResultText = "p", "r" }))
+		// Each update of the row is counted: a trigger on SQLite, the row
+		// version (xmin) on PostgreSQL.
+		version := func() string { return fmt.Sprint(e.count(`SELECT COUNT(*) FROM text_updates`)) }
+		e.exec(`CREATE TABLE text_updates (n INTEGER)`)
+		if e.kind == SQLite {
+			e.exec(`CREATE TRIGGER text_updated AFTER UPDATE ON ` + textsTable + ` BEGIN INSERT INTO text_updates VALUES (1); END`)
+		} else {
+			version = func() string {
+				var x string
+				if err := e.raw.QueryRowContext(e.ctx, `SELECT xmin::text FROM `+textsTable).Scan(&x); err != nil {
+					t.Fatal(err)
+				}
+				return x
+			}
+		}
+		before := version()
+		s.Record(e.ctx, frame("tc1", func(f *Frame) { f.Prompt, f.ResultText, f.Model = "p", "r", "m" }))
+		s.Record(e.ctx, frame("tc1", func(f *Frame) { f.Prompt = "p" }))
+		if got := version(); got != before {
+			t.Fatalf("a repeated text rewrote the row (%s → %s)", before, got)
+		}
+		s.Record(e.ctx, frame("tc1", func(f *Frame) { f.Prompt = "p2" }))
+		if got := version(); got == before {
+			t.Fatal("a new text did not update the row")
+		}
+		if r := one(t, s, "S"); r.Model == nil || *r.Model != "m" {
+			t.Fatalf("the card did not merge: %+v", r)
+		}
+		wantText(t, "prompt", texts(t, s, "tc1").Prompt, "p2")
+	})
+}
