@@ -603,7 +603,7 @@ func (s *Store) backfill(ctx context.Context) (int64, error) {
 		high nullTime
 		n    int64
 	)
-	if s.eng.markWithInsert() {
+	if s.eng.writableCTEs() {
 		if err := s.guarded(ctx, tx, func(e engine) error {
 			s.trace(backfillMarkInsertSQL(e))
 			return tx.QueryRowContext(ctx, backfillMarkInsertSQL(e)).Scan(&high, &n)
@@ -623,7 +623,7 @@ func (s *Store) backfill(ctx context.Context) (int64, error) {
 	if err := s.failpoint("backfill.max"); err != nil {
 		return 0, err
 	}
-	if !s.eng.markWithInsert() {
+	if !s.eng.writableCTEs() {
 		if err := s.guarded(ctx, tx, func(e engine) error {
 			res, err := s.exec(ctx, tx, backfillInsertSQL(e))
 			if err == nil {

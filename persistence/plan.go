@@ -154,7 +154,7 @@ func (s *Store) planKeys(ctx context.Context, q queryer) (map[string]string, err
 // backfillStatements is the backfill's statements in order, as text.
 func (s *Store) backfillStatements() []string {
 	out := append([]string(nil), s.eng.tune()...)
-	if s.eng.markWithInsert() {
+	if s.eng.writableCTEs() {
 		out = append(out, backfillMarkInsertSQL(s.eng))
 	} else {
 		out = append(out, backfillMaxSQL(s.eng), backfillInsertSQL(s.eng))

@@ -43,7 +43,7 @@ type Store struct {
 	// texts once textsReady (the step found or made the table).
 	texts      bool
 	textsReady atomic.Bool
-	textsSQL   string
+	textsSQL   string                   // textsSQL, or upsertTextsSQL (writableCTEs)
 	textsStmt  atomic.Pointer[sql.Stmt] // prepared on first successful use
 	// textsFound: a read found the texts table (texts.go), so later reads
 	// skip the probe.
@@ -297,6 +297,9 @@ func newStore(ctx context.Context, kind Engine, writer, reader *sql.DB, opts []O
 	}
 	s.upsertSQL = s.eng.rebind(upsertSQL(s.eng))
 	s.textsSQL = textsSQL(s.eng)
+	if s.eng.writableCTEs() {
+		s.textsSQL = upsertTextsSQL(s.eng)
+	}
 	return s, nil
 }
 
@@ -456,13 +459,19 @@ func (s *Store) write(ctx context.Context, r row) error {
 	if (r.prompt != nil || r.result != nil) && s.textsReady.Load() {
 		return s.writeWithTexts(ctx, args, r)
 	}
-	if st := s.upsertStmt.Load(); st != nil {
+	return s.execPrepared(ctx, &s.upsertStmt, s.upsertSQL, args...)
+}
+
+// execPrepared runs the write q on the writer, through its statement in
+// slot once prepared.
+func (s *Store) execPrepared(ctx context.Context, slot *atomic.Pointer[sql.Stmt], q string, args ...any) error {
+	if st := slot.Load(); st != nil {
 		_, err := st.ExecContext(ctx, args...)
 		return err
 	}
-	_, err := s.writer.ExecContext(ctx, s.upsertSQL, args...)
+	_, err := s.writer.ExecContext(ctx, q, args...)
 	if err == nil {
-		s.prepare(ctx, &s.upsertStmt, s.upsertSQL)
+		s.prepare(ctx, slot, q)
 	}
 	return err
 }

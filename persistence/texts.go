@@ -141,33 +141,59 @@ func capText(s string, limit int) (*string, *int64) {
 	return &s, &n
 }
 
-// textsSQL merges one frame's texts into the texts row of the card the
-// upsert before it (same transaction) wrote, found by its key. A text the
-// frame lacks (NULL) keeps the stored one and its length. A frame that
+// textsMerge merges one frame's texts, from the one row of source (the
+// card's id and the four text values), into the card's texts row. A text
+// the frame lacks (NULL) keeps the stored one and its length. A frame that
 // repeats the stored texts (adapters repeat the prompt on every update)
 // updates nothing, so the row is not rewritten.
-func textsSQL(e engine) string {
+func textsMerge(source string) string {
 	const t = textsTable
 	changed := func(text, bytes string) string {
 		return `(excluded.` + text + ` IS NOT NULL AND (` + t + `.` + text + ` IS NULL OR ` + t + `.` + text + ` <> excluded.` + text +
 			` OR ` + t + `.` + bytes + ` <> excluded.` + bytes + `))`
 	}
-	return e.rebind(`INSERT INTO ` + t + ` (subagent_id, prompt, prompt_bytes, result_text, result_bytes)
-SELECT id, CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT)
-FROM task_session_subagents
-WHERE task_session_id = ? AND agent_execution_id = ? AND tool_call_id = ?
+	return `INSERT INTO ` + t + ` (subagent_id, prompt, prompt_bytes, result_text, result_bytes)
+` + source + `
 ON CONFLICT (subagent_id) DO UPDATE SET
 	prompt       = COALESCE(excluded.prompt, ` + t + `.prompt),
 	prompt_bytes = CASE WHEN excluded.prompt IS NULL THEN ` + t + `.prompt_bytes ELSE excluded.prompt_bytes END,
 	result_text  = COALESCE(excluded.result_text, ` + t + `.result_text),
 	result_bytes = CASE WHEN excluded.result_text IS NULL THEN ` + t + `.result_bytes ELSE excluded.result_bytes END
-WHERE ` + changed("prompt", "prompt_bytes") + ` OR ` + changed("result_text", "result_bytes"))
+WHERE ` + changed("prompt", "prompt_bytes") + ` OR ` + changed("result_text", "result_bytes")
+}
+
+// textValues selects the card's id and the four text values.
+const textValues = `SELECT id, CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT)`
+
+// textsSQL is the texts merge as a statement of its own, run after the
+// row's upsert in one transaction: it finds the card by its key.
+func textsSQL(e engine) string {
+	return e.rebind(textsMerge(textValues + `
+FROM task_session_subagents
+WHERE task_session_id = ? AND agent_execution_id = ? AND tool_call_id = ?`))
+}
+
+// upsertTextsSQL is, for an engine with data-modifying CTEs, the row's
+// upsert and the texts merge in one statement (one round trip, atomic):
+// the upsert returns the card's id, inserted or updated, and the merge
+// reads it.
+func upsertTextsSQL(e engine) string {
+	return e.rebind(`WITH card AS (
+` + upsertSQL(e) + `
+RETURNING id
+)
+` + textsMerge(textValues+` FROM card`))
 }
 
 // writeWithTexts is write for a frame that carries a text, on a store
 // whose texts table is in place: the row upsert and the texts merge in one
-// transaction, so a card's texts never outlive or precede its row.
+// statement (writableCTEs) or one transaction, so a card's texts never
+// outlive or precede its row.
 func (s *Store) writeWithTexts(ctx context.Context, args []any, r row) error {
+	texts := []any{r.prompt, r.promptBytes, r.result, r.resultBytes}
+	if s.eng.writableCTEs() {
+		return s.execPrepared(ctx, &s.textsStmt, s.textsSQL, append(args, texts...)...)
+	}
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -185,8 +211,7 @@ func (s *Store) writeWithTexts(ctx context.Context, args []any, r row) error {
 	if err := exec(&s.upsertStmt, s.upsertSQL, args...); err != nil {
 		return err
 	}
-	if err := exec(&s.textsStmt, s.textsSQL, r.prompt, r.promptBytes, r.result, r.resultBytes,
-		r.sessionID, r.executionID, r.toolCallID); err != nil {
+	if err := exec(&s.textsStmt, s.textsSQL, append(texts, r.sessionID, r.executionID, r.toolCallID)...); err != nil {
 		return fmt.Errorf("subagent texts: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
