@@ -489,7 +489,8 @@ func (s *Store) prepare(ctx context.Context, slot *atomic.Pointer[sql.Stmt], q s
 	}
 }
 
-// upsertSQL is the single atomic statement of every live write: it
+// upsertSQL is the single atomic statement of every live write (a frame
+// with texts on a store that keeps them merges those with it: texts.go): it
 // inserts all 22 columns and merges in the conflict clause, without a prior
 // read. Every SET expression sees the pre-update row. Columns absent from
 // SET (id, identity, source, observed_at) are write-once.
