@@ -120,6 +120,34 @@ func BenchmarkUpsertSingleWriter(b *testing.B) {
 	})
 }
 
+// BenchmarkUpsertSingleWriterTexts is BenchmarkUpsertSingleWriter on a
+// store with WithSubagentText, every frame carrying a 2 KiB prompt (as an
+// adapter's merged payload repeats it on every update) and every second
+// frame a result text: the cost of the texts transaction.
+func BenchmarkUpsertSingleWriterTexts(b *testing.B) {
+	prompt := strings.Repeat("Find the root cause of the flaky test and report. ", 42)
+	benchEngines(b, func(b *testing.B, e *env) {
+		s := e.store(WithSubagentText())
+		e.session("S", "T")
+		ctx := context.Background()
+		i := 0
+		for b.Loop() {
+			f := &Frame{TaskSessionID: "S", TaskID: "T", ToolCallID: "tc" + strconv.Itoa(i/2), ExecutionID: "E",
+				Model: "m", TotalTokens: int64(i + 1), ToolStatus: "in_progress", ObservedAt: t0.Add(time.Duration(i)),
+				Prompt: prompt}
+			if i%2 == 1 {
+				f.ResultText = "the answer " + strconv.Itoa(i)
+			}
+			s.Record(ctx, f)
+			i++
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "upserts/s")
+		if c := s.Counters(); c.Failed != 0 {
+			b.Fatalf("failed writes: %+v", c)
+		}
+	})
+}
+
 // BenchmarkUpsertConcurrent8: eight writers, each its own keys (an 8-way
 // fan-out). Fails on any lost row or any failed (busy) write.
 func BenchmarkUpsertConcurrent8(b *testing.B) {

@@ -120,11 +120,13 @@ type engine interface {
 	// fence keeps a subquery from being flattened into its parent, so an
 	// expensive per-row expression (the metadata guard) runs once per row.
 	fence() string
-	// markWithInsert is true when the engine takes the backfill's
-	// high-water mark and runs its insert in one statement (a
-	// data-modifying CTE, backfillMarkInsertSQL), parsing each message
-	// once; otherwise the mark is its own statement before the insert.
-	markWithInsert() bool
+	// writableCTEs is true when the engine has data-modifying CTEs. The
+	// backfill then takes its high-water mark and runs its insert in one
+	// statement (backfillMarkInsertSQL), parsing each message once
+	// (otherwise the mark is its own statement before the insert), and a
+	// frame's texts are written in the row's upsert statement
+	// (upsertTextsSQL) instead of a second statement in a transaction.
+	writableCTEs() bool
 	// classify maps a driver error to the package's error classes.
 	classify(err error) errClass
 }
@@ -153,7 +155,7 @@ func (sqliteEngine) binary(expr string) string { return expr }
 func (sqliteEngine) metricType() string        { return "INTEGER" }
 func (sqliteEngine) timeType() string          { return "TIMESTAMP" }
 func (sqliteEngine) fence() string             { return " LIMIT -1 OFFSET 0" }
-func (sqliteEngine) markWithInsert() bool      { return false } // no data-modifying CTEs
+func (sqliteEngine) writableCTEs() bool        { return false }
 func (sqliteEngine) stored(c string) string    { return "(" + c + " || '+00:00')" }
 func (sqliteEngine) snapshot() *sql.TxOptions  { return nil } // mattn ignores TxOptions; WAL fixes the snapshot at the first read
 func (sqliteEngine) bindTime(t time.Time) any  { return sqliteText(t) }
@@ -311,7 +313,7 @@ func (postgresEngine) kind() Engine           { return Postgres }
 func (postgresEngine) metricType() string     { return "BIGINT" }
 func (postgresEngine) timeType() string       { return "TIMESTAMPTZ" }
 func (postgresEngine) fence() string          { return " OFFSET 0" }
-func (postgresEngine) markWithInsert() bool   { return true }
+func (postgresEngine) writableCTEs() bool     { return true }
 func (postgresEngine) stored(c string) string { return c }
 func (postgresEngine) snapshot() *sql.TxOptions {
 	return &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}

@@ -15,7 +15,8 @@ import (
 //
 // Zero values mean "not reported": "" for text, 0 for TotalTokens and
 // DurationMs, nil for ToolUseCount (whose non-nil 0 is a reported zero).
-// The payload keys prompt, result_text, output_file and
+// Prompt and ResultText are stored only by a store opened with
+// WithSubagentText; the payload keys title, output_file and
 // can_read_output_file are not stored and so have no field here.
 type Frame struct {
 	// TaskSessionID, TaskID and ToolCallID are the identity; a frame with
@@ -45,6 +46,14 @@ type Frame struct {
 	TotalTokens    int64
 	ToolUseCount   *int
 	IsAsync        bool
+
+	// Prompt is the instruction handed to the subagent. Stored only with
+	// WithSubagentText (in task_session_subagent_texts, cut at
+	// MaxSubagentText); a later non-empty prompt replaces the stored one,
+	// "" never erases it.
+	Prompt string
+	// ResultText is the subagent's answer, stored and merged as Prompt.
+	ResultText string
 
 	// ObservedAt is when the orchestrator first recognised this frame as a
 	// subagent (not when the subagent started); zero means now.
@@ -110,6 +119,10 @@ type row struct {
 	observedAt                                     time.Time
 	settledAt                                      *time.Time
 	anomalous                                      bool
+	// prompt and result are the capped texts, with their full lengths;
+	// nil when not reported (written only with WithSubagentText).
+	prompt, result           *string
+	promptBytes, resultBytes *int64
 }
 
 // normalise applies every field rule that must hold before SQL (docs/persistence.md#normalisation-before-sql):
@@ -136,6 +149,8 @@ func normalise(f *Frame, now func() time.Time) row {
 	if r.executionID == "" {
 		r.executionID = UnknownExecution
 	}
+	r.prompt, r.promptBytes = capText(f.Prompt, MaxSubagentText)
+	r.result, r.resultBytes = capText(f.ResultText, MaxSubagentText)
 	if f.IsAsync {
 		r.isAsync = 1
 	}

@@ -23,6 +23,9 @@ const (
 	StepExecutionSince    = "task_session_subagents.execution_since"
 	StepBackfillGuard     = "task_session_subagents.backfill.guard"
 	StepBackfill          = "task_session_subagents.backfill"
+	// StepTexts creates task_session_subagent_texts; it runs only on a
+	// store opened with WithSubagentText.
+	StepTexts = "task_session_subagents.texts"
 )
 
 // Activation keys in kandev_meta.
@@ -177,6 +180,27 @@ func (s *Store) Migrate(ctx context.Context) MigrationReport {
 		run(StepBackfill, func() (bool, string, error) {
 			n, err := s.backfill(ctx)
 			return false, fmt.Sprintf("%d rows", n), err
+		})
+	}
+	if s.texts {
+		run(StepTexts, func() (bool, string, error) {
+			if !amended {
+				return true, "execution-aware shape does not hold: texts are keyed to its rows", nil
+			}
+			ddl, refusal, err := s.planTexts(ctx, s.writer)
+			if err == nil {
+				err = refusal
+			}
+			if err == nil && len(ddl) > 0 {
+				err = s.failpoint("texts.create")
+			}
+			if err == nil {
+				err = s.execDDL(ctx, ddl...)
+			}
+			if err == nil {
+				s.textsReady.Store(true)
+			}
+			return len(ddl) == 0 && err == nil, "", err
 		})
 	}
 	return rep
@@ -579,7 +603,7 @@ func (s *Store) backfill(ctx context.Context) (int64, error) {
 		high nullTime
 		n    int64
 	)
-	if s.eng.markWithInsert() {
+	if s.eng.writableCTEs() {
 		if err := s.guarded(ctx, tx, func(e engine) error {
 			s.trace(backfillMarkInsertSQL(e))
 			return tx.QueryRowContext(ctx, backfillMarkInsertSQL(e)).Scan(&high, &n)
@@ -599,7 +623,7 @@ func (s *Store) backfill(ctx context.Context) (int64, error) {
 	if err := s.failpoint("backfill.max"); err != nil {
 		return 0, err
 	}
-	if !s.eng.markWithInsert() {
+	if !s.eng.writableCTEs() {
 		if err := s.guarded(ctx, tx, func(e engine) error {
 			res, err := s.exec(ctx, tx, backfillInsertSQL(e))
 			if err == nil {

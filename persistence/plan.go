@@ -129,6 +129,16 @@ func (s *Store) Plan(ctx context.Context) (MigrationPlan, error) {
 	if amended && !(c && b) {
 		add(StepBackfill, s.backfillStatements()...)
 	}
+	if s.texts && amended {
+		ddl, refusal, err := s.planTexts(ctx, q)
+		if err != nil {
+			return p, err
+		}
+		if refusal != nil {
+			p.Refusals = append(p.Refusals, StepResult{Name: StepTexts, Err: refusal})
+		}
+		add(StepTexts, ddl...)
+	}
 	return p, nil
 }
 
@@ -144,7 +154,7 @@ func (s *Store) planKeys(ctx context.Context, q queryer) (map[string]string, err
 // backfillStatements is the backfill's statements in order, as text.
 func (s *Store) backfillStatements() []string {
 	out := append([]string(nil), s.eng.tune()...)
-	if s.eng.markWithInsert() {
+	if s.eng.writableCTEs() {
 		out = append(out, backfillMarkInsertSQL(s.eng))
 	} else {
 		out = append(out, backfillMaxSQL(s.eng), backfillInsertSQL(s.eng))

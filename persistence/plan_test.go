@@ -8,8 +8,9 @@ import (
 )
 
 // The plan is exactly what the next pass executes, statement for
-// statement: on an empty database, on a pre-amendment table with history,
-// and on a converged database (where both are empty).
+// statement: on an empty database, on a pre-amendment table with history
+// (with the texts step of WithSubagentText after the amendment), and on a
+// converged database (where both are empty).
 func TestPlanMatchesMigrate(t *testing.T) {
 	engines(t, func(t *testing.T, e *env) {
 		var mu sync.Mutex
@@ -56,12 +57,15 @@ func TestPlanMatchesMigrate(t *testing.T) {
 		e2.preAmendmentTable(map[Engine]string{SQLite: "INTEGER", Postgres: "INTEGER"}[e.kind])
 		e2.seedPreRows(2)
 		e2.message(message{ID: "m1", Session: "S", Task: "T", Metadata: subagentMeta("tc-hist", "completed", nil), Created: t0})
-		s2, err := open(e.ctx, e2.dsn, false, []Option{withHooks(record)})
+		s2, err := open(e.ctx, e2.dsn, false, []Option{withHooks(record), WithSubagentText()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer s2.Close()
 		check("pre-amendment", s2, false)
+		if !e2.hasTextsTable() {
+			t.Fatal("the texts step did not run after the amendment")
+		}
 		check("converged after amendment", s2, true)
 	})
 }

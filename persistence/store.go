@@ -39,6 +39,15 @@ type Store struct {
 	connectTimeout time.Duration
 	// healthWindow > 0 makes Health incremental (health_state.go).
 	healthWindow time.Duration
+	// texts: WithSubagentText; the texts step runs and Record writes
+	// texts once textsReady (the step found or made the table).
+	texts      bool
+	textsReady atomic.Bool
+	textsSQL   string                   // textsSQL, or upsertTextsSQL (writableCTEs)
+	textsStmt  atomic.Pointer[sql.Stmt] // prepared on first successful use
+	// textsFound: a read found the texts table (texts.go), so later reads
+	// skip the probe.
+	textsFound atomic.Bool
 }
 
 // hooks are test failpoints. Production code leaves them nil.
@@ -287,6 +296,10 @@ func newStore(ctx context.Context, kind Engine, writer, reader *sql.DB, opts []O
 		s.eng = postgresEngine{jsonFunc: pgJSONFunc, hasInputIsValid: version >= 160000}
 	}
 	s.upsertSQL = s.eng.rebind(upsertSQL(s.eng))
+	s.textsSQL = textsSQL(s.eng)
+	if s.eng.writableCTEs() {
+		s.textsSQL = upsertTextsSQL(s.eng)
+	}
 	return s, nil
 }
 
@@ -296,8 +309,10 @@ func (s *Store) Engine() Engine { return s.eng.kind() }
 // Close releases the handles Open created; handles given to OpenDB stay open.
 func (s *Store) Close() error {
 	var errs []error
-	if st := s.upsertStmt.Swap(nil); st != nil {
-		errs = append(errs, st.Close())
+	for _, slot := range []*atomic.Pointer[sql.Stmt]{&s.upsertStmt, &s.textsStmt} {
+		if st := slot.Swap(nil); st != nil {
+			errs = append(errs, st.Close())
+		}
 	}
 	for _, db := range s.owned {
 		errs = append(errs, db.Close())
@@ -441,22 +456,41 @@ func (s *Store) write(ctx context.Context, r row) error {
 		r.parentToolCallID, r.subagentType, r.description, r.agentID, r.childSessionID, r.model,
 		r.agentStatus, r.toolStatus, r.isAsync, r.totalTokens, r.toolUseCount, r.durationMs,
 		observed, settled, observed}
-	if st := s.upsertStmt.Load(); st != nil {
+	if (r.prompt != nil || r.result != nil) && s.textsReady.Load() {
+		return s.writeWithTexts(ctx, args, r)
+	}
+	return s.execPrepared(ctx, &s.upsertStmt, s.upsertSQL, args...)
+}
+
+// execPrepared runs the write q on the writer, through its statement in
+// slot once prepared.
+func (s *Store) execPrepared(ctx context.Context, slot *atomic.Pointer[sql.Stmt], q string, args ...any) error {
+	if st := slot.Load(); st != nil {
 		_, err := st.ExecContext(ctx, args...)
 		return err
 	}
-	_, err := s.writer.ExecContext(ctx, s.upsertSQL, args...)
+	_, err := s.writer.ExecContext(ctx, q, args...)
 	if err == nil {
-		// The statement works against this schema: prepare it once for the
-		// writes to come (SQLite re-prepares by itself if the schema moves).
-		if st, perr := s.writer.PrepareContext(ctx, s.upsertSQL); perr == nil && !s.upsertStmt.CompareAndSwap(nil, st) {
-			st.Close()
-		}
+		s.prepare(ctx, slot, q)
 	}
 	return err
 }
 
-// upsertSQL is the single atomic statement of every live write: it
+// prepare readies q in slot once, after it ran successfully: it works
+// against this schema, so the writes to come skip parsing it (SQLite
+// re-prepares by itself if the schema moves). Never called inside a
+// transaction: on SQLite the writer has one connection.
+func (s *Store) prepare(ctx context.Context, slot *atomic.Pointer[sql.Stmt], q string) {
+	if slot.Load() != nil {
+		return
+	}
+	if st, err := s.writer.PrepareContext(ctx, q); err == nil && !slot.CompareAndSwap(nil, st) {
+		st.Close()
+	}
+}
+
+// upsertSQL is the single atomic statement of every live write (a frame
+// with texts on a store that keeps them merges those with it: texts.go): it
 // inserts all 22 columns and merges in the conflict clause, without a prior
 // read. Every SET expression sees the pre-update row. Columns absent from
 // SET (id, identity, source, observed_at) are write-once.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -93,20 +94,25 @@ func TestBrowserDemo(t *testing.T) {
 	filtered := webtest.SelfCheck(t, webtest.DumpDOM(t, base+"?agent=cursor"))
 	wantAttr(t, filtered, "rows", "1")
 
-	session := webtest.DumpDOM(t, base+"session?id=cl-91b0#card-1")
+	// The details read the card's prompt and result text from the store.
+	session := webtest.DumpDOM(t, base+"session?id=cl-91b0#card-1", "--virtual-time-budget=3000")
 	attrs = webtest.SelfCheck(t, session)
 	noInjectedMarkup(t, "demo session", session)
 	wantAttr(t, attrs, "tree-nodes", "2")
 	wantAttr(t, attrs, "bars", "2")
 	wantAttr(t, attrs, "injected", "0")
-	for _, want := range []string{`class="node st-complete"`, `class="bar complete async sel"`, "<dd>Audit the docs</dd>", "<dd>docs-auditor</dd>"} {
+	wantAttr(t, attrs, "card-texts", "stored")
+	for _, want := range []string{`class="node st-complete"`, `class="bar complete async sel"`, "<dd>Audit the docs</dd>", "<dd>docs-auditor</dd>",
+		`<dd class="texts"><div class="text">Check every README link and report broken ones</div></dd>`,
+		`<dt>Result</dt><dd class="texts">not reported</dd>`} {
 		if !strings.Contains(session, want) {
 			t.Errorf("session page lacks %s", want)
 		}
 	}
 
+	// The screenshot (docs/acpscope-web.png) shows a card with both texts.
 	png := filepath.Join(t.TempDir(), "session.png")
-	webtest.Run(t, "--window-size=1280,820", "--hide-scrollbars", "--screenshot="+png, base+"session?id=cl-91b0#card-0")
+	webtest.Run(t, "--window-size=1280,820", "--hide-scrollbars", "--virtual-time-budget=3000", "--screenshot="+png, base+"session?id=cl-91b0#card-0")
 	b, err := os.ReadFile(png)
 	if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) || len(b) < 10_000 {
 		t.Fatalf("screenshot: %d bytes, %v", len(b), err)
@@ -120,7 +126,9 @@ func TestBrowserDemo(t *testing.T) {
 
 // The hostile capture puts an XSS corpus (script tags, event attributes,
 // javascript: URLs, SVG and MathML payloads, a script-block breakout) into
-// the session id, tool call ids, descriptions, types, models and results.
+// the session id, tool call ids, descriptions, types, models, prompts and
+// results; every card's details are opened, so the prompts and results
+// are drawn.
 // Each payload would set data-xss on <body> if it ran.
 func TestBrowserHostileCaptureExecutesNothing(t *testing.T) {
 	webtest.Chromium(t)
@@ -132,10 +140,13 @@ func TestBrowserHostileCaptureExecutesNothing(t *testing.T) {
 	_, base := serveStore(t, db, nil)
 	const session = `x"><svg onload="document.body.dataset.xss='sid'">`
 	pages := map[string]string{
-		"sessions":         base,
-		"filtered":         base + "?q=" + url.QueryEscape(`<script>`),
-		"session":          base + "session?id=" + url.QueryEscape(session),
-		"session, details": base + "session?id=" + url.QueryEscape(session) + "#card-1",
+		"sessions": base,
+		"filtered": base + "?q=" + url.QueryEscape(`<script>`),
+		"session":  base + "session?id=" + url.QueryEscape(session),
+	}
+	// Every card's details, whose prompt and result text carry the corpus.
+	for i := range 10 {
+		pages[fmt.Sprintf("session, details %d", i)] = base + "session?id=" + url.QueryEscape(session) + fmt.Sprintf("#card-%d", i)
 	}
 	for what, u := range pages {
 		dom := webtest.DumpDOM(t, u, "--virtual-time-budget=3000")
@@ -154,8 +165,18 @@ func TestBrowserHostileCaptureExecutesNothing(t *testing.T) {
 		} else if what == "sessions" {
 			wantAttr(t, attrs, "rows", "1")
 		}
-		if what == "session, details" && !strings.Contains(dom, `<dd>"&gt;&lt;img src=x onerror="document.body.dataset.xss='img'"&gt;</dd>`) {
-			t.Errorf("details do not show the description as text")
+		if strings.HasPrefix(what, "session, details") {
+			wantAttr(t, attrs, "card-texts", "stored")
+		}
+		if what == "session, details 1" {
+			const img = `"&gt;&lt;img src=x onerror="document.body.dataset.xss='img'"&gt;`
+			if !strings.Contains(dom, `<dd>`+img+`</dd>`) {
+				t.Errorf("details do not show the description as text")
+			}
+			if !strings.Contains(dom, `<dt>Prompt</dt><dd class="texts"><div class="text">`+img+`</div></dd>`) ||
+				!strings.Contains(dom, `<dt>Result</dt><dd class="texts"><div class="text">`+img+`</div></dd>`) {
+				t.Errorf("details do not show the prompt and result as text")
+			}
 		}
 	}
 }
@@ -188,14 +209,20 @@ func TestBrowserLiveUpdate(t *testing.T) {
 	}
 	record("first", "in_progress")
 
-	dom := webtest.DumpDOM(t, base+"session?id=live-1", "--virtual-time-budget=5000")
+	// This store was made without subagent texts (as by an older acpscope
+	// or a host): the page still serves, and the details say so.
+	dom := webtest.DumpDOM(t, base+"session?id=live-1#card-0", "--virtual-time-budget=5000")
 	attrs := webtest.SelfCheck(t, dom)
+	wantAttr(t, attrs, "card-texts", "not-stored")
+	if !strings.Contains(dom, "not stored (this store keeps no prompts)") || !strings.Contains(dom, "not stored (this store keeps no result texts)") {
+		t.Errorf("the details do not say the store keeps no texts")
+	}
 	if n, _ := strconv.Atoi(attrs["renders"]); n < 2 {
 		t.Fatalf("the page did not redraw: %v", attrs)
 	}
 	wantAttr(t, attrs, "tree-nodes", "2")
 	wantAttr(t, attrs, "bars", "2")
-	if !strings.Contains(dom, "written while the page is open late") || !strings.Contains(dom, `class="bar complete"`) {
+	if !strings.Contains(dom, "written while the page is open late") || !strings.Contains(dom, `class="bar complete`) {
 		t.Errorf("the redraw lacks the new card or the settled status")
 	}
 

@@ -31,7 +31,7 @@ func cmdMigrate(ctx context.Context, e env, args []string) error {
 		}
 	}
 	if *dry {
-		plan, err := persistence.PlanMigration(ctx, *dsn)
+		plan, err := persistence.PlanMigration(ctx, *dsn, storeOptions()...)
 		if err != nil {
 			return fmt.Errorf("database: %w", err)
 		}
@@ -50,7 +50,7 @@ func cmdMigrate(ctx context.Context, e env, args []string) error {
 	}
 	// Open runs one pass (its WARN records go nowhere: the report below
 	// says the same); a second pass reports each step.
-	s, err := persistence.Open(ctx, *dsn, persistence.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	s, err := persistence.Open(ctx, *dsn, storeOptions(persistence.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))...)
 	if err != nil {
 		return fmt.Errorf("database: %w", err)
 	}

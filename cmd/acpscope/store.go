@@ -44,6 +44,12 @@ func defaultDSN(create bool) (string, error) {
 	return filepath.Join(dir, "acpscope.db"), nil
 }
 
+// storeOptions are the options of every writing store acpscope opens:
+// it keeps each card's prompt and result text, which the web view shows.
+func storeOptions(more ...persistence.Option) []persistence.Option {
+	return append([]persistence.Option{persistence.WithSubagentText()}, more...)
+}
+
 // openStore opens the database named by dsn ("" = the default) and
 // migrates it.
 func openStore(ctx context.Context, dsn string) (*persistence.Store, error) {
@@ -53,7 +59,7 @@ func openStore(ctx context.Context, dsn string) (*persistence.Store, error) {
 			return nil, err
 		}
 	}
-	s, err := persistence.Open(ctx, dsn)
+	s, err := persistence.Open(ctx, dsn, storeOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
@@ -160,6 +166,8 @@ func frameOf(ev adapter.Event) *persistence.Frame {
 		DurationMs:       t.DurationMs,
 		TotalTokens:      t.TotalTokens,
 		IsAsync:          t.IsAsync,
+		Prompt:           t.Prompt,
+		ResultText:       t.ResultText,
 		ObservedAt:       time.Now(),
 	}
 	if t.ToolUseCount != nil {

@@ -8,8 +8,35 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kdlbs/acp-go-sdk/persistence"
 	_ "github.com/mattn/go-sqlite3"
 )
+
+// replay stores each card's prompt and result text (acpscope opens its
+// store with persistence.WithSubagentText), mapped from the adapter's
+// payload; the read-only store the web uses reads them back.
+func TestReplayStoresPromptAndResult(t *testing.T) {
+	db := replayDemo(t)
+	s, err := openStoreReadOnly(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rows, err := s.ListBySession(t.Context(), "cl-91b0")
+	if err != nil || len(rows) == 0 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	got, err := s.SubagentTexts(t.Context(), "cl-91b0", rows[0].AgentExecutionID, "toolu_A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Prompt == nil || *got.Prompt != "Find the root cause of the TestRetry flake" {
+		t.Fatalf("prompt %v", got.Prompt)
+	}
+	if got.ResultText == nil || !strings.HasPrefix(*got.ResultText, "VERDICT: the retry loop") || got.ResultTruncated() {
+		t.Fatalf("result %+v", got)
+	}
+}
 
 // subagents and health open the database read-only: they work on a
 // read-only file in a read-only directory and change no byte of it.
@@ -108,7 +135,8 @@ func TestRunSilentPostgres(t *testing.T) {
 func TestMigrateCommand(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "scope.db")
 	code, out, errOut := acpscope(t, "", "migrate", "--dry-run", "--db", db)
-	if code != exitOK || !strings.Contains(out, "CREATE TABLE IF NOT EXISTS task_session_subagents") || !strings.Contains(out, "-- task_session_subagents.schema") {
+	if code != exitOK || !strings.Contains(out, "CREATE TABLE IF NOT EXISTS task_session_subagents") || !strings.Contains(out, "-- task_session_subagents.schema") ||
+		!strings.Contains(out, "-- "+persistence.StepTexts+"\nCREATE TABLE IF NOT EXISTS task_session_subagent_texts") {
 		t.Fatalf("dry run exit %d:\n%s%s", code, out, errOut)
 	}
 	if _, err := os.Stat(db); !os.IsNotExist(err) {

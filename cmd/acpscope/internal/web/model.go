@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/persistence"
@@ -73,4 +74,35 @@ func timePtr(t time.Time) *time.Time {
 	}
 	u := t.UTC()
 	return &u
+}
+
+// CardTexts is one card's prompt and result text as /api/card serves them.
+type CardTexts struct {
+	// Stored is false when the store keeps no texts (it was written without
+	// persistence.WithSubagentText, e.g. by an older acpscope or a host);
+	// the other fields are then empty.
+	Stored bool `json:"stored"`
+	// Prompt and ResultText are nil when the card has none stored.
+	Prompt     *string `json:"prompt"`
+	ResultText *string `json:"result_text"`
+	// PromptBytes and ResultBytes are the full lengths; a text longer than
+	// persistence.MaxSubagentText was cut (PromptTruncated, ResultTruncated).
+	PromptBytes     int64 `json:"prompt_bytes"`
+	ResultBytes     int64 `json:"result_bytes"`
+	PromptTruncated bool  `json:"prompt_truncated"`
+	ResultTruncated bool  `json:"result_truncated"`
+}
+
+// LoadCardTexts reads the texts of the card with the given key.
+func LoadCardTexts(ctx context.Context, s *persistence.Store, session, execution, call string) (CardTexts, error) {
+	t, err := s.SubagentTexts(ctx, session, execution, call)
+	if errors.Is(err, persistence.ErrNoTextStore) {
+		return CardTexts{}, nil
+	}
+	if err != nil {
+		return CardTexts{}, err
+	}
+	return CardTexts{Stored: true, Prompt: t.Prompt, ResultText: t.ResultText,
+		PromptBytes: t.PromptBytes, ResultBytes: t.ResultBytes,
+		PromptTruncated: t.PromptTruncated(), ResultTruncated: t.ResultTruncated()}, nil
 }

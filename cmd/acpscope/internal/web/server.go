@@ -69,6 +69,9 @@ type server struct {
 //	GET /api/session?id=ID     one session's view as JSON
 //	GET /api/changes[?id=ID]   {"token": …}: moves when the session (or,
 //	                           without id, the store) changed
+//	GET /api/card?session=ID&execution=EXEC&call=TOOLCALL
+//	                           one card's prompt and result text (CardTexts),
+//	                           read when its details open
 //	GET /static/…              the embedded script and style sheet
 func Handler(s *persistence.Store, opts Options) http.Handler {
 	if opts.PollInterval <= 0 {
@@ -85,6 +88,7 @@ func Handler(s *persistence.Store, opts Options) http.Handler {
 	srv.mux.HandleFunc("GET /api/sessions", srv.listJSON)
 	srv.mux.HandleFunc("GET /api/session", srv.sessionJSON)
 	srv.mux.HandleFunc("GET /api/changes", srv.changesJSON)
+	srv.mux.HandleFunc("GET /api/card", srv.cardJSON)
 	return srv
 }
 
@@ -222,6 +226,18 @@ func (s *server) changesJSON(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, map[string]string{"token": token})
+}
+
+// cardJSON serves one card's texts. They are read on demand, never with
+// the session: a session of thousands of cards stays a small page.
+func (s *server) cardJSON(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	texts, err := LoadCardTexts(r.Context(), s.store, q.Get("session"), q.Get("execution"), q.Get("call"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, texts)
 }
 
 // render executes a page template into a buffer (so a failure sends a

@@ -35,9 +35,16 @@ var xssCorpus = []string{
 // hostileSession is a session id from the corpus too.
 const hostileSession = `s"><svg onload="document.body.dataset.xss='sid'">`
 
+// openStore opens a fresh store as acpscope does: with subagent texts.
 func openStore(t testing.TB) *persistence.Store {
 	t.Helper()
-	s, err := persistence.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "web.db"))
+	return openStoreWith(t, persistence.WithSubagentText())
+}
+
+// openStoreWith opens a fresh store with opts only.
+func openStoreWith(t testing.TB, opts ...persistence.Option) *persistence.Store {
+	t.Helper()
+	s, err := persistence.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "web.db"), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +71,7 @@ func seedHostile(t testing.TB, s *persistence.Store) {
 		upsert(t, s, persistence.Frame{TaskSessionID: hostileSession, ToolCallID: "call-" + p,
 			ExecutionID: ExecutionID("claude", "r"), ParentToolCallID: p, ToolStatus: []string{"completed", "failed"}[i%2],
 			Description: p, SubagentType: p, Model: p, AgentID: p, Status: p, ChildSessionID: p,
-			ObservedAt: t0.Add(time.Duration(i) * time.Second)})
+			Prompt: p, ResultText: p, ObservedAt: t0.Add(time.Duration(i) * time.Second)})
 	}
 }
 
@@ -129,6 +136,73 @@ func TestHostileTextIsEscapedEverywhere(t *testing.T) {
 		if c.Description != xssCorpus[i] || c.Model != xssCorpus[i] || c.ToolCallID != "call-"+xssCorpus[i] {
 			t.Errorf("card %d: %q", i, c.Description)
 		}
+		// The card's texts: JSON with '<', '>' and '&' escaped, so no
+		// sniffing reads markup in it, and the strings round-trip.
+		body := bodyOf(t, get(t, h, cardURL(c)))
+		if strings.ContainsAny(body, "<>&") {
+			t.Errorf("card %d: raw markup characters in the texts JSON: %s", i, body)
+		}
+		var texts CardTexts
+		if err := json.Unmarshal([]byte(body), &texts); err != nil {
+			t.Fatal(err)
+		}
+		if !texts.Stored || str(texts.Prompt) != xssCorpus[i] || str(texts.ResultText) != xssCorpus[i] {
+			t.Errorf("card %d: texts %+v", i, texts)
+		}
+	}
+}
+
+// cardURL is the /api/card address of a card.
+func cardURL(c Card) string {
+	return "/api/card?" + url.Values{"session": {c.SessionID}, "execution": {c.Execution}, "call": {c.ToolCallID}}.Encode()
+}
+
+// /api/card serves a card's texts, with their full lengths when cut; a
+// card without texts has none; a store that keeps no texts says so, and
+// still serves its pages.
+func TestCardTexts(t *testing.T) {
+	s := openStore(t)
+	long := strings.Repeat("x", persistence.MaxSubagentText+10)
+	upsert(t, s, persistence.Frame{TaskSessionID: "S", ToolCallID: "a", ExecutionID: ExecutionID("claude", "r"),
+		Prompt: "do it", ResultText: long, ObservedAt: t0})
+	upsert(t, s, persistence.Frame{TaskSessionID: "S", ToolCallID: "b", ExecutionID: ExecutionID("claude", "r"), ObservedAt: t0})
+	h := Handler(s, Options{LoopbackOnly: true})
+	card := func(h http.Handler, call string) CardTexts {
+		t.Helper()
+		res := get(t, h, cardURL(Card{SessionID: "S", Execution: ExecutionID("claude", "r"), ToolCallID: call}))
+		if res.StatusCode != http.StatusOK || !strings.Contains(res.Header.Get("Content-Type"), "json") {
+			t.Fatalf("%s: %d %s", call, res.StatusCode, res.Header)
+		}
+		var c CardTexts
+		if err := json.Unmarshal([]byte(bodyOf(t, res)), &c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a := card(h, "a")
+	if !a.Stored || str(a.Prompt) != "do it" || a.PromptTruncated || a.PromptBytes != 5 {
+		t.Errorf("prompt: %+v", a)
+	}
+	if len(str(a.ResultText)) != persistence.MaxSubagentText || !a.ResultTruncated || a.ResultBytes != int64(len(long)) {
+		t.Errorf("result: %d bytes, truncated %v, of %d", len(str(a.ResultText)), a.ResultTruncated, a.ResultBytes)
+	}
+	if b := card(h, "b"); !b.Stored || b.Prompt != nil || b.ResultText != nil {
+		t.Errorf("no texts: %+v", b)
+	}
+	if n := card(h, "nope"); !n.Stored || n.Prompt != nil {
+		t.Errorf("unknown card: %+v", n)
+	}
+
+	// A store written without the texts table (an older acpscope, a host).
+	plain := openStoreWith(t)
+	upsert(t, plain, persistence.Frame{TaskSessionID: "S", ToolCallID: "a", ExecutionID: ExecutionID("claude", "r"),
+		Prompt: "dropped", ObservedAt: t0})
+	ph := Handler(plain, Options{LoopbackOnly: true})
+	if c := card(ph, "a"); c.Stored || c.Prompt != nil {
+		t.Errorf("a store without texts: %+v", c)
+	}
+	if res := get(t, ph, "/session?id=S"); res.StatusCode != http.StatusOK {
+		t.Errorf("session page of a store without texts: %d", res.StatusCode)
 	}
 }
 
@@ -152,7 +226,7 @@ func TestSecurityHeadersOnEveryResponse(t *testing.T) {
 	seedHostile(t, s)
 	h := Handler(s, Options{LoopbackOnly: true})
 	for _, target := range []string{"/", "/session?id=x", "/session?id=" + url.QueryEscape(hostileSession), "/api/sessions",
-		"/api/session?id=nope", "/api/changes", "/static/app.js", "/static/app.css", "/nope", "/static/nope"} {
+		"/api/session?id=nope", "/api/changes", "/api/card?session=x", "/static/app.js", "/static/app.css", "/nope", "/static/nope"} {
 		res := get(t, h, target)
 		if got := res.Header.Get("Content-Security-Policy"); got != ContentSecurityPolicy ||
 			!strings.Contains(got, "default-src 'self'") || strings.Contains(got, "unsafe") {

@@ -47,16 +47,19 @@
 
   // recordCheck publishes what the page rendered, for the browser tests: a
   // DOM dump shows these attributes. injected counts elements no renderer
-  // here creates (an escaping failure would add them).
-  function recordCheck(extra) {
-    selfCheck.renders++;
-    var injected = document.querySelectorAll(
+  // here creates (an escaping failure would add them; injectedCount).
+  function injectedCount() {
+    return document.querySelectorAll(
       "main script, main iframe, main object, main embed, main svg, main img, main [onerror], main [onload], " +
       "main [onclick], main [onmouseover], main a[href^='javascript:' i], main form[action]:not(.filter)"
     ).length;
+  }
+
+  function recordCheck(extra) {
+    selfCheck.renders++;
     var ds = body.dataset;
     ds.renders = String(selfCheck.renders);
-    ds.injected = String(injected);
+    ds.injected = String(injectedCount());
     ds.serverMs = serverMs();
     for (var k in extra) ds[k] = String(extra[k]);
     ds.selfcheck = "done";
@@ -212,23 +215,72 @@
     document.getElementById("summary").textContent = parts.join(" · ");
   }
 
+  // The texts of the card whose details are open, kept so that a redraw
+  // shows them at once while they are read again.
+  var texts = { key: null, data: null };
+  var textsSeq = 0;
+
+  function cardKey(c) {
+    return JSON.stringify([c.session_id, c.execution, c.tool_call_id]);
+  }
+
+  // fillText shows one stored text (prompt or result) in dd, as text.
+  function fillText(dd, d, text, bytes, truncated, what) {
+    dd.replaceChildren();
+    if (!d) { dd.textContent = "loading…"; return; }
+    if (!d.stored) { dd.textContent = "not stored (this store keeps no " + what + ")"; return; }
+    if (text === null || text === undefined) { dd.textContent = "not reported"; return; }
+    dd.appendChild(el("div", "text", text));
+    if (truncated) dd.appendChild(el("span", "note", "(truncated, " + bytes + " bytes)"));
+  }
+
+  // loadTexts reads a card's prompt and result text (not part of the
+  // session's data, so a large session stays a small page) into the two
+  // cells, unless another card was opened meanwhile.
+  function loadTexts(c, promptDd, resultDd) {
+    var key = cardKey(c);
+    function apply(d) {
+      fillText(promptDd, d, d && d.prompt, d && d.prompt_bytes, d && d.prompt_truncated, "prompts");
+      fillText(resultDd, d, d && d.result_text, d && d.result_bytes, d && d.result_truncated, "result texts");
+      body.dataset.injected = String(injectedCount());
+    }
+    apply(texts.key === key ? texts.data : null);
+    var seq = ++textsSeq;
+    var url = "/api/card?session=" + encodeURIComponent(c.session_id) +
+      "&execution=" + encodeURIComponent(c.execution) + "&call=" + encodeURIComponent(c.tool_call_id);
+    fetch(url, { credentials: "same-origin", cache: "no-store" })
+      .then(function (r) { if (!r.ok) throw new Error(String(r.status)); return r.json(); })
+      .then(function (d) {
+        if (seq !== textsSeq) return;
+        texts = { key: key, data: d };
+        apply(d);
+        body.dataset.cardTexts = d.stored ? "stored" : "not-stored";
+      })
+      .catch(function () {
+        if (seq !== textsSeq) return;
+        promptDd.textContent = resultDd.textContent = "could not be read";
+        body.dataset.cardTexts = "error";
+      });
+  }
+
   function showDetails(i) {
     var aside = document.getElementById("details");
     var c = current && current.cards[i];
     document.querySelectorAll(".sel").forEach(function (e) { e.classList.remove("sel"); });
-    if (!c) { aside.hidden = true; selected = -1; return; }
+    if (!c) { aside.hidden = true; selected = -1; textsSeq++; return; }
     selected = i;
     document.querySelectorAll('[data-i="' + i + '"]').forEach(function (e) { e.classList.add("sel"); });
     var dl = document.getElementById("details-list");
+    var promptDd = el("dd", "texts"), resultDd = el("dd", "texts");
     var rows = [
       ["Description", c.description || "–"],
-      ["Prompt", "not stored (the store keeps no prompt)"],
+      ["Prompt", promptDd],
       ["Type", c.subagent_type || "–"],
       ["Model", c.model || "–"],
       ["Tokens", fmtNum(c.total_tokens)],
       ["Tool uses", fmtNum(c.tool_use_count)],
       ["Duration", c.duration_ms === null ? "not reported" : fmtMs(c.duration_ms)],
-      ["Result", "not stored (the store keeps no result text)"],
+      ["Result", resultDd],
       ["Tool status", c.tool_status || "–"],
       ["Agent status", c.agent_status || "–"],
       ["Background", c.is_async ? "yes" : "no"],
@@ -245,10 +297,11 @@
     var frag = document.createDocumentFragment();
     rows.forEach(function (r) {
       frag.appendChild(el("dt", null, r[0]));
-      frag.appendChild(el("dd", null, r[1]));
+      frag.appendChild(r[1] instanceof Node ? r[1] : el("dd", null, r[1]));
     });
     dl.replaceChildren(frag);
     aside.hidden = false;
+    loadTexts(c, promptDd, resultDd);
   }
 
   function renderSession(d) {
