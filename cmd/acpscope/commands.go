@@ -12,7 +12,6 @@ import (
 	"iter"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,7 +21,6 @@ import (
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
-	"github.com/kdlbs/acp-go-sdk/internal/procguard"
 	"github.com/kdlbs/acp-go-sdk/internal/replay"
 )
 
@@ -469,68 +467,6 @@ func workDir(dir string) (string, error) {
 		return "", fmt.Errorf("--cwd %s is not a directory", abs)
 	}
 	return abs, nil
-}
-
-// agentProcess is a running agent with its stdio, under the process guard.
-type agentProcess struct {
-	proc   *procguard.Process
-	stdin  io.WriteCloser
-	stdout io.ReadCloser
-}
-
-// startAgent starts command under the process guard (its own process group,
-// descendants tracked), with stdio piped and stderr passed through.
-//
-// A relative command with a directory part (./agent, bin/agent) is resolved
-// as a shell would, from the directory acpscope was started in, not from
-// dir (the session's --cwd, where the agent runs); a bare name is looked up
-// in $PATH.
-func startAgent(command []string, dir string, stderr io.Writer) (*agentProcess, error) {
-	name := command[0]
-	if strings.ContainsRune(name, filepath.Separator) && !filepath.IsAbs(name) {
-		abs, err := filepath.Abs(name)
-		if err != nil {
-			return nil, err
-		}
-		name = abs
-	}
-	cmd := exec.Command(name, command[1:]...)
-	cmd.Dir = dir
-	cmd.Stderr = stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	proc, err := procguard.Start(cmd, procguard.Options{TermGrace: 3 * time.Second})
-	if err != nil {
-		return nil, err
-	}
-	return &agentProcess{proc: proc, stdin: stdin, stdout: stdout}, nil
-}
-
-// kill ends the agent and every descendant at once (SIGKILL to the whole
-// tree, through the process guard) and closes its stdio, so that a write
-// blocked on an agent that stopped reading ends.
-func (a *agentProcess) kill() {
-	a.proc.Kill()
-	a.stdin.Close()
-	a.stdout.Close()
-}
-
-// stop ends the agent: stdin is closed first (an ACP agent exits at end of
-// input); after a grace period the guard terminates the process and every
-// descendant (SIGTERM, then SIGKILL).
-func (a *agentProcess) stop() {
-	a.stdin.Close()
-	select {
-	case <-a.proc.Exited():
-	case <-time.After(2 * time.Second):
-	}
-	a.proc.Terminate()
 }
 
 // validDialect reports whether name is a registered adapter dialect.

@@ -23,3 +23,21 @@ func TestReplayRequestBeforePromptIsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// A real Claude 0.101.0 capture whose agent sends frames after its last
+// answer (usage updates and a message) replays the same way every time:
+// the client closes the agent's input and reads its output to the end, and
+// the scripted agent sends its tail before its output ends, never into a
+// closed pipe.
+func TestReplayKeepsFramesAfterTheLastAnswer(t *testing.T) {
+	capture := filepath.Join("testdata", "claude-0.101.0-tail.jsonl")
+	for i := range 100 {
+		code, out, errOut := acpscope(t, "", "replay", "--plain", "--no-db", capture)
+		if code != exitOK || errOut != "" {
+			t.Fatalf("run %d: exit %d: %s", i, code, errOut)
+		}
+		if !strings.Contains(out, "Tail after the last answer.") {
+			t.Fatalf("run %d: the frames after the last answer were lost:\n%s", i, out)
+		}
+	}
+}

@@ -98,8 +98,18 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 	stopTicker := startTicker(cfg.term)
 	defer func() {
 		stopTicker()
-		// Nothing may reach the view after the turn: end the connection and
-		// wait for its handlers (queued updates still drain into the view).
+		// Nothing may reach the view after the turn. The agent's input is
+		// closed first and its output read to the end (bounded by
+		// closeWait), so frames it sends after its last answer still reach
+		// the tracker, the view and the store; then the connection ends
+		// and its handlers finish (queued updates drain into the view).
+		if !aborted {
+			endInput(toAgent)
+			select {
+			case <-conn.Done():
+			case <-time.After(closeWait):
+			}
+		}
 		_ = conn.Close()
 		wctx, cancel := context.WithTimeout(context.Background(), closeWait)
 		defer cancel()
@@ -232,6 +242,14 @@ func newClientStack(cfg turnConfig, toAgent io.Writer, fromAgent io.Reader) (*ad
 	conn := acp.NewClientSideConnection(client, toAgent, fromAgent, acp.WithOrderedRequests())
 	conn.SetLogger(cfg.log)
 	return tracker, conn, nil
+}
+
+// endInput closes the agent's input, if it can be closed: an ACP agent ends
+// at end of input, which ends its output.
+func endInput(toAgent io.Writer) {
+	if c, ok := toAgent.(io.Closer); ok {
+		_ = c.Close()
+	}
 }
 
 // promptAnswer is the outcome of session/prompt.

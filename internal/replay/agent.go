@@ -28,8 +28,13 @@
 //     first; any other request is answered at once with its fallback.
 //   - Client notifications (session/cancel) and responses the script does not
 //     wait for are read and ignored.
+//   - When the client closes its side, the agent notifications recorded
+//     after the last answer are sent (a real agent's output goes on until
+//     it exits), then Serve returns; the caller then ends the agent's
+//     output.
 //
-// Serve returns when the client closes its side of the stream or ctx ends.
+// Serve returns once the client closed its side of the stream and the tail
+// is sent, or when ctx ends.
 package replay
 
 import (
@@ -115,7 +120,10 @@ func (a *Agent) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	for {
 		line, err := a.next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			// The client ended its input, as a client does after its last
+			// turn: what the agent recorded after that still goes out
+			// before the agent's output ends, as a real agent's would.
+			return a.playTail()
 		}
 		if err != nil {
 			return err
@@ -224,6 +232,26 @@ func (a *Agent) play(limit int) error {
 			if err := a.send(e.Msg); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// playTail sends the agent notifications left in the script once the
+// client has closed its input. Requests (nobody would answer them) and
+// responses (nothing waits for them) are passed over.
+func (a *Agent) playTail() error {
+	for ; a.pos < len(a.entries); a.pos++ {
+		e := a.entries[a.pos]
+		if e.From != capture.FromAgent {
+			continue
+		}
+		m, err := capture.ParseMessage(e.Msg)
+		if err != nil || m.IsRequest() || m.IsResponse() {
+			continue
+		}
+		if err := a.send(e.Msg); err != nil {
+			return err
 		}
 	}
 	return nil
