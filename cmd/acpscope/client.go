@@ -29,6 +29,9 @@ type scopeClient struct {
 	policy    string
 	root      string // fs requests are served only below this directory
 	extension acp.ExtensionMethodHandler
+	// onUpdate, when set, is called before each session/update is handed
+	// to the tracker (a replay sets the recorded time there).
+	onUpdate func()
 }
 
 // textSink receives agent message text and permission answers; the
@@ -48,6 +51,9 @@ func (c *scopeClient) SessionUpdate(_ context.Context, n acp.SessionNotification
 		if _, child := c.tracker.ChildText(string(n.SessionId)); !child {
 			c.out.AgentText(string(n.SessionId), chunk.Content.Text.Text)
 		}
+	}
+	if c.onUpdate != nil {
+		c.onUpdate()
 	}
 	c.tracker.SessionUpdate(n)
 	return nil

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	acp "github.com/coder/acp-go-sdk"
+
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
@@ -121,8 +123,15 @@ func (o *outputFlags) terminal(stdout io.Writer) *view.Terminal {
 }
 
 // isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+func isTerminal(w io.Writer) bool { return isCharDevice(w) }
+
+// isCharDevice reports whether the stream v (a reader or writer, or the
+// watched standard output around one) is a character device (a terminal).
+func isCharDevice(v any) bool {
+	if o, ok := v.(*watchedOutput); ok {
+		v = o.w
+	}
+	f, ok := v.(*os.File)
 	if !ok {
 		return false
 	}
@@ -135,7 +144,9 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	fs := newFlagSet("run", e.stderr)
 	var o outputFlags
 	o.register(fs)
-	prompt := fs.String("prompt", "", "the prompt (default: read from standard input)")
+	var prompts promptList
+	fs.Var(&prompts, "prompt", "a prompt, one turn each, sent in order on one session (repeatable; default: standard input, or one prompt line per turn on a terminal)")
+	resume := fs.String("resume", "", "reopen this session (session/load, else session/resume) instead of opening a new one")
 	cwd := fs.String("cwd", "", "the session's working directory (default: the current directory)")
 	record := fs.String("record", "", "record the wire to this capture file")
 	fs.Usage = func() {
@@ -152,19 +163,9 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	if len(command) == 0 {
 		return fmt.Errorf("run needs the agent command after --")
 	}
-	text := *prompt
-	if text == "" {
-		data, err := io.ReadAll(io.LimitReader(e.stdin, maxPromptBytes+1))
-		if err != nil {
-			return fmt.Errorf("reading the prompt from standard input: %v", err)
-		}
-		if len(data) > maxPromptBytes {
-			return fmt.Errorf("the prompt on standard input is larger than %d bytes", maxPromptBytes)
-		}
-		text = strings.TrimSpace(string(data))
-	}
-	if text == "" {
-		return fmt.Errorf("no prompt: pass --prompt or write it to standard input")
+	turns, interactive, err := promptSource(e, prompts, *resume != "")
+	if err != nil {
+		return err
 	}
 	dir, err := workDir(*cwd)
 	if err != nil {
@@ -189,7 +190,7 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 		}
 		var hdr *capture.Header
 		if o.agent != "" {
-			hdr = &capture.Header{Agent: o.agent}
+			hdr = &capture.Header{Agent: o.agent, Explicit: true}
 		}
 		w, err := capture.NewWriter(f, hdr)
 		if err != nil {
@@ -211,11 +212,21 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	}
 	term := o.terminal(e.stdout)
 	log, flushLog := o.logger(e.stderr)
-	res, err := runTurn(ctx, turnConfig{
-		dialect: o.agent, prompt: text, cwd: dir, policy: o.permission,
-		term: term, sink: sink.record, timeout: o.timeout, grace: o.grace, abort: agent.kill,
+	open := request{method: acp.AgentMethodSessionNew}
+	if *resume != "" {
+		open = request{method: methodReopen, sessionID: *resume}
+		sink.adopt(ctx, *resume)
+	}
+	cfg := turnConfig{
+		dialect: o.agent, requests: sessionRequests(open, turns), cwd: dir, policy: o.permission,
+		term: term, sink: sink.record, turnStarted: sink.beginTurn, timeout: o.timeout, grace: o.grace, abort: agent.kill,
 		log: log, subagents: o.subagents,
-	}, toAgent, fromAgent)
+	}
+	if interactive {
+		cfg.turnEnded = func(n int, stop acp.StopReason, err error) { reportTurn(e, term, n, stop, err) }
+		cfg.turnContext = e.interrupts.turnContext
+	}
+	res, err := runTurn(ctx, cfg, toAgent, fromAgent)
 	flushLog()
 	return finishTurn(e, o, term, res, err)
 }
@@ -303,10 +314,7 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 					src.name, declaring(recorded), declaring(o.subagents), o.subagents)
 			}
 		}
-		dialect := o.agent
-		if dialect == "" {
-			dialect = src.c.Agent()
-		}
+		dialect := replayDialect(o.agent, src.c)
 		if dialect != "" && !validDialect(dialect) {
 			return fmt.Errorf("%s: capture header names unknown agent %q", src.name, dialect)
 		}
@@ -318,9 +326,9 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 		}
 		term := o.terminal(e.stdout)
 		log, flushLog := o.logger(e.stderr)
-		res, err := replayOne(ctx, src.c, turnConfig{
-			dialect: dialect, prompt: recordedPrompt(src.c), cwd: "/", policy: o.permission,
-			term: term, sink: sink.record, timeout: o.timeout, grace: o.grace, log: log, subagents: subagents,
+		res, err := replayOne(ctx, src.c, sink, turnConfig{
+			dialect: dialect, requests: slices.Values(capturedRequests(src.c)), cwd: "/", policy: o.permission,
+			term: term, sink: sink.record, turnStarted: sink.beginTurn, timeout: o.timeout, grace: o.grace, log: log, subagents: subagents,
 		})
 		flushLog()
 		if err := finishTurn(e, o, term, res, err); err != nil {
@@ -330,15 +338,40 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 	return nil
 }
 
-// replayOne plays c's agent side against the live client stack.
-func replayOne(ctx context.Context, c *capture.Capture, cfg turnConfig) (turnResult, error) {
+// replayDialect is the dialect a capture replays with: --agent, else the
+// one its header records, except the generic fallback recorded without
+// --agent (a capture made before its agent had a dialect), which is
+// detected again from the capture's own initialize ("").
+func replayDialect(flag string, c *capture.Capture) string {
+	switch {
+	case flag != "":
+		return flag
+	case c.Header == nil:
+		return ""
+	case c.Header.Agent == "generic" && !c.Header.Explicit:
+		return ""
+	}
+	return c.Header.Agent
+}
+
+// replayOne plays c's agent side against the live client stack. The sink
+// stores each card at the capture's own time: the replay's start plus the
+// recorded offset of the session/update being handled.
+func replayOne(ctx context.Context, c *capture.Capture, sink *storeSink, cfg turnConfig) (turnResult, error) {
 	clientToAgentR, clientToAgentW := io.Pipe()
 	agentToClientR, agentToClientW := io.Pipe()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	agent := replay.NewAgent(c)
+	clock := recordedClock(time.Now(), agent)
+	cfg.onUpdate = clock.next
+	if sink != nil {
+		sink.clock = clock.now
+		defer func() { sink.clock = nil }()
+	}
 	served := make(chan error, 1)
 	go func() {
-		err := replay.NewAgent(c).Serve(ctx, clientToAgentR, agentToClientW)
+		err := agent.Serve(ctx, clientToAgentR, agentToClientW)
 		agentToClientW.CloseWithError(io.EOF)
 		served <- err
 	}()
@@ -404,32 +437,6 @@ func declaring(declared bool) string {
 		return "declaring"
 	}
 	return "without"
-}
-
-// recordedPrompt is the text of the capture's first session/prompt, so a
-// replay sends what was sent; "replay" when the capture has none.
-func recordedPrompt(c *capture.Capture) string {
-	for params := range clientParams(c, "session/prompt") {
-		var p struct {
-			Prompt []struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			} `json:"prompt"`
-		}
-		if json.Unmarshal(params, &p) != nil {
-			continue
-		}
-		var parts []string
-		for _, b := range p.Prompt {
-			if b.Type == "text" && b.Text != "" {
-				parts = append(parts, b.Text)
-			}
-		}
-		if len(parts) > 0 {
-			return strings.Join(parts, "\n")
-		}
-	}
-	return "replay"
 }
 
 // finishTurn prints the turn's outcome: the cards (or the JSON lines) and

@@ -13,9 +13,11 @@
 //	acpscope migrate [--dry-run] [--db DSN]    bring the database up to date
 //	acpscope cursor doctor                     report Cursor CLI discovery and compatibility
 //
-// Exit codes: 0 success; 1 the agent or the turn failed; 2 usage or input
-// error (bad flags, unreadable or malformed capture, unreachable database);
-// 3 the turn was cancelled by --timeout, SIGINT or SIGTERM.
+// Exit codes: 0 success; 1 the agent or a turn failed; 2 usage or input
+// error (bad flags, unreadable or malformed capture, unreachable database,
+// a --resume the agent cannot serve); 3 a turn was cancelled by --timeout,
+// SIGINT or SIGTERM; 129 SIGHUP, 131 SIGQUIT and 141 a closed standard
+// output, each after the running turn was cancelled the same way.
 package main
 
 import (
@@ -25,7 +27,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"syscall"
 
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
@@ -44,19 +45,25 @@ const (
 	// SIGTERM). It is apart from 1 so that a script can tell "the agent
 	// failed" from "the agent ran out of time or was interrupted".
 	exitCancelled = 3
+	// The endings acpscope did not ask for, each after the running turn
+	// was cancelled: the shell's codes for the signal (128+N), and
+	// SIGPIPE's for a standard output whose reader went away.
+	exitHangup       = 128 + int(syscall.SIGHUP)
+	exitQuit         = 128 + int(syscall.SIGQUIT)
+	exitOutputClosed = 128 + int(syscall.SIGPIPE)
 )
 
 func main() {
 	// Agents run under a guard process (this binary, re-executed), so that
 	// nothing they start survives acpscope, even when it is SIGKILLed.
 	procguard.EnableGuardProcess()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// The first signal cancels the turn (see runTurn); a second one has its
-	// default effect and ends acpscope at once (the guard still ends the
-	// agent).
-	context.AfterFunc(ctx, stop)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
+	ctx, end := context.WithCancelCause(context.Background())
+	in := &interrupter{}
+	stdout := &watchedOutput{w: os.Stdout, closed: func() { end(&stopSignal{"standard output closed", exitOutputClosed}) }}
+	stopSignals := watchSignals(end, in)
+	code := runEnv(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: stdout, stderr: os.Stderr, interrupts: in})
+	stopSignals()
+	end(nil)
 	os.Exit(code)
 }
 
@@ -65,16 +72,24 @@ func main() {
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// interrupts hands Ctrl-C to the running interactive turn; nil when
+	// signals only end the session (tests, or no terminal).
+	interrupts *interrupter
 }
 
 // run dispatches a command line and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runEnv(ctx, args, env{stdin: stdin, stdout: stdout, stderr: stderr})
+}
+
+// runEnv is run with the whole environment.
+func runEnv(ctx context.Context, args []string, e env) int {
 	// Everything on standard error (error messages, the connection log, the
 	// agent's own stderr) may carry agent bytes: it passes the sanitiser.
-	safeErr := safetext.NewWriter(stderr)
+	safeErr := safetext.NewWriter(e.stderr)
 	defer safeErr.Close()
-	stderr = safeErr
-	e := env{stdin: stdin, stdout: stdout, stderr: stderr}
+	e.stderr = safeErr
+	stderr, stdout := e.stderr, e.stdout
 	if len(args) == 0 {
 		usage(stderr)
 		return exitUsage
@@ -105,11 +120,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		usage(stderr)
 		return exitUsage
 	}
-	return exitCode(err, stderr)
+	return exitCode(ctx, err, stderr)
 }
 
-// exitCode reports err and maps it to an exit code.
-func exitCode(err error, stderr io.Writer) int {
+// exitCode reports err and maps it to an exit code. A run ended by a
+// signal or a closed standard output (ctx's cause is a stopSignal) exits
+// with that ending's code when it was cancelled or had nothing else to
+// report.
+func exitCode(ctx context.Context, err error, stderr io.Writer) int {
+	var s *stopSignal
+	if errors.As(context.Cause(ctx), &s) && (err == nil || errors.Is(err, errCancelled)) {
+		if err != nil {
+			fmt.Fprintf(stderr, "acpscope: %v\n", err)
+		}
+		return s.code
+	}
 	switch {
 	case err == nil:
 		return exitOK
@@ -142,7 +167,8 @@ Usage:
 
 Run 'acpscope <command> -h' for the flags of a command.
 Exit codes: 0 ok, 1 agent or turn failure, 2 usage or input error,
-3 turn cancelled (--timeout, SIGINT or SIGTERM).
+3 turn cancelled (--timeout, SIGINT or SIGTERM), 129 SIGHUP, 131 SIGQUIT,
+141 standard output closed (the running turn cancelled first).
 `)
 }
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
-	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
@@ -95,6 +94,8 @@ type storeSink struct {
 	mu       sync.Mutex
 	sessions map[string]bool
 	turns    map[string]string // session id → current turn id
+	adopted  map[string]string // session id → the execution id a --resume reuses (see sinkturns.go)
+	clock    func() time.Time  // observation times; nil = now (a replay sets the capture's)
 }
 
 // openSink opens the configured database, or returns a sink that stores
@@ -138,8 +139,11 @@ func (s *storeSink) record(dialect string, ev adapter.Event) {
 		s.turns[f.TaskSessionID] = turn
 	}
 	s.mu.Unlock()
-	f.ExecutionID = web.ExecutionID(dialect, s.runID)
+	f.ExecutionID = s.executionID(dialect, f.TaskSessionID)
 	f.TurnID = turn
+	if s.clock != nil {
+		f.ObservedAt = s.clock()
+	}
 	s.store.Record(s.ctx, f)
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"time"
 
@@ -17,20 +18,58 @@ import (
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 )
 
-// turnConfig is everything one turn against one agent needs.
+// request is one client request of a session, as the session driver
+// sends it after initialize.
+type request struct {
+	// method is session/new, session/load, session/resume,
+	// session/prompt, or methodReopen (run --resume: session/load when
+	// the agent offers it, else session/resume).
+	method string
+	// sessionID names the session of load, resume and prompt ("" for a
+	// prompt: the session opened last).
+	sessionID string
+	// cwd is the working directory of new, load and resume ("" =
+	// turnConfig.cwd).
+	cwd string
+	// text is a prompt's text.
+	text string
+	// cancel sends session/cancel once the prompt is under way (a replay
+	// of a capture whose client cancelled that turn).
+	cancel bool
+}
+
+// methodReopen asks for the first of session/load and session/resume the
+// agent offers.
+const methodReopen = "reopen"
+
+// turnConfig is everything one session against one agent needs.
 type turnConfig struct {
 	// dialect is the explicit dialect name; "" chooses it from the agent's
 	// initialize answer.
 	dialect string
-	prompt  string
 	cwd     string
 	policy  string
-	// term renders the turn; sink, when set, receives every event too
+	// requests are the client's requests after initialize, in order; the
+	// driver sends each and waits for its answer before it asks for the
+	// next (so an interactive source reads the next prompt only then).
+	requests iter.Seq[request]
+	// term renders the session; sink, when set, receives every event too
 	// (persistence), with the connection's dialect.
 	term *view.Terminal
 	sink func(dialect string, ev adapter.Event)
-	// timeout bounds the whole turn (initialize to prompt response); when it
-	// passes, or ctx ends (SIGINT, SIGTERM), the turn is cancelled.
+	// turnStarted, when set, is called before each prompt is sent, and
+	// onUpdate before each session/update is handed to the tracker.
+	turnStarted func(sessionID string)
+	onUpdate    func()
+	// turnEnded, when set, is told how each turn ended (err nil: stop).
+	turnEnded func(n int, stop acp.StopReason, err error)
+	// turnContext, when set, derives each prompt turn's context from the
+	// session's (an interactive run's Ctrl-C cancels that one turn); the
+	// returned func releases it.
+	turnContext func(ctx context.Context) (context.Context, func())
+	// timeout bounds each step: initialize with the session's opening,
+	// then each prompt turn; when it passes, or ctx ends (a signal, a
+	// closed standard output), the turn is cancelled.
 	timeout time.Duration
 	// grace is how long a cancelled turn waits for the agent's answer to
 	// session/cancel before abort is called.
@@ -45,11 +84,14 @@ type turnConfig struct {
 	subagents bool
 }
 
-// turnResult is what a finished turn reports.
+// turnResult is what a finished session reports.
 type turnResult struct {
-	dialect    string
-	sessionID  string
+	dialect   string
+	sessionID string
+	// stopReason is the last turn's; turns counts the prompts answered or
+	// cancelled.
 	stopReason acp.StopReason
+	turns      int
 }
 
 // errTurn marks failures of the agent or the turn (exit code 1), as opposed
@@ -57,25 +99,43 @@ type turnResult struct {
 var errTurn = errors.New("agent or turn failure")
 
 // errCancelled marks a turn that acpscope cancelled: --timeout passed, or
-// SIGINT or SIGTERM arrived (exit code 3).
+// a signal arrived or standard output closed (exit code 3, or the
+// stopSignal's own code).
 var errCancelled = errors.New("turn cancelled")
+
+// errCannotReopen marks a --resume the agent cannot serve: it offers
+// neither session/load nor session/resume (exit code 2).
+var errCannotReopen = errors.New("the agent cannot reopen a session")
 
 // closeWait bounds the wait for the connection's handlers once the turn is
 // over (the agent is gone or answered by then).
 const closeWait = 2 * time.Second
 
-// runTurn drives one turn as an ACP client over the agent's stdio: it
-// initializes, opens a session, sends the prompt and waits for the answer,
-// feeding every update to the tracker and the view on the way.
+// severity orders turn outcomes for the session's exit code: a failure is
+// worse than a cancelled turn, which is worse than success.
+func severity(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errTurn):
+		return 2
+	default:
+		return 1
+	}
+}
+
+// runTurn drives a session as an ACP client over the agent's stdio: it
+// initializes, then sends cfg.requests in order (open the session, then
+// each prompt turn), feeding every update to the tracker and the view on
+// the way. It returns the worst turn's error.
 //
-// When cfg.timeout passes or ctx ends, the turn is cancelled: during the
+// When cfg.timeout passes for a step, the step is cancelled: during a
 // prompt, session/cancel is sent and the agent has cfg.grace to answer;
 // after that (or at once, before there is a session) cfg.abort ends it.
-// Either way the cards still open end cancelled and the error wraps
-// errCancelled.
+// The turn's open cards end cancelled and its error wraps errCancelled;
+// the next turn still runs if the agent answered. When ctx ends (a
+// signal), the running turn is cancelled the same way and no other runs.
 func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent io.Reader) (res turnResult, err error) {
-	stop, cancelStop := context.WithTimeout(ctx, cfg.timeout)
-	defer cancelStop()
 	// The requests themselves end only when the agent is aborted: a
 	// cancelled turn still waits (for the grace period) for the answer.
 	rpcCtx, abortRPC := context.WithCancel(context.WithoutCancel(ctx))
@@ -96,13 +156,15 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 		return res, err
 	}
 	stopTicker := startTicker(cfg.term)
+	cancelOpen := false
 	defer func() {
 		stopTicker()
-		// Nothing may reach the view after the turn. The agent's input is
-		// closed first and its output read to the end (bounded by
-		// closeWait), so frames it sends after its last answer still reach
-		// the tracker, the view and the store; then the connection ends
-		// and its handlers finish (queued updates drain into the view).
+		// Nothing may reach the view after the session. The agent's input
+		// is closed first and its output read to the end (bounded by
+		// closeWait), so frames it sends after its last answer still
+		// reach the tracker, the view and the store; then the connection
+		// ends and its handlers finish (queued updates drain into the
+		// view).
 		if !aborted {
 			endInput(toAgent)
 			select {
@@ -115,22 +177,17 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 		defer cancel()
 		_ = conn.Wait(wctx)
 		tracker.Flush()
-		if errors.Is(err, errCancelled) || (err == nil && res.stopReason == acp.StopReasonCancelled) {
-			// The turn is over, cancelled by acpscope or answered
-			// "cancelled" by the agent: whatever the agent left open ends
-			// cancelled, in the view and in the store alike, so a replay
-			// of the capture shows what the live run showed.
-			for _, ev := range cfg.term.CancelOpen() {
-				if cfg.sink != nil {
-					cfg.sink(tracker.Dialect(), ev)
-				}
-			}
+		// A turn the agent was aborted in (or a session stopped before its
+		// first turn) leaves its cards open: they end cancelled here, once
+		// nothing more can arrive.
+		if cancelOpen || (res.turns == 0 && errors.Is(err, errCancelled)) {
+			cancelCards(cfg, tracker)
 		}
 	}()
 
-	// call runs one request to the agent; when the turn is cancelled
-	// before it answers, the agent is aborted at once.
-	call := func(what string, fn func(context.Context) error) error {
+	// call runs one request to the agent; when stop ends before it
+	// answers, the agent is aborted at once.
+	call := func(stop context.Context, what string, fn func(context.Context) error) error {
 		done := make(chan error, 1)
 		go func() { done <- fn(rpcCtx) }()
 		select {
@@ -159,8 +216,11 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 	if cfg.subagents {
 		initReq.ClientCapabilities.Subagents = &acp.SubagentCapabilities{}
 	}
+	// initialize and the session's opening share one --timeout.
+	openStop, cancelOpenStop := context.WithTimeout(ctx, cfg.timeout)
+	defer cancelOpenStop()
 	var initResp acp.InitializeResponse
-	if err := call("initialize", func(ctx context.Context) (err error) {
+	if err := call(openStop, "initialize", func(ctx context.Context) (err error) {
 		initResp, err = conn.Initialize(ctx, initReq)
 		return err
 	}); err != nil {
@@ -169,47 +229,179 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 	tracker.Initialize(&initReq, &initResp)
 	res.dialect = tracker.Dialect()
 
-	var sess acp.NewSessionResponse
-	if err := call("session/new", func(ctx context.Context) (err error) {
-		sess, err = conn.NewSession(ctx, acp.NewSessionRequest{Cwd: cfg.cwd, McpServers: []acp.McpServer{}})
-		return err
-	}); err != nil {
-		return res, err
+	var worst error
+	opened := false
+	for req := range cfg.requests {
+		if ctx.Err() != nil || aborted {
+			break
+		}
+		if req.cwd == "" {
+			req.cwd = cfg.cwd
+		}
+		if req.method != "session/prompt" {
+			stop := openStop
+			var cancelStop context.CancelFunc = func() {}
+			if opened {
+				stop, cancelStop = context.WithTimeout(ctx, cfg.timeout)
+			}
+			err := openSession(stop, conn, tracker, cfg, initResp.AgentCapabilities, req, call, &res)
+			cancelStop()
+			if err != nil {
+				return res, err
+			}
+			opened = true
+			continue
+		}
+		if req.sessionID == "" {
+			req.sessionID = res.sessionID
+		}
+		res.turns++
+		stop, ans, err := promptTurn(ctx, conn, tracker, cfg, req, abort)
+		res.dialect = tracker.Dialect()
+		if err == nil {
+			res.stopReason = ans.resp.StopReason
+		} else if errors.Is(err, errCancelled) {
+			res.stopReason = acp.StopReasonCancelled
+		}
+		if res.stopReason == acp.StopReasonCancelled {
+			cancelOpen = true
+			if !aborted {
+				// The agent answered: its cards are all delivered, and
+				// what it left open ends cancelled now, before the next
+				// turn, in the view and in the store alike (a replay of
+				// the capture shows what the live run showed).
+				cancelCards(cfg, tracker)
+				cancelOpen = false
+			}
+		}
+		if cfg.turnEnded != nil {
+			cfg.turnEnded(res.turns, res.stopReason, err)
+		}
+		if severity(err) > severity(worst) || (err != nil && stop) {
+			worst = err
+		}
+		if stop {
+			break
+		}
 	}
-	res.sessionID = string(sess.SessionId)
-	tracker.SessionStarted(res.sessionID)
+	if res.sessionID == "" && worst == nil && ctx.Err() == nil {
+		return res, fmt.Errorf("no session was opened")
+	}
+	return res, worst
+}
 
-	tracker.PromptStarted(res.sessionID)
-	done := make(chan promptAnswer, 1)
-	go func() {
-		resp, err := conn.Prompt(rpcCtx, acp.PromptRequest{
-			SessionId: sess.SessionId,
-			Prompt:    []acp.ContentBlock{acp.TextBlock(cfg.prompt)},
+// cancelCards ends the cards the view still shows open as cancelled and
+// hands those events to the sink.
+func cancelCards(cfg turnConfig, tracker *adapter.Tracker) {
+	for _, ev := range cfg.term.CancelOpen() {
+		if cfg.sink != nil {
+			cfg.sink(tracker.Dialect(), ev)
+		}
+	}
+}
+
+// openSession sends a session/new, session/load or session/resume request
+// (methodReopen picks one from the agent's capabilities) and records the
+// session in the tracker; history the agent replays during a load is
+// marked in the view.
+func openSession(stop context.Context, conn *acp.ClientSideConnection, tracker *adapter.Tracker, cfg turnConfig, caps acp.AgentCapabilities,
+	req request, call func(context.Context, string, func(context.Context) error) error, res *turnResult) error {
+	method := req.method
+	if method == methodReopen {
+		switch {
+		case caps.LoadSession:
+			method = acp.AgentMethodSessionLoad
+		case caps.SessionCapabilities.Resume != nil:
+			method = acp.AgentMethodSessionResume
+		default:
+			return fmt.Errorf("%w: --resume %s: the agent offers neither session/load (agentCapabilities.loadSession) nor session/resume (agentCapabilities.sessionCapabilities.resume)",
+				errCannotReopen, req.sessionID)
+		}
+	}
+	switch method {
+	case acp.AgentMethodSessionNew:
+		var sess acp.NewSessionResponse
+		if err := call(stop, method, func(ctx context.Context) (err error) {
+			sess, err = conn.NewSession(ctx, acp.NewSessionRequest{Cwd: req.cwd, McpServers: []acp.McpServer{}})
+			return err
+		}); err != nil {
+			return err
+		}
+		res.sessionID = string(sess.SessionId)
+		tracker.SessionStarted(res.sessionID)
+		return nil
+	case acp.AgentMethodSessionLoad, acp.AgentMethodSessionResume:
+		sid := acp.SessionId(req.sessionID)
+		tracker.SessionLoaded(req.sessionID)
+		cfg.term.Note(fmt.Sprintf("── history of session %s (%s) ──", req.sessionID, method))
+		err := call(stop, method, func(ctx context.Context) (err error) {
+			if method == acp.AgentMethodSessionLoad {
+				_, err = conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: sid, Cwd: req.cwd, McpServers: []acp.McpServer{}})
+			} else {
+				_, err = conn.ResumeSession(ctx, acp.ResumeSessionRequest{SessionId: sid, Cwd: req.cwd, McpServers: []acp.McpServer{}})
+			}
+			return err
 		})
+		tracker.SessionLoadFinished(req.sessionID, err == nil)
+		tracker.Flush()
+		cfg.term.Note("── end of history ──")
+		if err != nil {
+			return err
+		}
+		res.sessionID = req.sessionID
+		return nil
+	}
+	return fmt.Errorf("unknown session request %q", method)
+}
+
+// promptTurn runs one prompt turn under its own --timeout. stop reports
+// that no further turn may run: ctx ended, or the agent was aborted.
+func promptTurn(ctx context.Context, conn *acp.ClientSideConnection, tracker *adapter.Tracker, cfg turnConfig, req request, abort func()) (stop bool, ans promptAnswer, err error) {
+	turnCtx := ctx
+	if cfg.turnContext != nil {
+		var release func()
+		turnCtx, release = cfg.turnContext(ctx)
+		defer release()
+	}
+	turnStop, cancelTurn := context.WithTimeout(turnCtx, cfg.timeout)
+	defer cancelTurn()
+	if cfg.turnStarted != nil {
+		cfg.turnStarted(req.sessionID)
+	}
+	tracker.PromptStarted(req.sessionID)
+	sid := acp.SessionId(req.sessionID)
+	done := make(chan promptAnswer, 1)
+	rpcCtx := context.WithoutCancel(ctx)
+	go func() {
+		resp, err := conn.Prompt(rpcCtx, acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock(req.text)}})
 		done <- promptAnswer{resp, err}
 	}()
-	var ans promptAnswer
+	if req.cancel {
+		_ = conn.Cancel(rpcCtx, acp.CancelNotification{SessionId: sid})
+	}
+	aborted := false
 	cancelled := ""
 	select {
 	case ans = <-done:
-	case <-stop.Done():
-		ans, cancelled = cancelPrompt(conn, sess.SessionId, cfg.grace, done, abort)
-		cancelled = stopCause(ctx, cfg.timeout) + "; " + cancelled
+	case <-turnStop.Done():
+		ans, cancelled = cancelPrompt(conn, sid, cfg.grace, done, func() { aborted = true; abort() })
+		cancelled = stopCause(turnCtx, cfg.timeout) + "; " + cancelled
 	}
 	// The SDK's response barrier has delivered every update sent before the
 	// answer, so the turn's cards are complete here.
-	tracker.PromptEnded(res.sessionID)
+	tracker.PromptEnded(req.sessionID)
 	tracker.Flush() // cursor/task was answered before its events were delivered
-	res.dialect = tracker.Dialect()
+	stop = ctx.Err() != nil || aborted
 	if cancelled != "" {
-		res.stopReason = acp.StopReasonCancelled
-		return res, fmt.Errorf("%w: %s", errCancelled, cancelled)
+		return stop, ans, fmt.Errorf("%w: %s", errCancelled, cancelled)
 	}
 	if ans.err != nil {
-		return res, fmt.Errorf("%w: session/prompt: %s", errTurn, describeRPC(ans.err))
+		// An error answer leaves the session usable; a connection that
+		// ended does not.
+		stop = stop || conn.Err() != nil
+		return stop, ans, fmt.Errorf("%w: session/prompt: %s", errTurn, describeRPC(ans.err))
 	}
-	res.stopReason = ans.resp.StopReason
-	return res, nil
+	return stop, ans, nil
 }
 
 // newClientStack builds acpscope's client side of one connection: the
@@ -235,6 +427,7 @@ func newClientStack(cfg turnConfig, toAgent io.Writer, fromAgent io.Reader) (*ad
 		policy:    cfg.policy,
 		root:      cfg.cwd,
 		extension: cursor.NewHandler(tracker),
+		onUpdate:  cfg.onUpdate,
 	}
 	// Ordered requests: an agent request (cursor/task, a permission) is
 	// handled after the updates the agent sent before it, so cards and the
@@ -258,10 +451,14 @@ type promptAnswer struct {
 	err  error
 }
 
-// stopCause says why a turn is being cancelled: ctx ended (SIGINT or
-// SIGTERM) or the timeout passed.
+// stopCause says why a turn is being cancelled: ctx ended (a signal or a
+// closed standard output, see stopSignal) or the timeout passed.
 func stopCause(ctx context.Context, timeout time.Duration) string {
 	if ctx.Err() != nil {
+		var s *stopSignal
+		if errors.As(context.Cause(ctx), &s) {
+			return s.what
+		}
 		return "interrupted (SIGINT or SIGTERM)"
 	}
 	return fmt.Sprintf("--timeout %v reached", timeout)

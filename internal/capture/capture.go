@@ -57,6 +57,11 @@ type Header struct {
 	// Agent names the agent dialect (cursor, claude, codex, opencode, auggie,
 	// copilot, generic); empty when unknown.
 	Agent string `json:"agent,omitempty"`
+	// Explicit records that Agent was chosen by the user (acpscope's
+	// --agent) rather than detected or fallen back to: a replay keeps an
+	// explicit dialect, and detects again from the capture's initialize
+	// when a recorded one was the generic fallback.
+	Explicit bool `json:"explicit,omitempty"`
 }
 
 // Entry is one recorded JSON-RPC message.

@@ -64,6 +64,12 @@ type Agent struct {
 
 	w   io.Writer
 	wmu sync.Mutex
+
+	// updateTimes are the recorded times of the session/update
+	// notifications sent so far, in the order sent (see UpdateTime).
+	tmu         sync.Mutex
+	updateTimes []int64
+	lastTime    int64
 }
 
 // maxHeld bounds the client requests held while the script waits; beyond
@@ -229,12 +235,40 @@ func (a *Agent) play(limit int) error {
 				return err
 			}
 		default:
-			if err := a.send(e.Msg); err != nil {
+			if err := a.notify(e, m); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// notify sends a recorded agent notification, noting the recorded time of
+// a session/update first (an entry without one takes the time before it).
+func (a *Agent) notify(e capture.Entry, m capture.Message) error {
+	if m.Method == "session/update" {
+		a.tmu.Lock()
+		if e.T != nil {
+			a.lastTime = *e.T
+		}
+		a.updateTimes = append(a.updateTimes, a.lastTime)
+		a.tmu.Unlock()
+	}
+	return a.send(e.Msg)
+}
+
+// UpdateTime returns the recorded time, in milliseconds since the capture
+// started, of the k-th (0-based) session/update notification the agent
+// has sent; ok is false before it was sent. A client that handles updates
+// in the order received uses it to date what the k-th update shows with
+// the capture's own clock.
+func (a *Agent) UpdateTime(k int) (ms int64, ok bool) {
+	a.tmu.Lock()
+	defer a.tmu.Unlock()
+	if k < 0 || k >= len(a.updateTimes) {
+		return 0, false
+	}
+	return a.updateTimes[k], true
 }
 
 // playTail sends the agent notifications left in the script once the
@@ -250,7 +284,7 @@ func (a *Agent) playTail() error {
 		if err != nil || m.IsRequest() || m.IsResponse() {
 			continue
 		}
-		if err := a.send(e.Msg); err != nil {
+		if err := a.notify(e, m); err != nil {
 			return err
 		}
 	}

@@ -240,6 +240,15 @@ func (t *Terminal) Permission(title, answer string) {
 	t.logLocked(fmt.Sprintf("? permission for %s → %s", oneLine(title, 72), answer))
 }
 
+// Note shows one line of acpscope's own in the live log (a turn's start,
+// the bounds of replayed history), sanitised like agent text.
+func (t *Terminal) Note(line string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.flushTextLocked()
+	t.logLocked(printable(line))
+}
+
 // Tick advances the spinner; it does nothing without animation or when no
 // subagent runs.
 func (t *Terminal) Tick() {

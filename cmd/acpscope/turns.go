@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"slices"
+	"strings"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
+)
+
+// promptList is the repeatable --prompt flag: one turn per value, in order.
+type promptList []string
+
+// String renders the prompts for the flag package.
+func (p *promptList) String() string { return strings.Join(*p, " | ") }
+
+// Set adds one prompt; an empty one is refused (it would be no turn).
+func (p *promptList) Set(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return errors.New("a prompt must not be empty")
+	}
+	*p = append(*p, v)
+	return nil
+}
+
+// promptSource is where the turns' prompts come from: the --prompt values;
+// else, on a terminal, one line per turn (interactive, see readPrompts);
+// else standard input, read to its end, as one prompt. A run that resumes
+// a session may have no prompt (it only reopens the session).
+func promptSource(e env, prompts promptList, resuming bool) (turns iter.Seq[string], interactive bool, err error) {
+	if len(prompts) > 0 {
+		return slices.Values([]string(prompts)), false, nil
+	}
+	if isCharDevice(e.stdin) {
+		return readPrompts(e.stdin, e.stdout), true, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(e.stdin, maxPromptBytes+1))
+	if err != nil {
+		return nil, false, fmt.Errorf("reading the prompt from standard input: %v", err)
+	}
+	if len(data) > maxPromptBytes {
+		return nil, false, fmt.Errorf("the prompt on standard input is larger than %d bytes", maxPromptBytes)
+	}
+	text := strings.TrimSpace(string(data))
+	switch {
+	case text != "":
+		return slices.Values([]string{text}), false, nil
+	case resuming:
+		return slices.Values([]string(nil)), false, nil
+	}
+	return nil, false, fmt.Errorf("no prompt: pass --prompt or write it to standard input")
+}
+
+// promptMark is shown on the terminal before each interactive prompt line.
+const promptMark = "› "
+
+// readPrompts yields one prompt per line typed on the terminal in, asking
+// with promptMark on out; blank lines ask again, and end of input (Ctrl-D)
+// ends the session. A line is read only once the previous turn is over.
+func readPrompts(in io.Reader, out io.Writer) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		r := bufio.NewReaderSize(in, 64<<10)
+		for {
+			fmt.Fprint(out, promptMark)
+			line, err := r.ReadString('\n')
+			if len(line) > maxPromptBytes {
+				fmt.Fprintf(out, "\nacpscope: a prompt may be at most %d bytes; not sent\n", maxPromptBytes)
+				continue
+			}
+			if text := strings.TrimSpace(line); text != "" {
+				if !yield(text) {
+					return
+				}
+			}
+			if err != nil {
+				fmt.Fprintln(out)
+				return
+			}
+		}
+	}
+}
+
+// sessionRequests is a run's client requests: open (session/new, or the
+// session --resume names) and then one session/prompt per prompt.
+func sessionRequests(open request, prompts iter.Seq[string]) iter.Seq[request] {
+	return func(yield func(request) bool) {
+		if !yield(open) {
+			return
+		}
+		for text := range prompts {
+			if !yield(request{method: acp.AgentMethodSessionPrompt, text: text}) {
+				return
+			}
+		}
+	}
+}
+
+// reportTurn tells the interactive user how a turn ended, before the next
+// prompt line.
+func reportTurn(e env, term *view.Terminal, n int, stop acp.StopReason, err error) {
+	term.Flush()
+	if err != nil {
+		fmt.Fprintf(e.stdout, "\nturn %d: %s\n", n, safetext.Text(err.Error()))
+		return
+	}
+	fmt.Fprintf(e.stdout, "\nturn %d ended: %s\n", n, safetext.Text(string(stop)))
+}
