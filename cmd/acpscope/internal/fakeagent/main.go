@@ -13,6 +13,10 @@
 //	               burst (-per of them for each Claude-style subagent, see
 //	               burst.go), on session/prompt and on session/load, then
 //	               answers
+//	-mode turns    one subagent per prompt, remembered in -state FILE and
+//	               replayed as history by session/load or session/resume
+//	               (-reopen load, resume or none: what the agent offers;
+//	               see turns.go)
 //
 // Hostile modes, for the cancel and timeout tests. Each opens a subagent
 // card and then:
@@ -43,11 +47,13 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "ok", "ok, error, exit, burst, cancel, hang, mute, junk or deaf")
+	mode := flag.String("mode", "ok", "ok, error, exit, burst, turns, cancel, hang, mute, junk or deaf")
 	updates := flag.Int("updates", 20000, "how many updates the burst mode sends")
 	per := flag.Int("per", 100, "how many of the burst's updates go to each subagent")
 	ready := flag.String("ready", "", "create this file once the turn's card is open")
 	file := flag.String("file", "", "the file the deaf mode asks the client to read")
+	state := flag.String("state", "", "the turns mode's session state file")
+	reopen := flag.String("reopen", "load", "how the turns mode reopens a session: load, resume or none")
 	flag.Parse()
 	switch *mode {
 	case "deaf":
@@ -64,7 +70,7 @@ func main() {
 		_, _ = os.Stdout.WriteString(junk)
 		return
 	}
-	a := &agent{mode: *mode, ready: *ready, updates: *updates, per: *per, cancelled: make(chan struct{})}
+	a := &agent{mode: *mode, ready: *ready, updates: *updates, per: *per, state: *state, reopen: *reopen, cancelled: make(chan struct{})}
 	conn := acp.NewAgentSideConnection(a, os.Stdout, os.Stdin)
 	a.conn = conn
 	<-conn.Done()
@@ -73,8 +79,10 @@ func main() {
 type agent struct {
 	mode      string
 	ready     string
-	updates   int // -updates, for the burst mode
-	per       int // -per, for the burst mode
+	updates   int    // -updates, for the burst mode
+	per       int    // -per, for the burst mode
+	state     string // -state, for the turns mode
+	reopen    string // -reopen, for the turns mode
 	conn      *acp.AgentSideConnection
 	cancelled chan struct{}
 }
@@ -102,10 +110,14 @@ func markReady(path string) {
 }
 
 func (a *agent) Initialize(context.Context, acp.InitializeRequest) (acp.InitializeResponse, error) {
+	caps := acp.AgentCapabilities{LoadSession: a.mode == "burst" || (a.mode == "turns" && a.reopen == "load")}
+	if a.mode == "turns" && a.reopen == "resume" {
+		caps.SessionCapabilities.Resume = &acp.SessionResumeCapabilities{}
+	}
 	return acp.InitializeResponse{
 		ProtocolVersion:   acp.ProtocolVersionNumber,
 		AgentInfo:         &acp.Implementation{Name: "@agentclientprotocol/claude-agent-acp", Version: "0.101.0"},
-		AgentCapabilities: acp.AgentCapabilities{LoadSession: a.mode == "burst"},
+		AgentCapabilities: caps,
 	}, nil
 }
 
@@ -131,6 +143,8 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 			return acp.PromptResponse{}, err
 		}
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
+	case "turns":
+		return a.promptTurn(ctx, req)
 	}
 	sid := req.SessionId
 	claude := func(tool string, extra map[string]any) map[string]any {
@@ -198,8 +212,13 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 // LoadSession replays the burst as the session's history (-mode burst);
 // other modes have no history to replay.
 func (a *agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
-	if a.mode == "burst" {
+	switch a.mode {
+	case "burst":
 		if err := burst(ctx, a.conn, req.SessionId, a.updates, a.per); err != nil {
+			return acp.LoadSessionResponse{}, err
+		}
+	case "turns":
+		if err := a.replayTurns(ctx, req.SessionId); err != nil {
 			return acp.LoadSessionResponse{}, err
 		}
 	}
@@ -231,7 +250,10 @@ func (a *agent) Logout(context.Context, acp.LogoutRequest) (acp.LogoutResponse, 
 	return acp.LogoutResponse{}, nil
 }
 
-func (a *agent) ResumeSession(context.Context, acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+func (a *agent) ResumeSession(ctx context.Context, req acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	if a.mode == "turns" && a.reopen == "resume" {
+		return acp.ResumeSessionResponse{}, a.replayTurns(ctx, req.SessionId)
+	}
 	return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
 }
 
@@ -250,7 +272,7 @@ var (
 
 func init() {
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: fakeagent [-mode ok|error|exit|burst|cancel|hang|mute|junk|deaf] [-updates N] [-per N] [-ready FILE] [-file FILE]")
+		fmt.Fprintln(os.Stderr, "usage: fakeagent [-mode ok|error|exit|burst|turns|cancel|hang|mute|junk|deaf] [-updates N] [-per N] [-ready FILE] [-file FILE] [-state FILE] [-reopen load|resume|none]")
 		flag.PrintDefaults()
 	}
 }
