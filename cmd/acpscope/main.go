@@ -59,7 +59,9 @@ func main() {
 	procguard.EnableGuardProcess()
 	ctx, end := context.WithCancelCause(context.Background())
 	in := &interrupter{}
-	stdout := &watchedOutput{w: os.Stdout, closed: func() { end(&stopSignal{"standard output closed", exitOutputClosed}) }}
+	outputClosed := func() { end(&stopSignal{"standard output closed", exitOutputClosed}) }
+	stdout := &watchedOutput{w: os.Stdout, closed: outputClosed}
+	watchOutputGone(os.Stdout, outputClosed)
 	stopSignals := watchSignals(end, in)
 	code := runEnv(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: stdout, stderr: os.Stderr, interrupts: in})
 	stopSignals()
