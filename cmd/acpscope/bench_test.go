@@ -16,6 +16,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 )
 
@@ -40,15 +41,15 @@ func BenchmarkLoadReplayPipeline(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		agent, err := startAgent([]string{fakeAgent, "-mode", "burst", "-updates", strconv.Itoa(updates), "-per", strconv.Itoa(per)}, b.TempDir(), os.Stderr)
+		agent, err := session.StartAgent([]string{fakeAgent, "-mode", "burst", "-updates", strconv.Itoa(updates), "-per", strconv.Itoa(per)}, b.TempDir(), os.Stderr)
 		if err != nil {
 			b.Fatal(err)
 		}
-		cfg := turnConfig{
-			term: view.NewTerminal(io.Discard, false), sink: sink.record, policy: PolicyReject, cwd: "/",
-			log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		cfg := session.Config{
+			Term: view.NewTerminal(io.Discard, false), Sink: sink.record, Policy: session.PolicyReject, Cwd: "/",
+			Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		}
-		tracker, conn, err := newClientStack(cfg, agent.stdin, agent.stdout)
+		tracker, conn, err := session.NewClientStack(cfg, agent.Stdin, agent.Stdout)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -70,7 +71,7 @@ func BenchmarkLoadReplayPipeline(b *testing.B) {
 			b.Fatalf("session/load: %v", err)
 		}
 		_ = conn.Close()
-		agent.stop()
+		agent.Stop()
 		frames := tracker.Counters()[adapter.CounterFrames]
 		rows, err := sink.store.ListBySession(ctx, sid)
 		if err != nil {

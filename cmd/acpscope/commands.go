@@ -5,7 +5,6 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,9 +20,9 @@ import (
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
-	"github.com/kdlbs/acp-go-sdk/internal/replay"
 )
 
 // demoFS holds the bundled demo captures replayed by `acpscope replay`
@@ -59,7 +58,7 @@ func (o *outputFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.agent, "agent", "", "agent dialect: "+strings.Join(adapter.Registered(), ", ")+" (default: from the capture or the agent's initialize answer)")
 	fs.StringVar(&o.db, "db", "", "database for subagent contexts: a SQLite path or postgres://… (default: $ACPSCOPE_DB, else the embedded SQLite database)")
 	fs.BoolVar(&o.noDB, "no-db", false, "do not persist subagent contexts")
-	fs.StringVar(&o.permission, "permission", PolicyReject, "answer to permission requests: allow, reject or cancel")
+	fs.StringVar(&o.permission, "permission", session.PolicyReject, "answer to permission requests: allow, reject or cancel")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "limit for the whole turn; then the turn is cancelled (session/cancel, exit code 3)")
 	fs.DurationVar(&o.grace, "cancel-grace", 3*time.Second, "how long a cancelled turn (--timeout, SIGINT, SIGTERM) waits for the agent to answer session/cancel before the agent is killed")
 	fs.BoolVar(&o.subagents, "subagents", false, "declare clientCapabilities.subagents: agents that support ACP subagent sessions then report children as child sessions instead of legacy tool calls (replay: default from the capture's initialize)")
@@ -94,7 +93,7 @@ func (o *outputFlags) dsn() string {
 
 func (o *outputFlags) validate() error {
 	switch o.permission {
-	case PolicyAllow, PolicyReject, PolicyCancel:
+	case session.PolicyAllow, session.PolicyReject, session.PolicyCancel:
 	default:
 		return fmt.Errorf("--permission must be allow, reject or cancel, got %q", o.permission)
 	}
@@ -111,6 +110,16 @@ func (o *outputFlags) validate() error {
 		return fmt.Errorf("--cancel-grace must not be negative")
 	}
 	return nil
+}
+
+// sessionConfig is the client stack's configuration for these flags, with
+// the view and the store sink; the caller adds what is its own (requests,
+// working directory, abort).
+func (o *outputFlags) sessionConfig(term *view.Terminal, sink *storeSink, log *slog.Logger) session.Config {
+	return session.Config{
+		Dialect: o.agent, Policy: o.permission, Term: term, Sink: sink.record, TurnStarted: sink.beginTurn,
+		Timeout: o.timeout, Grace: o.grace, Log: log, Subagents: o.subagents, ClientVersion: version,
+	}
 }
 
 // terminal returns the live view for these flags: discarded under --json,
@@ -177,12 +186,12 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	}
 	defer closeStore()
 
-	agent, err := startAgent(command, dir, e.stderr)
+	agent, err := session.StartAgent(command, dir, e.stderr)
 	if err != nil {
-		return fmt.Errorf("%w: starting the agent: %v", errTurn, err)
+		return fmt.Errorf("%w: starting the agent: %v", session.ErrTurn, err)
 	}
-	defer agent.stop()
-	toAgent, fromAgent := io.Writer(agent.stdin), io.Reader(agent.stdout)
+	defer agent.Stop()
+	toAgent, fromAgent := io.Writer(agent.Stdin), io.Reader(agent.Stdout)
 	if *record != "" {
 		f, err := os.Create(*record)
 		if err != nil {
@@ -204,29 +213,26 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 		toAgent = struct {
 			io.Writer
 			io.Closer
-		}{io.MultiWriter(w.Tap(capture.FromClient), agent.stdin), agent.stdin}
+		}{io.MultiWriter(w.Tap(capture.FromClient), agent.Stdin), agent.Stdin}
 		fromAgent = struct {
 			io.Reader
 			io.Closer
-		}{io.TeeReader(agent.stdout, w.Tap(capture.FromAgent)), agent.stdout}
+		}{io.TeeReader(agent.Stdout, w.Tap(capture.FromAgent)), agent.Stdout}
 	}
 	term := o.terminal(e.stdout)
 	log, flushLog := o.logger(e.stderr)
-	open := request{method: acp.AgentMethodSessionNew}
+	open := session.Request{Method: acp.AgentMethodSessionNew}
 	if *resume != "" {
-		open = request{method: methodReopen, sessionID: *resume}
+		open = session.Request{Method: session.MethodReopen, SessionID: *resume}
 		sink.adopt(ctx, *resume)
 	}
-	cfg := turnConfig{
-		dialect: o.agent, requests: sessionRequests(open, turns), cwd: dir, policy: o.permission,
-		term: term, sink: sink.record, turnStarted: sink.beginTurn, timeout: o.timeout, grace: o.grace, abort: agent.kill,
-		log: log, subagents: o.subagents,
-	}
+	cfg := o.sessionConfig(term, sink, log)
+	cfg.Requests, cfg.Cwd, cfg.Abort = session.Turns(open, turns), dir, agent.Kill
 	if interactive {
-		cfg.turnEnded = func(n int, stop acp.StopReason, err error) { reportTurn(e, term, n, stop, err) }
-		cfg.turnContext = e.interrupts.turnContext
+		cfg.TurnEnded = func(n int, stop acp.StopReason, err error) { reportTurn(e, term, n, stop, err) }
+		cfg.TurnContext = e.interrupts.turnContext
 	}
-	res, err := runTurn(ctx, cfg, toAgent, fromAgent)
+	res, err := session.Run(ctx, cfg, toAgent, fromAgent)
 	flushLog()
 	return finishTurn(e, o, term, res, err)
 }
@@ -326,10 +332,10 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 		}
 		term := o.terminal(e.stdout)
 		log, flushLog := o.logger(e.stderr)
-		res, err := replayOne(ctx, src.c, sink, turnConfig{
-			dialect: dialect, requests: slices.Values(capturedRequests(src.c)), cwd: "/", policy: o.permission,
-			term: term, sink: sink.record, turnStarted: sink.beginTurn, timeout: o.timeout, grace: o.grace, log: log, subagents: subagents,
-		})
+		cfg := o.sessionConfig(term, sink, log)
+		cfg.Dialect, cfg.Cwd, cfg.Subagents = dialect, "/", subagents
+		res, err := session.Replay(ctx, src.c, cfg, func(now func() time.Time) { sink.clock = now })
+		sink.clock = nil
 		flushLog()
 		if err := finishTurn(e, o, term, res, err); err != nil {
 			return err
@@ -352,43 +358,6 @@ func replayDialect(flag string, c *capture.Capture) string {
 		return ""
 	}
 	return c.Header.Agent
-}
-
-// replayOne plays c's agent side against the live client stack. The sink
-// stores each card at the capture's own time: the replay's start plus the
-// recorded offset of the session/update being handled.
-func replayOne(ctx context.Context, c *capture.Capture, sink *storeSink, cfg turnConfig) (turnResult, error) {
-	clientToAgentR, clientToAgentW := io.Pipe()
-	agentToClientR, agentToClientW := io.Pipe()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	agent := replay.NewAgent(c)
-	clock := recordedClock(time.Now(), agent)
-	cfg.onUpdate = clock.next
-	if sink != nil {
-		sink.clock = clock.now
-		defer func() { sink.clock = nil }()
-	}
-	served := make(chan error, 1)
-	go func() {
-		err := agent.Serve(ctx, clientToAgentR, agentToClientW)
-		agentToClientW.CloseWithError(io.EOF)
-		served <- err
-	}()
-	// Aborting the scripted agent ends it and both pipes, so nothing stays
-	// blocked on them.
-	cfg.abort = func() {
-		cancel()
-		clientToAgentR.CloseWithError(io.ErrClosedPipe)
-		agentToClientW.CloseWithError(io.ErrClosedPipe)
-	}
-	res, err := runTurn(ctx, cfg, clientToAgentW, agentToClientR)
-	clientToAgentW.Close()
-	cancel()
-	if serr := <-served; err == nil && serr != nil && !errors.Is(serr, context.Canceled) {
-		err = fmt.Errorf("%w: replay: %v", errTurn, serr)
-	}
-	return res, err
 }
 
 // clientParams yields the params of the capture's client messages whose
@@ -441,10 +410,10 @@ func declaring(declared bool) string {
 
 // finishTurn prints the turn's outcome: the cards (or the JSON lines) and
 // the stop reason.
-func finishTurn(e env, o outputFlags, term *view.Terminal, res turnResult, err error) error {
+func finishTurn(e env, o outputFlags, term *view.Terminal, res session.Result, err error) error {
 	term.Flush()
 	if o.json {
-		if werr := term.WriteJSON(e.stdout, res.dialect); werr != nil && err == nil {
+		if werr := term.WriteJSON(e.stdout, res.Dialect); werr != nil && err == nil {
 			err = werr
 		}
 		return err
@@ -452,7 +421,7 @@ func finishTurn(e env, o outputFlags, term *view.Terminal, res turnResult, err e
 	term.Summary()
 	if err == nil {
 		fmt.Fprintf(e.stdout, "\nturn ended: %s (agent dialect %s, session %s)\n",
-			safetext.Text(string(res.stopReason)), safetext.Text(res.dialect), safetext.Text(res.sessionID))
+			safetext.Text(string(res.StopReason)), safetext.Text(res.Dialect), safetext.Text(res.SessionID))
 	}
 	return err
 }

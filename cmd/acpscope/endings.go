@@ -7,26 +7,17 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
 )
-
-// stopSignal is why acpscope's session ended from outside: a signal or a
-// closed standard output. It is the cause of the session's context, and
-// the exit code says which it was.
-type stopSignal struct {
-	what string
-	code int
-}
-
-// Error says what ended the session.
-func (s *stopSignal) Error() string { return s.what }
 
 // endingSignals are the signals that end a session through the cancel path
 // (session/cancel, grace, kill), each with its message and exit code.
-var endingSignals = map[os.Signal]stopSignal{
-	os.Interrupt:    {"interrupted (SIGINT)", exitCancelled},
-	syscall.SIGTERM: {"interrupted (SIGTERM)", exitCancelled},
-	syscall.SIGHUP:  {"hung up (SIGHUP)", exitHangup},
-	syscall.SIGQUIT: {"quit (SIGQUIT)", exitQuit},
+var endingSignals = map[os.Signal]session.Ending{
+	os.Interrupt:    {What: "interrupted (SIGINT)", Code: exitCancelled},
+	syscall.SIGTERM: {What: "interrupted (SIGTERM)", Code: exitCancelled},
+	syscall.SIGHUP:  {What: "hung up (SIGHUP)", Code: exitHangup},
+	syscall.SIGQUIT: {What: "quit (SIGQUIT)", Code: exitQuit},
 }
 
 // watchSignals turns the ending signals into the session's end (its
@@ -102,7 +93,7 @@ func (i *interrupter) interruptTurn() bool {
 	if i.turn == nil {
 		return false
 	}
-	i.turn(&stopSignal{"interrupted (Ctrl-C)", exitCancelled})
+	i.turn(&session.Ending{What: "interrupted (Ctrl-C)", Code: exitCancelled})
 	i.turn = nil
 	return true
 }

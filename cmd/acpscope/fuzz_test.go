@@ -2,75 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"math"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
-
-	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 )
-
-// FuzzReadTextFile sends fs/read_text_file requests with any path, line and
-// limit. The handler must not panic, must never serve what lies outside the
-// root (here a file reached through a symbolic link), and what it serves is
-// a run of whole lines of the file, the requested window clamped to it.
-func FuzzReadTextFile(f *testing.F) {
-	root := f.TempDir()
-	outside := f.TempDir()
-	const text = "one\ntwo\nthree\n"
-	for name, data := range map[string]string{filepath.Join(root, "a.txt"): text, filepath.Join(outside, "secret"): "SECRET\n"} {
-		if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
-			f.Fatal(err)
-		}
-	}
-	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "link")); err != nil {
-		f.Fatal(err)
-	}
-	if err := os.Symlink(outside, filepath.Join(root, "out")); err != nil {
-		f.Fatal(err)
-	}
-	f.Add("a.txt", true, 2, true, 1)
-	f.Add("out/secret", false, 0, false, 0)
-	f.Add("../"+filepath.Base(outside)+"/secret", true, 1, true, 5)
-	f.Add("a.txt", true, math.MaxInt, true, -1)
-	f.Add("a.txt", false, 0, true, math.MaxInt)
-	c := &scopeClient{root: root}
-	f.Fuzz(func(t *testing.T, rel string, hasLine bool, line int, hasLimit bool, limit int) {
-		req := acp.ReadTextFileRequest{Path: rel}
-		if !filepath.IsAbs(rel) {
-			req.Path = root + string(filepath.Separator) + rel
-		}
-		if hasLine {
-			req.Line = &line
-		}
-		if hasLimit {
-			req.Limit = &limit
-		}
-		resp, err := c.ReadTextFile(context.Background(), req)
-		if err != nil {
-			return
-		}
-		if strings.Contains(resp.Content, "SECRET") {
-			t.Fatalf("served a file outside the root for %q", req.Path)
-		}
-		lines := strings.SplitAfter(text, "\n")
-		start := 0
-		if hasLine && line > 1 {
-			start = int(min(int64(line)-1, int64(len(lines))))
-		}
-		n := len(lines) - start
-		if hasLimit && limit >= 0 {
-			n = int(min(int64(limit), int64(len(lines)-start)))
-		}
-		if want := strings.Join(lines[start:start+n], ""); (hasLine || hasLimit) && resp.Content != want {
-			t.Fatalf("line %d limit %d: served %q, want %q", line, limit, resp.Content, want)
-		}
-	})
-}
 
 // FuzzCheckCapture reads any bytes as a capture and checks it for replay:
 // neither may panic, and a capture that passes holds at least one message.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/kdlbs/acp-go-sdk/adapter/cursor/cli"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
+
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
 )
 
 // cmdHealth implements `acpscope health [--db DSN]`: the persistence
@@ -29,7 +31,7 @@ func cmdHealth(ctx context.Context, e env, args []string) error {
 	defer s.Close()
 	h, err := s.Health(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: health check: %v", errTurn, err)
+		return fmt.Errorf("%w: health check: %v", session.ErrTurn, err)
 	}
 	// What the database reports passes the sanitiser.
 	w := safetext.NewWriter(e.stdout)
@@ -56,7 +58,7 @@ func cmdHealth(ctx context.Context, e env, args []string) error {
 	}
 	if !h.Healthy() {
 		fmt.Fprintln(w, "status:            UNHEALTHY")
-		return fmt.Errorf("%w: the health check found a problem", errTurn)
+		return fmt.Errorf("%w: the health check found a problem", session.ErrTurn)
 	}
 	fmt.Fprintln(w, "status:            healthy")
 	return nil

@@ -30,6 +30,7 @@ import (
 	"syscall"
 
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
 	"github.com/kdlbs/acp-go-sdk/internal/procguard"
 )
 
@@ -59,7 +60,7 @@ func main() {
 	procguard.EnableGuardProcess()
 	ctx, end := context.WithCancelCause(context.Background())
 	in := &interrupter{}
-	outputClosed := func() { end(&stopSignal{"standard output closed", exitOutputClosed}) }
+	outputClosed := func() { end(&session.Ending{What: "standard output closed", Code: exitOutputClosed}) }
 	stdout := &watchedOutput{w: os.Stdout, closed: outputClosed}
 	watchOutputGone(os.Stdout, outputClosed)
 	stopSignals := watchSignals(end, in)
@@ -79,12 +80,8 @@ type env struct {
 	interrupts *interrupter
 }
 
-// run dispatches a command line and returns the exit code.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return runEnv(ctx, args, env{stdin: stdin, stdout: stdout, stderr: stderr})
-}
-
-// runEnv is run with the whole environment.
+// runEnv dispatches a command line in the environment e and returns the
+// exit code.
 func runEnv(ctx context.Context, args []string, e env) int {
 	// Everything on standard error (error messages, the connection log, the
 	// agent's own stderr) may carry agent bytes: it passes the sanitiser.
@@ -126,26 +123,26 @@ func runEnv(ctx context.Context, args []string, e env) int {
 }
 
 // exitCode reports err and maps it to an exit code. A run ended by a
-// signal or a closed standard output (ctx's cause is a stopSignal) exits
+// signal or a closed standard output (ctx's cause is a session.Ending) exits
 // with that ending's code when it was cancelled or had nothing else to
 // report.
 func exitCode(ctx context.Context, err error, stderr io.Writer) int {
-	var s *stopSignal
-	if errors.As(context.Cause(ctx), &s) && (err == nil || errors.Is(err, errCancelled)) {
+	var s *session.Ending
+	if errors.As(context.Cause(ctx), &s) && (err == nil || errors.Is(err, session.ErrCancelled)) {
 		if err != nil {
 			fmt.Fprintf(stderr, "acpscope: %v\n", err)
 		}
-		return s.code
+		return s.Code
 	}
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
-	case errors.Is(err, errCancelled):
+	case errors.Is(err, session.ErrCancelled):
 		fmt.Fprintf(stderr, "acpscope: %v\n", err)
 		return exitCancelled
-	case errors.Is(err, errTurn):
+	case errors.Is(err, session.ErrTurn):
 		fmt.Fprintf(stderr, "acpscope: %v\n", err)
 		return exitTurn
 	default:

@@ -8,6 +8,8 @@ import (
 
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/persistence"
+
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
 )
 
 // cmdMigrate implements `acpscope migrate [--dry-run] [--db DSN]`: bring
@@ -78,5 +80,5 @@ func refusals(steps []persistence.StepResult) error {
 	for _, st := range steps {
 		msg += fmt.Sprintf("\n  %s: %v", st.Name, st.Err)
 	}
-	return fmt.Errorf("%w: %s", errTurn, msg)
+	return fmt.Errorf("%w: %s", session.ErrTurn, msg)
 }

@@ -87,21 +87,6 @@ func readPrompts(in io.Reader, out io.Writer) iter.Seq[string] {
 	}
 }
 
-// sessionRequests is a run's client requests: open (session/new, or the
-// session --resume names) and then one session/prompt per prompt.
-func sessionRequests(open request, prompts iter.Seq[string]) iter.Seq[request] {
-	return func(yield func(request) bool) {
-		if !yield(open) {
-			return
-		}
-		for text := range prompts {
-			if !yield(request{method: acp.AgentMethodSessionPrompt, text: text}) {
-				return
-			}
-		}
-	}
-}
-
 // reportTurn tells the interactive user how a turn ended, before the next
 // prompt line.
 func reportTurn(e env, term *view.Terminal, n int, stop acp.StopReason, err error) {

@@ -1,6 +1,6 @@
 //go:build linux && (amd64 || arm64 || 386 || arm || riscv64 || loong64 || ppc64 || ppc64le || s390x)
 
-package main
+package session
 
 import (
 	"errors"

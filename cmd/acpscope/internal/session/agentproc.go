@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"io"
@@ -17,26 +17,28 @@ import (
 // grandchild) cannot hold the connection past it.
 const tailWait = 2 * time.Second
 
-// agentProcess is a running agent with its stdio, under the process guard.
+// Agent is a running agent with its stdio, under the process guard.
 //
 // acpscope owns both pipes (os.Pipe), not exec.Cmd: Cmd.Wait, which the
 // guard calls as soon as the agent exits, closes the pipes it made, and a
 // read still under way would lose the agent's last frames. The agent's
 // output is read to end of file instead (see agentOutput).
-type agentProcess struct {
-	proc   *procguard.Process
-	stdin  *os.File
-	stdout *agentOutput
+type Agent struct {
+	proc *procguard.Process
+	// Stdin is the agent's standard input; Stdout its standard output,
+	// read to its end.
+	Stdin  *os.File
+	Stdout io.ReadCloser
 }
 
-// startAgent starts command under the process guard (its own process group,
+// StartAgent starts command under the process guard (its own process group,
 // descendants tracked), with stdio piped and stderr passed through.
 //
 // A relative command with a directory part (./agent, bin/agent) is resolved
 // as a shell would, from the directory acpscope was started in, not from
 // dir (the session's --cwd, where the agent runs); a bare name is looked up
 // in $PATH.
-func startAgent(command []string, dir string, stderr io.Writer) (*agentProcess, error) {
+func StartAgent(command []string, dir string, stderr io.Writer) (*Agent, error) {
 	name := command[0]
 	if strings.ContainsRune(name, filepath.Separator) && !filepath.IsAbs(name) {
 		abs, err := filepath.Abs(name)
@@ -71,7 +73,7 @@ func startAgent(command []string, dir string, stderr io.Writer) (*agentProcess, 
 	}
 	out := &agentOutput{f: outR, eof: make(chan struct{})}
 	go out.closeAfterExit(proc.Exited())
-	return &agentProcess{proc: proc, stdin: inW, stdout: out}, nil
+	return &Agent{proc: proc, Stdin: inW, Stdout: out}, nil
 }
 
 // agentOutput is the read end of the agent's standard output. It is read
@@ -112,24 +114,24 @@ func (o *agentOutput) closeAfterExit(exited <-chan struct{}) {
 	}
 }
 
-// kill ends the agent and every descendant at once (SIGKILL to the whole
+// Kill ends the agent and every descendant at once (SIGKILL to the whole
 // tree, through the process guard) and closes its stdio, so that a write
 // blocked on an agent that stopped reading ends.
-func (a *agentProcess) kill() {
+func (a *Agent) Kill() {
 	a.proc.Kill()
-	a.stdin.Close()
-	a.stdout.Close()
+	a.Stdin.Close()
+	a.Stdout.Close()
 }
 
-// stop ends the agent: stdin is closed first (an ACP agent exits at end of
+// Stop ends the agent: stdin is closed first (an ACP agent exits at end of
 // input); after a grace period the guard terminates the process and every
 // descendant (SIGTERM, then SIGKILL).
-func (a *agentProcess) stop() {
-	a.stdin.Close()
+func (a *Agent) Stop() {
+	a.Stdin.Close()
 	select {
 	case <-a.proc.Exited():
 	case <-time.After(2 * time.Second):
 	}
 	a.proc.Terminate()
-	a.stdout.Close()
+	a.Stdout.Close()
 }

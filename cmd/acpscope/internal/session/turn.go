@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"context"
@@ -18,94 +18,107 @@ import (
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 )
 
-// request is one client request of a session, as the session driver
+// Request is one client Request of a session, as the session driver
 // sends it after initialize.
-type request struct {
-	// method is session/new, session/load, session/resume,
-	// session/prompt, or methodReopen (run --resume: session/load when
+type Request struct {
+	// Method is session/new, session/load, session/resume,
+	// session/prompt, or MethodReopen (run --resume: session/load when
 	// the agent offers it, else session/resume).
-	method string
-	// sessionID names the session of load, resume and prompt ("" for a
+	Method string
+	// SessionID names the session of load, resume and prompt ("" for a
 	// prompt: the session opened last).
-	sessionID string
-	// cwd is the working directory of new, load and resume ("" =
-	// turnConfig.cwd).
-	cwd string
-	// text is a prompt's text.
-	text string
-	// cancel sends session/cancel once the prompt is under way (a replay
+	SessionID string
+	// Cwd is the working directory of new, load and resume ("" =
+	// Config.cwd).
+	Cwd string
+	// Text is a prompt's text.
+	Text string
+	// Cancel sends session/cancel once the prompt is under way (a replay
 	// of a capture whose client cancelled that turn).
-	cancel bool
+	Cancel bool
 }
 
-// methodReopen asks for the first of session/load and session/resume the
+// MethodReopen asks for the first of session/load and session/resume the
 // agent offers.
-const methodReopen = "reopen"
+const MethodReopen = "reopen"
 
-// turnConfig is everything one session against one agent needs.
-type turnConfig struct {
-	// dialect is the explicit dialect name; "" chooses it from the agent's
+// Config is everything one session against one agent needs.
+type Config struct {
+	// Dialect is the explicit dialect name; "" chooses it from the agent's
 	// initialize answer.
-	dialect string
-	cwd     string
-	policy  string
-	// requests are the client's requests after initialize, in order; the
+	Dialect string
+	Cwd     string
+	Policy  string
+	// Requests are the client's requests after initialize, in order; the
 	// driver sends each and waits for its answer before it asks for the
 	// next (so an interactive source reads the next prompt only then).
-	requests iter.Seq[request]
-	// term renders the session; sink, when set, receives every event too
+	Requests iter.Seq[Request]
+	// Term renders the session; sink, when set, receives every event too
 	// (persistence), with the connection's dialect.
-	term *view.Terminal
-	sink func(dialect string, ev adapter.Event)
-	// turnStarted, when set, is called before each prompt is sent, and
-	// onUpdate before each session/update is handed to the tracker.
-	turnStarted func(sessionID string)
-	onUpdate    func()
-	// turnEnded, when set, is told how each turn ended (err nil: stop).
-	turnEnded func(n int, stop acp.StopReason, err error)
-	// turnContext, when set, derives each prompt turn's context from the
+	Term *view.Terminal
+	Sink func(dialect string, ev adapter.Event)
+	// TurnStarted, when set, is called before each prompt is sent, and
+	// OnUpdate before each session/update is handed to the tracker.
+	TurnStarted func(sessionID string)
+	OnUpdate    func()
+	// TurnEnded, when set, is told how each turn ended (err nil: stop).
+	TurnEnded func(n int, stop acp.StopReason, err error)
+	// TurnContext, when set, derives each prompt turn's context from the
 	// session's (an interactive run's Ctrl-C cancels that one turn); the
 	// returned func releases it.
-	turnContext func(ctx context.Context) (context.Context, func())
-	// timeout bounds each step: initialize with the session's opening,
+	TurnContext func(ctx context.Context) (context.Context, func())
+	// Timeout bounds each step: initialize with the session's opening,
 	// then each prompt turn; when it passes, or ctx ends (a signal, a
 	// closed standard output), the turn is cancelled.
-	timeout time.Duration
-	// grace is how long a cancelled turn waits for the agent's answer to
+	Timeout time.Duration
+	// Grace is how long a cancelled turn waits for the agent's answer to
 	// session/cancel before abort is called.
-	grace time.Duration
-	// abort ends the agent for good (its whole process group, or the
+	Grace time.Duration
+	// Abort ends the agent for good (its whole process group, or the
 	// scripted agent) so that every blocked write to it ends; nil if none.
-	abort func()
-	// log receives the SDK's connection log.
-	log *slog.Logger
-	// subagents declares clientCapabilities.subagents, opting in to the
+	Abort func()
+	// Log receives the SDK's connection log.
+	Log *slog.Logger
+	// Subagents declares clientCapabilities.subagents, opting in to the
 	// ACP subagent-session form.
-	subagents bool
+	Subagents bool
+	// ClientVersion is sent as clientInfo.version.
+	ClientVersion string
 }
 
-// turnResult is what a finished session reports.
-type turnResult struct {
-	dialect   string
-	sessionID string
-	// stopReason is the last turn's; turns counts the prompts answered or
+// Result is what a finished session reports.
+type Result struct {
+	Dialect   string
+	SessionID string
+	// StopReason is the last turn's; turns counts the prompts answered or
 	// cancelled.
-	stopReason acp.StopReason
-	turns      int
+	StopReason acp.StopReason
+	Turns      int
 }
 
-// errTurn marks failures of the agent or the turn (exit code 1), as opposed
+// ErrTurn marks failures of the agent or the turn (exit code 1), as opposed
 // to usage and input errors (exit code 2).
-var errTurn = errors.New("agent or turn failure")
+var ErrTurn = errors.New("agent or turn failure")
 
-// errCancelled marks a turn that acpscope cancelled: --timeout passed, or
+// ErrCancelled marks a turn that acpscope cancelled: --timeout passed, or
 // a signal arrived or standard output closed (exit code 3, or the
-// stopSignal's own code).
-var errCancelled = errors.New("turn cancelled")
+// Ending's own code).
+var ErrCancelled = errors.New("turn cancelled")
 
-// errCannotReopen marks a --resume the agent cannot serve: it offers
+// ErrCannotReopen marks a --resume the agent cannot serve: it offers
 // neither session/load nor session/resume (exit code 2).
-var errCannotReopen = errors.New("the agent cannot reopen a session")
+var ErrCannotReopen = errors.New("the agent cannot reopen a session")
+
+// Ending is why a session ended from outside: a signal, or a closed
+// standard output. It is the cause of the session's context (see
+// context.WithCancelCause), and Code is the exit code it calls for.
+type Ending struct {
+	What string
+	Code int
+}
+
+// Error says what ended the session.
+func (e *Ending) Error() string { return e.What }
 
 // closeWait bounds the wait for the connection's handlers once the turn is
 // over (the agent is gone or answered by then).
@@ -117,25 +130,25 @@ func severity(err error) int {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, errTurn):
+	case errors.Is(err, ErrTurn):
 		return 2
 	default:
 		return 1
 	}
 }
 
-// runTurn drives a session as an ACP client over the agent's stdio: it
-// initializes, then sends cfg.requests in order (open the session, then
+// Run drives a session as an ACP client over the agent's stdio: it
+// initializes, then sends cfg.Requests in order (open the session, then
 // each prompt turn), feeding every update to the tracker and the view on
 // the way. It returns the worst turn's error.
 //
-// When cfg.timeout passes for a step, the step is cancelled: during a
-// prompt, session/cancel is sent and the agent has cfg.grace to answer;
-// after that (or at once, before there is a session) cfg.abort ends it.
-// The turn's open cards end cancelled and its error wraps errCancelled;
+// When cfg.Timeout passes for a step, the step is cancelled: during a
+// prompt, session/cancel is sent and the agent has cfg.Grace to answer;
+// after that (or at once, before there is a session) cfg.Abort ends it.
+// The turn's open cards end cancelled and its error wraps ErrCancelled;
 // the next turn still runs if the agent answered. When ctx ends (a
 // signal), the running turn is cancelled the same way and no other runs.
-func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent io.Reader) (res turnResult, err error) {
+func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader) (res Result, err error) {
 	// The requests themselves end only when the agent is aborted: a
 	// cancelled turn still waits (for the grace period) for the answer.
 	rpcCtx, abortRPC := context.WithCancel(context.WithoutCancel(ctx))
@@ -144,18 +157,18 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 	abort := func() {
 		if !aborted {
 			aborted = true
-			if cfg.abort != nil {
-				cfg.abort()
+			if cfg.Abort != nil {
+				cfg.Abort()
 			}
 			abortRPC()
 		}
 	}
 
-	tracker, conn, err := newClientStack(cfg, toAgent, fromAgent)
+	tracker, conn, err := NewClientStack(cfg, toAgent, fromAgent)
 	if err != nil {
 		return res, err
 	}
-	stopTicker := startTicker(cfg.term)
+	stopTicker := startTicker(cfg.Term)
 	cancelOpen := false
 	defer func() {
 		stopTicker()
@@ -180,12 +193,12 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 		// A turn the agent was aborted in (or a session stopped before its
 		// first turn) leaves its cards open: they end cancelled here, once
 		// nothing more can arrive.
-		if cancelOpen || (res.turns == 0 && errors.Is(err, errCancelled)) {
+		if cancelOpen || (res.Turns == 0 && errors.Is(err, ErrCancelled)) {
 			cancelCards(cfg, tracker)
 		}
 	}()
 
-	// call runs one request to the agent; when stop ends before it
+	// call runs one Request to the agent; when stop ends before it
 	// answers, the agent is aborted at once.
 	call := func(stop context.Context, what string, fn func(context.Context) error) error {
 		done := make(chan error, 1)
@@ -193,16 +206,16 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 		select {
 		case err := <-done:
 			if err != nil {
-				return fmt.Errorf("%w: %s: %s", errTurn, what, describeRPC(err))
+				return fmt.Errorf("%w: %s: %s", ErrTurn, what, describeRPC(err))
 			}
 			return nil
 		case <-stop.Done():
 			abort()
-			select { // the aborted request ends with the agent's pipes
+			select { // the aborted Request ends with the agent's pipes
 			case <-done:
 			case <-time.After(closeWait):
 			}
-			return fmt.Errorf("%w: %s during %s; the agent was stopped", errCancelled, stopCause(ctx, cfg.timeout), what)
+			return fmt.Errorf("%w: %s during %s; the agent was stopped", ErrCancelled, stopCause(ctx, cfg.Timeout), what)
 		}
 	}
 
@@ -211,13 +224,13 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 		ClientCapabilities: acp.ClientCapabilities{
 			Fs: acp.FileSystemCapabilities{ReadTextFile: true},
 		},
-		ClientInfo: &acp.Implementation{Name: "acpscope", Version: version},
+		ClientInfo: &acp.Implementation{Name: "acpscope", Version: cfg.ClientVersion},
 	}
-	if cfg.subagents {
+	if cfg.Subagents {
 		initReq.ClientCapabilities.Subagents = &acp.SubagentCapabilities{}
 	}
 	// initialize and the session's opening share one --timeout.
-	openStop, cancelOpenStop := context.WithTimeout(ctx, cfg.timeout)
+	openStop, cancelOpenStop := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancelOpenStop()
 	var initResp acp.InitializeResponse
 	if err := call(openStop, "initialize", func(ctx context.Context) (err error) {
@@ -227,22 +240,22 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 		return res, err
 	}
 	tracker.Initialize(&initReq, &initResp)
-	res.dialect = tracker.Dialect()
+	res.Dialect = tracker.Dialect()
 
 	var worst error
 	opened := false
-	for req := range cfg.requests {
+	for req := range cfg.Requests {
 		if ctx.Err() != nil || aborted {
 			break
 		}
-		if req.cwd == "" {
-			req.cwd = cfg.cwd
+		if req.Cwd == "" {
+			req.Cwd = cfg.Cwd
 		}
-		if req.method != "session/prompt" {
+		if req.Method != "session/prompt" {
 			stop := openStop
 			var cancelStop context.CancelFunc = func() {}
 			if opened {
-				stop, cancelStop = context.WithTimeout(ctx, cfg.timeout)
+				stop, cancelStop = context.WithTimeout(ctx, cfg.Timeout)
 			}
 			err := openSession(stop, conn, tracker, cfg, initResp.AgentCapabilities, req, call, &res)
 			cancelStop()
@@ -252,18 +265,18 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 			opened = true
 			continue
 		}
-		if req.sessionID == "" {
-			req.sessionID = res.sessionID
+		if req.SessionID == "" {
+			req.SessionID = res.SessionID
 		}
-		res.turns++
+		res.Turns++
 		stop, ans, err := promptTurn(ctx, conn, tracker, cfg, req, abort)
-		res.dialect = tracker.Dialect()
+		res.Dialect = tracker.Dialect()
 		if err == nil {
-			res.stopReason = ans.resp.StopReason
-		} else if errors.Is(err, errCancelled) {
-			res.stopReason = acp.StopReasonCancelled
+			res.StopReason = ans.resp.StopReason
+		} else if errors.Is(err, ErrCancelled) {
+			res.StopReason = acp.StopReasonCancelled
 		}
-		if res.stopReason == acp.StopReasonCancelled {
+		if res.StopReason == acp.StopReasonCancelled {
 			cancelOpen = true
 			if !aborted {
 				// The agent answered: its cards are all delivered, and
@@ -274,8 +287,8 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 				cancelOpen = false
 			}
 		}
-		if cfg.turnEnded != nil {
-			cfg.turnEnded(res.turns, res.stopReason, err)
+		if cfg.TurnEnded != nil {
+			cfg.TurnEnded(res.Turns, res.StopReason, err)
 		}
 		if severity(err) > severity(worst) || (err != nil && stop) {
 			worst = err
@@ -284,30 +297,45 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 			break
 		}
 	}
-	if res.sessionID == "" && worst == nil && ctx.Err() == nil {
+	if res.SessionID == "" && worst == nil && ctx.Err() == nil {
 		return res, fmt.Errorf("no session was opened")
 	}
 	return res, worst
 }
 
+// Turns are a run's client requests: open (session/new, or the
+// session --resume names) and then one session/prompt per prompt.
+func Turns(open Request, prompts iter.Seq[string]) iter.Seq[Request] {
+	return func(yield func(Request) bool) {
+		if !yield(open) {
+			return
+		}
+		for text := range prompts {
+			if !yield(Request{Method: acp.AgentMethodSessionPrompt, Text: text}) {
+				return
+			}
+		}
+	}
+}
+
 // cancelCards ends the cards the view still shows open as cancelled and
 // hands those events to the sink.
-func cancelCards(cfg turnConfig, tracker *adapter.Tracker) {
-	for _, ev := range cfg.term.CancelOpen() {
-		if cfg.sink != nil {
-			cfg.sink(tracker.Dialect(), ev)
+func cancelCards(cfg Config, tracker *adapter.Tracker) {
+	for _, ev := range cfg.Term.CancelOpen() {
+		if cfg.Sink != nil {
+			cfg.Sink(tracker.Dialect(), ev)
 		}
 	}
 }
 
 // openSession sends a session/new, session/load or session/resume request
-// (methodReopen picks one from the agent's capabilities) and records the
+// (MethodReopen picks one from the agent's capabilities) and records the
 // session in the tracker; history the agent replays during a load is
 // marked in the view.
-func openSession(stop context.Context, conn *acp.ClientSideConnection, tracker *adapter.Tracker, cfg turnConfig, caps acp.AgentCapabilities,
-	req request, call func(context.Context, string, func(context.Context) error) error, res *turnResult) error {
-	method := req.method
-	if method == methodReopen {
+func openSession(stop context.Context, conn *acp.ClientSideConnection, tracker *adapter.Tracker, cfg Config, caps acp.AgentCapabilities,
+	req Request, call func(context.Context, string, func(context.Context) error) error, res *Result) error {
+	method := req.Method
+	if method == MethodReopen {
 		switch {
 		case caps.LoadSession:
 			method = acp.AgentMethodSessionLoad
@@ -315,68 +343,68 @@ func openSession(stop context.Context, conn *acp.ClientSideConnection, tracker *
 			method = acp.AgentMethodSessionResume
 		default:
 			return fmt.Errorf("%w: --resume %s: the agent offers neither session/load (agentCapabilities.loadSession) nor session/resume (agentCapabilities.sessionCapabilities.resume)",
-				errCannotReopen, req.sessionID)
+				ErrCannotReopen, req.SessionID)
 		}
 	}
 	switch method {
 	case acp.AgentMethodSessionNew:
 		var sess acp.NewSessionResponse
 		if err := call(stop, method, func(ctx context.Context) (err error) {
-			sess, err = conn.NewSession(ctx, acp.NewSessionRequest{Cwd: req.cwd, McpServers: []acp.McpServer{}})
+			sess, err = conn.NewSession(ctx, acp.NewSessionRequest{Cwd: req.Cwd, McpServers: []acp.McpServer{}})
 			return err
 		}); err != nil {
 			return err
 		}
-		res.sessionID = string(sess.SessionId)
-		tracker.SessionStarted(res.sessionID)
+		res.SessionID = string(sess.SessionId)
+		tracker.SessionStarted(res.SessionID)
 		return nil
 	case acp.AgentMethodSessionLoad, acp.AgentMethodSessionResume:
-		sid := acp.SessionId(req.sessionID)
-		tracker.SessionLoaded(req.sessionID)
-		cfg.term.Note(fmt.Sprintf("── history of session %s (%s) ──", req.sessionID, method))
+		sid := acp.SessionId(req.SessionID)
+		tracker.SessionLoaded(req.SessionID)
+		cfg.Term.Note(fmt.Sprintf("── history of session %s (%s) ──", req.SessionID, method))
 		err := call(stop, method, func(ctx context.Context) (err error) {
 			if method == acp.AgentMethodSessionLoad {
-				_, err = conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: sid, Cwd: req.cwd, McpServers: []acp.McpServer{}})
+				_, err = conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: sid, Cwd: req.Cwd, McpServers: []acp.McpServer{}})
 			} else {
-				_, err = conn.ResumeSession(ctx, acp.ResumeSessionRequest{SessionId: sid, Cwd: req.cwd, McpServers: []acp.McpServer{}})
+				_, err = conn.ResumeSession(ctx, acp.ResumeSessionRequest{SessionId: sid, Cwd: req.Cwd, McpServers: []acp.McpServer{}})
 			}
 			return err
 		})
-		tracker.SessionLoadFinished(req.sessionID, err == nil)
+		tracker.SessionLoadFinished(req.SessionID, err == nil)
 		tracker.Flush()
-		cfg.term.Note("── end of history ──")
+		cfg.Term.Note("── end of history ──")
 		if err != nil {
 			return err
 		}
-		res.sessionID = req.sessionID
+		res.SessionID = req.SessionID
 		return nil
 	}
-	return fmt.Errorf("unknown session request %q", method)
+	return fmt.Errorf("unknown session Request %q", method)
 }
 
 // promptTurn runs one prompt turn under its own --timeout. stop reports
 // that no further turn may run: ctx ended, or the agent was aborted.
-func promptTurn(ctx context.Context, conn *acp.ClientSideConnection, tracker *adapter.Tracker, cfg turnConfig, req request, abort func()) (stop bool, ans promptAnswer, err error) {
+func promptTurn(ctx context.Context, conn *acp.ClientSideConnection, tracker *adapter.Tracker, cfg Config, req Request, abort func()) (stop bool, ans promptAnswer, err error) {
 	turnCtx := ctx
-	if cfg.turnContext != nil {
+	if cfg.TurnContext != nil {
 		var release func()
-		turnCtx, release = cfg.turnContext(ctx)
+		turnCtx, release = cfg.TurnContext(ctx)
 		defer release()
 	}
-	turnStop, cancelTurn := context.WithTimeout(turnCtx, cfg.timeout)
+	turnStop, cancelTurn := context.WithTimeout(turnCtx, cfg.Timeout)
 	defer cancelTurn()
-	if cfg.turnStarted != nil {
-		cfg.turnStarted(req.sessionID)
+	if cfg.TurnStarted != nil {
+		cfg.TurnStarted(req.SessionID)
 	}
-	tracker.PromptStarted(req.sessionID)
-	sid := acp.SessionId(req.sessionID)
+	tracker.PromptStarted(req.SessionID)
+	sid := acp.SessionId(req.SessionID)
 	done := make(chan promptAnswer, 1)
 	rpcCtx := context.WithoutCancel(ctx)
 	go func() {
-		resp, err := conn.Prompt(rpcCtx, acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock(req.text)}})
+		resp, err := conn.Prompt(rpcCtx, acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock(req.Text)}})
 		done <- promptAnswer{resp, err}
 	}()
-	if req.cancel {
+	if req.Cancel {
 		_ = conn.Cancel(rpcCtx, acp.CancelNotification{SessionId: sid})
 	}
 	aborted := false
@@ -384,37 +412,37 @@ func promptTurn(ctx context.Context, conn *acp.ClientSideConnection, tracker *ad
 	select {
 	case ans = <-done:
 	case <-turnStop.Done():
-		ans, cancelled = cancelPrompt(conn, sid, cfg.grace, done, func() { aborted = true; abort() })
-		cancelled = stopCause(turnCtx, cfg.timeout) + "; " + cancelled
+		ans, cancelled = cancelPrompt(conn, sid, cfg.Grace, done, func() { aborted = true; abort() })
+		cancelled = stopCause(turnCtx, cfg.Timeout) + "; " + cancelled
 	}
 	// The SDK's response barrier has delivered every update sent before the
 	// answer, so the turn's cards are complete here.
-	tracker.PromptEnded(req.sessionID)
+	tracker.PromptEnded(req.SessionID)
 	tracker.Flush() // cursor/task was answered before its events were delivered
 	stop = ctx.Err() != nil || aborted
 	if cancelled != "" {
-		return stop, ans, fmt.Errorf("%w: %s", errCancelled, cancelled)
+		return stop, ans, fmt.Errorf("%w: %s", ErrCancelled, cancelled)
 	}
 	if ans.err != nil {
 		// An error answer leaves the session usable; a connection that
 		// ended does not.
 		stop = stop || conn.Err() != nil
-		return stop, ans, fmt.Errorf("%w: session/prompt: %s", errTurn, describeRPC(ans.err))
+		return stop, ans, fmt.Errorf("%w: session/prompt: %s", ErrTurn, describeRPC(ans.err))
 	}
 	return stop, ans, nil
 }
 
-// newClientStack builds acpscope's client side of one connection: the
-// tracker, whose events go to cfg.term and cfg.sink, and the client
+// NewClientStack builds acpscope's client side of one connection: the
+// tracker, whose events go to cfg.Term and cfg.Sink, and the client
 // connection over the agent's stdio that feeds it.
-func newClientStack(cfg turnConfig, toAgent io.Writer, fromAgent io.Reader) (*adapter.Tracker, *acp.ClientSideConnection, error) {
+func NewClientStack(cfg Config, toAgent io.Writer, fromAgent io.Reader) (*adapter.Tracker, *acp.ClientSideConnection, error) {
 	var tracker *adapter.Tracker
 	tracker, err := adapter.NewTracker(adapter.Config{
-		DialectName: cfg.dialect,
+		DialectName: cfg.Dialect,
 		OnEvent: func(ev adapter.Event) {
-			cfg.term.Event(ev)
-			if cfg.sink != nil {
-				cfg.sink(tracker.Dialect(), ev)
+			cfg.Term.Event(ev)
+			if cfg.Sink != nil {
+				cfg.Sink(tracker.Dialect(), ev)
 			}
 		},
 	})
@@ -423,17 +451,17 @@ func newClientStack(cfg turnConfig, toAgent io.Writer, fromAgent io.Reader) (*ad
 	}
 	client := &scopeClient{
 		tracker:   tracker,
-		out:       cfg.term,
-		policy:    cfg.policy,
-		root:      cfg.cwd,
+		out:       cfg.Term,
+		policy:    cfg.Policy,
+		root:      cfg.Cwd,
 		extension: cursor.NewHandler(tracker),
-		onUpdate:  cfg.onUpdate,
+		onUpdate:  cfg.OnUpdate,
 	}
-	// Ordered requests: an agent request (cursor/task, a permission) is
+	// Ordered requests: an agent Request (cursor/task, a permission) is
 	// handled after the updates the agent sent before it, so cards and the
 	// live log follow the wire order.
 	conn := acp.NewClientSideConnection(client, toAgent, fromAgent, acp.WithOrderedRequests())
-	conn.SetLogger(cfg.log)
+	conn.SetLogger(cfg.Log)
 	return tracker, conn, nil
 }
 
@@ -452,12 +480,12 @@ type promptAnswer struct {
 }
 
 // stopCause says why a turn is being cancelled: ctx ended (a signal or a
-// closed standard output, see stopSignal) or the timeout passed.
+// closed standard output, see Ending) or the timeout passed.
 func stopCause(ctx context.Context, timeout time.Duration) string {
 	if ctx.Err() != nil {
-		var s *stopSignal
+		var s *Ending
 		if errors.As(context.Cause(ctx), &s) {
-			return s.what
+			return s.What
 		}
 		return "interrupted (SIGINT or SIGTERM)"
 	}
@@ -509,7 +537,7 @@ func startTicker(term *view.Terminal) (stop func()) {
 	return func() { close(done); <-finished }
 }
 
-// describeRPC renders an error of a request to the agent for a person: a
+// describeRPC renders an error of a Request to the agent for a person: a
 // JSON-RPC error as its detail followed by its code and message ("the
 // model is unavailable (JSON-RPC -32603 Internal error)") instead of its
 // wire JSON; any other error as it is.

@@ -1,7 +1,12 @@
-package main
+package session
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -12,15 +17,15 @@ import (
 	"github.com/kdlbs/acp-go-sdk/internal/replay"
 )
 
-// capturedRequests are the client requests a replay sends, in the order
+// CapturedRequests are the client requests a replay sends, in the order
 // the capture recorded them: each session/new, session/load,
 // session/resume and session/prompt (with its recorded session id and
 // text), a prompt followed by a recorded session/cancel marked to cancel.
 // A capture that opens no session first gets a session/new, and one
 // without a prompt gets one prompt ("replay"), so a capture of agent
 // notifications alone replays as one turn.
-func capturedRequests(c *capture.Capture) []request {
-	var out []request
+func CapturedRequests(c *capture.Capture) []Request {
+	var out []Request
 	prompted := false
 	for _, e := range c.Entries {
 		if e.From != capture.FromClient {
@@ -42,12 +47,12 @@ func capturedRequests(c *capture.Capture) []request {
 		}
 		switch m.Method {
 		case acp.AgentMethodSessionNew:
-			out = append(out, request{method: m.Method})
+			out = append(out, Request{Method: m.Method})
 		case acp.AgentMethodSessionLoad, acp.AgentMethodSessionResume:
-			out = append(out, request{method: m.Method, sessionID: m.Params.SessionID})
+			out = append(out, Request{Method: m.Method, SessionID: m.Params.SessionID})
 		case acp.AgentMethodSessionPrompt:
 			if len(out) == 0 {
-				out = append(out, request{method: acp.AgentMethodSessionNew})
+				out = append(out, Request{Method: acp.AgentMethodSessionNew})
 			}
 			var parts []string
 			for _, b := range m.Params.Prompt {
@@ -59,19 +64,19 @@ func capturedRequests(c *capture.Capture) []request {
 			if text == "" {
 				text = "replay"
 			}
-			out = append(out, request{method: m.Method, sessionID: m.Params.SessionID, text: text})
+			out = append(out, Request{Method: m.Method, SessionID: m.Params.SessionID, Text: text})
 			prompted = true
 		case acp.AgentMethodSessionCancel:
-			if n := len(out); n > 0 && out[n-1].method == acp.AgentMethodSessionPrompt && len(m.ID) == 0 {
-				out[n-1].cancel = true
+			if n := len(out); n > 0 && out[n-1].Method == acp.AgentMethodSessionPrompt && len(m.ID) == 0 {
+				out[n-1].Cancel = true
 			}
 		}
 	}
 	if len(out) == 0 {
-		out = append(out, request{method: acp.AgentMethodSessionNew})
+		out = append(out, Request{Method: acp.AgentMethodSessionNew})
 	}
 	if !prompted {
-		out = append(out, request{method: acp.AgentMethodSessionPrompt, text: "replay"})
+		out = append(out, Request{Method: acp.AgentMethodSessionPrompt, Text: "replay"})
 	}
 	return out
 }
@@ -103,4 +108,45 @@ func (c *replayClock) next() {
 // now is the recorded time of the update being handled.
 func (c *replayClock) now() time.Time {
 	return c.base.Add(time.Duration(c.offset.Load()) * time.Millisecond)
+}
+
+// Replay plays c's agent side against the live client stack, sending the
+// capture's client requests (CapturedRequests) unless cfg.Requests is
+// set. Cards are dated with the capture's own clock: observe, when set,
+// gets it before the replay starts (the replay's start plus the recorded
+// offset of the session/update being handled).
+func Replay(ctx context.Context, c *capture.Capture, cfg Config, observe func(now func() time.Time)) (Result, error) {
+	clientToAgentR, clientToAgentW := io.Pipe()
+	agentToClientR, agentToClientW := io.Pipe()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	agent := replay.NewAgent(c)
+	clock := recordedClock(time.Now(), agent)
+	cfg.OnUpdate = clock.next
+	if cfg.Requests == nil {
+		cfg.Requests = slices.Values(CapturedRequests(c))
+	}
+	if observe != nil {
+		observe(clock.now)
+	}
+	served := make(chan error, 1)
+	go func() {
+		err := agent.Serve(ctx, clientToAgentR, agentToClientW)
+		agentToClientW.CloseWithError(io.EOF)
+		served <- err
+	}()
+	// Aborting the scripted agent ends it and both pipes, so nothing stays
+	// blocked on them.
+	cfg.Abort = func() {
+		cancel()
+		clientToAgentR.CloseWithError(io.ErrClosedPipe)
+		agentToClientW.CloseWithError(io.ErrClosedPipe)
+	}
+	res, err := Run(ctx, cfg, clientToAgentW, agentToClientR)
+	clientToAgentW.Close()
+	cancel()
+	if serr := <-served; err == nil && serr != nil && !errors.Is(serr, context.Canceled) {
+		err = fmt.Errorf("%w: replay: %v", ErrTurn, serr)
+	}
+	return res, err
 }
