@@ -59,8 +59,8 @@ func (o *outputFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.db, "db", "", "database for subagent contexts: a SQLite path or postgres://… (default: $ACPSCOPE_DB, else the embedded SQLite database)")
 	fs.BoolVar(&o.noDB, "no-db", false, "do not persist subagent contexts")
 	fs.StringVar(&o.permission, "permission", session.PolicyReject, "answer to permission requests: allow, reject or cancel")
-	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "limit for the whole turn; then the turn is cancelled (session/cancel, exit code 3)")
-	fs.DurationVar(&o.grace, "cancel-grace", 3*time.Second, "how long a cancelled turn (--timeout, SIGINT, SIGTERM) waits for the agent to answer session/cancel before the agent is killed")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "limit for each turn (and for initialize with the session's opening); then the turn is cancelled (session/cancel, exit code 3)")
+	fs.DurationVar(&o.grace, "cancel-grace", 3*time.Second, "how long a cancelled turn (--timeout, a signal, a closed standard output) waits for the agent to answer session/cancel before the agent is killed")
 	fs.BoolVar(&o.subagents, "subagents", false, "declare clientCapabilities.subagents: agents that support ACP subagent sessions then report children as child sessions instead of legacy tool calls (replay: default from the capture's initialize)")
 	fs.BoolVar(&o.verbose, "verbose", false, "log the connection's informational messages to standard error (default: warnings only)")
 }
@@ -172,7 +172,7 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	if len(command) == 0 {
 		return fmt.Errorf("run needs the agent command after --")
 	}
-	turns, interactive, err := promptSource(e, prompts, *resume != "")
+	turns, interactive, err := promptSource(ctx, e, prompts, *resume != "")
 	if err != nil {
 		return err
 	}

@@ -189,3 +189,19 @@ func TestInteractiveCtrlCCancelsTheRunningTurn(t *testing.T) {
 		t.Fatalf("the card did not end cancelled:\n%s", out)
 	}
 }
+
+// Ctrl-C at the prompt line, with no turn running, ends the session at
+// once instead of waiting for a line.
+func TestInteractiveCtrlCAtThePromptEnds(t *testing.T) {
+	dir := t.TempDir()
+	s := startOnTerminal(t, "run", "--no-db", "--cwd", dir, "--", fakeAgent, "-mode", "turns", "-state", filepath.Join(dir, "state"))
+	s.await(promptMark, 1)
+	s.typed("one\n")
+	s.await("turn 1 ended: end_turn", 1)
+	s.await(promptMark, 2)
+	s.typed("\x03")
+	code, out := s.end()
+	if code != exitCancelled {
+		t.Fatalf("exit %d, want %d:\n%s", code, exitCancelled, out)
+	}
+}

@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	acpscope run [flags] -- <agent command…>   drive an ACP agent over stdio for one turn
+//	acpscope run [flags] -- <agent command…>   drive an ACP agent over stdio, turn by turn
 //	acpscope replay [flags] [CAPTURE]          replay a capture (the bundled demo without one)
 //	acpscope subagents --session ID [--db DSN] list stored subagent contexts
 //	acpscope sessions [--db DSN] [--json]      list recent stored sessions
@@ -155,7 +155,7 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `acpscope runs, records and replays ACP sessions with subagent cards.
 
 Usage:
-  acpscope run [flags] -- <agent command…>    drive an ACP agent over stdio for one turn
+  acpscope run [flags] -- <agent command…>    drive an ACP agent over stdio, turn by turn
   acpscope replay [flags] [CAPTURE]           replay a capture (the bundled demo without one)
   acpscope subagents --session ID [--db DSN]  list stored subagent contexts of a session
   acpscope sessions [--db DSN] [--json]       list recent stored sessions (id, agent, started, cards, status)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -34,12 +35,12 @@ func (p *promptList) Set(v string) error {
 // else, on a terminal, one line per turn (interactive, see readPrompts);
 // else standard input, read to its end, as one prompt. A run that resumes
 // a session may have no prompt (it only reopens the session).
-func promptSource(e env, prompts promptList, resuming bool) (turns iter.Seq[string], interactive bool, err error) {
+func promptSource(ctx context.Context, e env, prompts promptList, resuming bool) (turns iter.Seq[string], interactive bool, err error) {
 	if len(prompts) > 0 {
 		return slices.Values([]string(prompts)), false, nil
 	}
 	if isCharDevice(e.stdin) {
-		return readPrompts(e.stdin, e.stdout), true, nil
+		return readPrompts(ctx, e.stdin, e.stdout), true, nil
 	}
 	data, err := io.ReadAll(io.LimitReader(e.stdin, maxPromptBytes+1))
 	if err != nil {
@@ -63,23 +64,49 @@ const promptMark = "› "
 
 // readPrompts yields one prompt per line typed on the terminal in, asking
 // with promptMark on out; blank lines ask again, and end of input (Ctrl-D)
-// ends the session. A line is read only once the previous turn is over.
-func readPrompts(in io.Reader, out io.Writer) iter.Seq[string] {
+// or the session's end (a signal while no turn runs) ends the session. A
+// line is asked for only once the previous turn is over.
+func readPrompts(ctx context.Context, in io.Reader, out io.Writer) iter.Seq[string] {
 	return func(yield func(string) bool) {
-		r := bufio.NewReaderSize(in, 64<<10)
+		type line struct {
+			text string
+			err  error
+		}
+		lines := make(chan line, 1)
+		ask := make(chan struct{})
+		// The reader blocks on the terminal; it reads a line only when
+		// asked, so nothing typed during a turn is taken before its time.
+		go func() {
+			r := bufio.NewReaderSize(in, 64<<10)
+			for range ask {
+				text, err := r.ReadString('\n')
+				lines <- line{text, err}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		defer close(ask)
 		for {
 			fmt.Fprint(out, promptMark)
-			line, err := r.ReadString('\n')
-			if len(line) > maxPromptBytes {
+			ask <- struct{}{}
+			var l line
+			select {
+			case l = <-lines:
+			case <-ctx.Done():
+				fmt.Fprintln(out)
+				return
+			}
+			if len(l.text) > maxPromptBytes {
 				fmt.Fprintf(out, "\nacpscope: a prompt may be at most %d bytes; not sent\n", maxPromptBytes)
 				continue
 			}
-			if text := strings.TrimSpace(line); text != "" {
+			if text := strings.TrimSpace(l.text); text != "" {
 				if !yield(text) {
 					return
 				}
 			}
-			if err != nil {
+			if l.err != nil {
 				fmt.Fprintln(out)
 				return
 			}
