@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/kdlbs/acp-go-sdk/internal/capture"
 )
 
 // FuzzReadTextFile sends fs/read_text_file requests with any path, line and
@@ -65,6 +68,38 @@ func FuzzReadTextFile(f *testing.F) {
 		}
 		if want := strings.Join(lines[start:start+n], ""); (hasLine || hasLimit) && resp.Content != want {
 			t.Fatalf("line %d limit %d: served %q, want %q", line, limit, resp.Content, want)
+		}
+	})
+}
+
+// FuzzCapturedRequests reads any bytes as a capture and takes its client
+// requests for a replay: it must not panic, and what it returns always
+// opens a session before its first prompt and holds at least one prompt.
+func FuzzCapturedRequests(f *testing.F) {
+	f.Add([]byte(`{"from":"client","msg":{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}}` + "\n" +
+		`{"from":"client","msg":{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}}` + "\n"))
+	f.Add([]byte(`{"from":"client","msg":{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":7}}}` + "\n"))
+	f.Add([]byte(`{"from":"client","msg":{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"prompt":"x"}}}` + "\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := capture.Read(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		reqs := CapturedRequests(c)
+		if len(reqs) < 2 || reqs[0].Method == acp.AgentMethodSessionPrompt {
+			t.Fatalf("no session opened before the first prompt: %+v", reqs)
+		}
+		prompts := 0
+		for _, r := range reqs {
+			if r.Method == acp.AgentMethodSessionPrompt {
+				prompts++
+				if r.Text == "" {
+					t.Fatalf("a prompt without text: %+v", r)
+				}
+			}
+		}
+		if prompts == 0 {
+			t.Fatalf("no prompt: %+v", reqs)
 		}
 	})
 }
