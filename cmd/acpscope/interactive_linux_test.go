@@ -135,15 +135,24 @@ func (s *terminalSession) end() (int, string) {
 	return s.cmd.ProcessState.ExitCode(), s.out.String()
 }
 
+// firstTurnOnTerminal runs the turns agent interactively in dir and types
+// one prompt; it returns once that turn ended and the next prompt line is
+// asked for.
+func firstTurnOnTerminal(t *testing.T, dir, prompt string) *terminalSession {
+	t.Helper()
+	s := startOnTerminal(t, "run", "--no-db", "--cwd", dir, "--", fakeAgent, "-mode", "turns", "-state", filepath.Join(dir, "state"))
+	s.await(promptMark, 1)
+	s.typed(prompt + "\n")
+	s.await("turn 1 ended: end_turn", 1)
+	s.await(promptMark, 2)
+	return s
+}
+
 // On a terminal without --prompt, run reads one prompt line per turn on
 // one session, shows each turn live and how it ended, and Ctrl-D ends it.
 func TestInteractiveTurnsOnATerminal(t *testing.T) {
 	dir := t.TempDir()
-	s := startOnTerminal(t, "run", "--no-db", "--cwd", dir, "--", fakeAgent, "-mode", "turns", "-state", filepath.Join(dir, "state"))
-	s.await(promptMark, 1)
-	s.typed("find the flaky test\n")
-	s.await("turn 1 ended: end_turn", 1)
-	s.await(promptMark, 2)
+	s := firstTurnOnTerminal(t, dir, "find the flaky test")
 	s.typed("fix it\n")
 	s.await("turn 2 ended: end_turn", 1)
 	s.await(promptMark, 3)
@@ -193,12 +202,7 @@ func TestInteractiveCtrlCCancelsTheRunningTurn(t *testing.T) {
 // Ctrl-C at the prompt line, with no turn running, ends the session at
 // once instead of waiting for a line.
 func TestInteractiveCtrlCAtThePromptEnds(t *testing.T) {
-	dir := t.TempDir()
-	s := startOnTerminal(t, "run", "--no-db", "--cwd", dir, "--", fakeAgent, "-mode", "turns", "-state", filepath.Join(dir, "state"))
-	s.await(promptMark, 1)
-	s.typed("one\n")
-	s.await("turn 1 ended: end_turn", 1)
-	s.await(promptMark, 2)
+	s := firstTurnOnTerminal(t, t.TempDir(), "one")
 	s.typed("\x03")
 	code, out := s.end()
 	if code != exitCancelled {
