@@ -49,8 +49,13 @@ func cardIDs(t *testing.T, out string) []string {
 // runs a third turn. The history the agent replays leaves the first run's
 // rows as they were, and `acpscope sessions` counts each subagent once.
 func TestTwoTurnsThenAResumedThird(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { twoTurnsThenAResumedThird(t, filepath.Join(t.TempDir(), "scope.db")) })
+	t.Run("postgres", func(t *testing.T) { twoTurnsThenAResumedThird(t, postgresDSN(t)) })
+}
+
+func twoTurnsThenAResumedThird(t *testing.T, db string) {
 	dir := t.TempDir()
-	db, state := filepath.Join(dir, "scope.db"), filepath.Join(dir, "state")
+	state := filepath.Join(dir, "state")
 	agent := []string{"--", fakeAgent, "-mode", "turns", "-state", state}
 	code, out, errOut := acpscope(t, "", append([]string{"run", "--json", "--db", db, "--cwd", dir, "--prompt", "first task", "--prompt", "second task"}, agent...)...)
 	if code != exitOK {
