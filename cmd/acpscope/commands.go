@@ -53,7 +53,7 @@ type outputFlags struct {
 }
 
 func (o *outputFlags) register(fs *flag.FlagSet) {
-	fs.BoolVar(&o.json, "json", false, "after the turn, print one JSON line per subagent card (and nothing else on stdout)")
+	fs.BoolVar(&o.json, "json", false, "after the session (its last turn), print one JSON line per subagent card (and nothing else on stdout)")
 	fs.BoolVar(&o.plain, "plain", false, "plain output: no spinner or control characters even on a terminal")
 	fs.StringVar(&o.agent, "agent", "", "agent dialect: "+strings.Join(adapter.Registered(), ", ")+" (default: from the capture or the agent's initialize answer)")
 	fs.StringVar(&o.db, "db", "", "database for subagent contexts: a SQLite path or postgres://… (default: $ACPSCOPE_DB, else the embedded SQLite database)")
