@@ -420,8 +420,12 @@ func finishTurn(e env, o outputFlags, term *view.Terminal, res session.Result, e
 	}
 	term.Summary()
 	if err == nil {
-		fmt.Fprintf(e.stdout, "\nturn ended: %s (agent dialect %s, session %s)\n",
-			safetext.Text(string(res.StopReason)), safetext.Text(res.Dialect), safetext.Text(res.SessionID))
+		turns := ""
+		if res.Turns > 1 {
+			turns = fmt.Sprintf(", %d turns", res.Turns)
+		}
+		fmt.Fprintf(e.stdout, "\nturn ended: %s (agent dialect %s, session %s%s)\n",
+			safetext.Text(string(res.StopReason)), safetext.Text(res.Dialect), safetext.Text(res.SessionID), turns)
 	}
 	return err
 }
