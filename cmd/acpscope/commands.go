@@ -228,9 +228,18 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	}
 	cfg := o.sessionConfig(term, sink, log)
 	cfg.Requests, cfg.Cwd, cfg.Abort = session.Turns(open, turns), dir, agent.Kill
-	if interactive {
+	switch {
+	case interactive:
 		cfg.TurnEnded = func(n int, stop acp.StopReason, err error) { reportTurn(e, term, n, stop, err) }
 		cfg.TurnContext = e.interrupts.turnContext
+	case len(prompts) > 1:
+		// The exit reports the worst turn; each failed turn is named as
+		// it ends, so none goes unsaid.
+		cfg.TurnEnded = func(n int, _ acp.StopReason, err error) {
+			if err != nil {
+				fmt.Fprintf(e.stderr, "acpscope: turn %d: %v\n", n, err)
+			}
+		}
 	}
 	res, err := session.Run(ctx, cfg, toAgent, fromAgent)
 	flushLog()

@@ -198,3 +198,15 @@ func TestReplayDetectsAGenericFallbackAgain(t *testing.T) {
 		}
 	}
 }
+
+// With several --prompt turns, a failed turn does not stop the next one
+// (the agent answered); each failure is named, and the exit code is the
+// worst turn's.
+func TestEveryTurnRunsAndTheWorstExitCodeWins(t *testing.T) {
+	code, out, errOut := acpscope(t, "", "run", "--plain", "--no-db", "--cwd", t.TempDir(), "--prompt", "one", "--prompt", "two",
+		"--", fakeAgent, "-mode", "error")
+	if code != exitTurn || strings.Count(errOut, "the model is unavailable") != 3 ||
+		!strings.Contains(errOut, "turn 1:") || !strings.Contains(errOut, "turn 2:") {
+		t.Fatalf("exit %d, want %d with both turns' failures named:\n%s\n%s", code, exitTurn, errOut, out)
+	}
+}
