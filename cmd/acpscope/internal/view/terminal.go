@@ -240,8 +240,8 @@ func (t *Terminal) Permission(title, answer string) {
 	t.logLocked(fmt.Sprintf("? permission for %s → %s", oneLine(title, 72), answer))
 }
 
-// Note shows one line of acpscope's own in the live log (a turn's start,
-// the bounds of replayed history), sanitised like agent text.
+// Note shows one line of acpscope's own in the live log (such as the
+// bounds of the history a session/load replays), sanitised like agent text.
 func (t *Terminal) Note(line string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
