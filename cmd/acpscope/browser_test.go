@@ -58,7 +58,7 @@ func serveStore(t *testing.T, dsn string, wrap func(http.Handler) http.Handler) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var h http.Handler = web.Handler(s, web.Options{LoopbackOnly: true, PollInterval: 200 * time.Millisecond})
+	var h http.Handler = web.Handler(s, web.Options{PollInterval: 200 * time.Millisecond})
 	if wrap != nil {
 		h = wrap(h)
 	}

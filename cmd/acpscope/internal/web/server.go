@@ -44,10 +44,16 @@ const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 
 // Options configures Handler.
 type Options struct {
-	// LoopbackOnly rejects requests whose Host is not a loopback name or
-	// address (a DNS-rebinding page cannot read the store through the
-	// browser).
-	LoopbackOnly bool
+	// AllowHosts lists the host names and addresses, besides the loopback
+	// ones, that a request's Host header may name (compared without the
+	// port, ASCII case-insensitively, a trailing dot ignored). Every
+	// request is checked: one whose Host is none of them is refused with
+	// 421, so a DNS-rebinding page cannot read the store through the
+	// browser. The zero value lets loopback names and addresses only.
+	AllowHosts []string
+	// NoLoopback refuses loopback names too: the listener is on a
+	// non-loopback address, which a loopback name never reaches.
+	NoLoopback bool
 	// PollInterval is how often an open page asks whether the store
 	// changed (default 2s).
 	PollInterval time.Duration
@@ -59,6 +65,8 @@ type server struct {
 	store *persistence.Store
 	opts  Options
 	mux   *http.ServeMux
+	// hosts is the set of AllowHosts, normalised by hostKey.
+	hosts map[string]bool
 }
 
 // Handler serves the pages, the JSON API and the embedded assets from s:
@@ -80,7 +88,10 @@ func Handler(s *persistence.Store, opts Options) http.Handler {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	srv := &server{store: s, opts: opts, mux: http.NewServeMux()}
+	srv := &server{store: s, opts: opts, mux: http.NewServeMux(), hosts: map[string]bool{}}
+	for _, h := range opts.AllowHosts {
+		srv.hosts[hostKey(h)] = true
+	}
 	static, _ := fs.Sub(staticFS, "static")
 	srv.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	srv.mux.HandleFunc("GET /{$}", srv.listPage)
@@ -101,25 +112,60 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
-	if s.opts.LoopbackOnly && !loopbackHost(r.Host) {
-		http.Error(w, "acpscope web answers only requests to a loopback host", http.StatusMisdirectedRequest)
+	if !s.allowedHost(r.Host) {
+		http.Error(w, "acpscope web answers only requests to the hosts it was started for (--allow-host)", http.StatusMisdirectedRequest)
 		return
 	}
 	s.mux.ServeHTTP(w, r)
 }
 
-// loopbackHost reports whether a Host header names this machine's
-// loopback: localhost or a loopback address, with or without a port.
-func loopbackHost(host string) bool {
+// allowedHost reports whether a request's Host header names a host the
+// server answers for: a loopback one (unless NoLoopback) or one of
+// AllowHosts.
+func (s *server) allowedHost(host string) bool {
+	k := hostKey(host)
+	if k == "" {
+		return false
+	}
+	return s.hosts[k] || (!s.opts.NoLoopback && loopbackHost(k))
+}
+
+// hostKey is the comparable form of a Host header or an --allow-host
+// value: without the port and the IPv6 brackets, lower case, without a
+// trailing dot; an IP address in its canonical form.
+func hostKey(host string) string {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.String()
+	}
+	return host
+}
+
+// loopbackHost reports whether a hostKey names this machine's loopback:
+// localhost or a loopback address.
+func loopbackHost(k string) bool {
+	if k == "localhost" {
 		return true
 	}
-	ip := net.ParseIP(host)
+	ip := net.ParseIP(k)
 	return ip != nil && ip.IsLoopback()
+}
+
+// CheckAllowHost says what is wrong with an --allow-host value (nil when
+// nothing): it must be a bare host name or address, optionally with a
+// port, never a URL.
+func CheckAllowHost(v string) error {
+	switch {
+	case hostKey(v) == "":
+		return fmt.Errorf("empty host")
+	case strings.ContainsAny(v, "/?#@ \t\\"):
+		return fmt.Errorf("%q is not a host name or address (give it without scheme or path)", v)
+	}
+	return nil
 }
 
 // listData is the sessions page's data.
@@ -288,7 +334,32 @@ func agentOptions(current string) []string {
 	return out
 }
 
-// URL is the address to open for a server listening on addr.
+// URL is the address a browser opens for a server listening on addr: a
+// wildcard address (0.0.0.0, ::) is no host to open, so its URL names the
+// loopback address, which a wildcard listener covers.
 func URL(addr net.Addr) string {
-	return fmt.Sprintf("http://%s/", addr.String())
+	host, port := addr.String(), ""
+	if tcp, ok := addr.(*net.TCPAddr); ok {
+		ip := tcp.IP
+		if ip == nil || ip.IsUnspecified() {
+			ip = net.IPv4(127, 0, 0, 1)
+		}
+		host, port = ip.String(), strconv.Itoa(tcp.Port)
+		return "http://" + net.JoinHostPort(host, port) + "/"
+	}
+	return "http://" + host + "/"
+}
+
+// HostURL is the address of the server on another host name (an
+// --allow-host) at addr's port.
+func HostURL(host string, addr net.Addr) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	port := ""
+	if tcp, ok := addr.(*net.TCPAddr); ok {
+		port = strconv.Itoa(tcp.Port)
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
 }
