@@ -256,7 +256,7 @@ func TestSecurityHeadersOnEveryResponse(t *testing.T) {
 func TestLoopbackHostOnly(t *testing.T) {
 	checkHosts(t, Handler(openStore(t), Options{}), map[string]bool{
 		"127.0.0.1:8765": true, "localhost:8765": true, "LOCALHOST": true, "[::1]:8765": true, "127.8.9.1": true,
-		"localhost.": true,
+		"localhost.":        true,
 		"evil.example:8765": false, "10.0.0.1:8765": false, "localhost.evil.example": false, "": false,
 	})
 }
