@@ -59,6 +59,13 @@ type Options struct {
 	PollInterval time.Duration
 	// Log receives request errors (default slog.Default()).
 	Log *slog.Logger
+	// MaxHeavy bounds the heavy requests (the pages and their JSON) that
+	// run at once (default DefaultMaxHeavy); MaxWaiting more wait up to
+	// HeavyWait for their turn (defaults DefaultMaxWaiting,
+	// DefaultHeavyWait), and the others are answered 503 with Retry-After.
+	MaxHeavy   int
+	MaxWaiting int
+	HeavyWait  time.Duration
 }
 
 type server struct {
@@ -66,15 +73,28 @@ type server struct {
 	opts  Options
 	mux   *http.ServeMux
 	// hosts is the set of AllowHosts, normalised by hostKey.
-	hosts map[string]bool
+	hosts  map[string]bool
+	gate   *gate
+	tokens *tokenCache
+	views  *viewCache
 }
 
 // Handler serves the pages, the JSON API and the embedded assets from s:
 //
 //	GET /                      the sessions list (?agent=NAME&q=TEXT)
-//	GET /session?id=ID         one session: subagent tree and timeline
+//	GET /session?id=ID[&offset=N&limit=M]
+//	                           one session: subagent tree and timeline of
+//	                           the cards [N, N+M) (default 0 and
+//	                           DefaultWindow, at most MaxWindow)
 //	GET /api/sessions          the list as JSON (same parameters)
-//	GET /api/session?id=ID     one session's view as JSON
+//	GET /api/session?id=ID[&offset=N&limit=M]
+//	                           that window of the session's view as JSON
+//
+// The pages and their JSON are heavy requests: at most MaxHeavy run at
+// once (see Options). A session's laid-out view is kept while its change
+// token stays, so an unchanged session is not read again, and polls are
+// answered from tokens at most half a poll interval old.
+//
 //	GET /api/changes[?id=ID]   {"token": …}: moves when the session (or,
 //	                           without id, the store) changed
 //	GET /api/card?session=ID&execution=EXEC&call=TOOLCALL
@@ -88,16 +108,30 @@ func Handler(s *persistence.Store, opts Options) http.Handler {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	srv := &server{store: s, opts: opts, mux: http.NewServeMux(), hosts: map[string]bool{}}
+	if opts.MaxHeavy <= 0 {
+		opts.MaxHeavy = DefaultMaxHeavy
+	}
+	if opts.MaxWaiting <= 0 {
+		opts.MaxWaiting = DefaultMaxWaiting
+	}
+	if opts.HeavyWait <= 0 {
+		opts.HeavyWait = DefaultHeavyWait
+	}
+	srv := &server{store: s, opts: opts, mux: http.NewServeMux(), hosts: map[string]bool{},
+		gate: newGate(opts.MaxHeavy, opts.MaxWaiting, opts.HeavyWait),
+		// A poll is answered from a token at most half an interval old
+		// (at most 1 s): one read per family and interval.
+		tokens: &tokenCache{store: s, ttl: min(opts.PollInterval/2, time.Second), m: map[string]*tokenEntry{}},
+		views:  newViewCache()}
 	for _, h := range opts.AllowHosts {
 		srv.hosts[hostKey(h)] = true
 	}
 	static, _ := fs.Sub(staticFS, "static")
 	srv.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
-	srv.mux.HandleFunc("GET /{$}", srv.listPage)
-	srv.mux.HandleFunc("GET /session", srv.sessionPage)
-	srv.mux.HandleFunc("GET /api/sessions", srv.listJSON)
-	srv.mux.HandleFunc("GET /api/session", srv.sessionJSON)
+	srv.mux.HandleFunc("GET /{$}", srv.heavy(srv.listPage))
+	srv.mux.HandleFunc("GET /session", srv.heavy(srv.sessionPage))
+	srv.mux.HandleFunc("GET /api/sessions", srv.heavy(srv.listJSON))
+	srv.mux.HandleFunc("GET /api/session", srv.heavy(srv.sessionJSON))
 	srv.mux.HandleFunc("GET /api/changes", srv.changesJSON)
 	srv.mux.HandleFunc("GET /api/card", srv.cardJSON)
 	return srv
@@ -235,38 +269,59 @@ type sessionData struct {
 	Poll int64       `json:"poll_ms"`
 }
 
-func (s *server) loadSession(w http.ResponseWriter, r *http.Request) (sessionData, bool) {
+// loadSession returns the cached view of the requested session (read
+// and laid out when its change token moved) and the window asked for.
+func (s *server) loadSession(w http.ResponseWriter, r *http.Request) (e *viewEntry, offset, limit int, ok bool) {
 	id := r.URL.Query().Get("id")
-	v, ok, err := LoadSession(r.Context(), s.store, id)
+	token, err := s.tokens.get(r.Context(), id)
+	if err == nil {
+		e, err = s.views.get(r.Context(), id, token, func() (SessionView, bool, error) {
+			return LoadSession(context.WithoutCancel(r.Context()), s.store, id)
+		})
+	}
 	if err != nil {
 		s.fail(w, r, err)
-		return sessionData{}, false
+		return nil, 0, 0, false
 	}
-	if !ok {
+	if !e.ok {
 		http.Error(w, "no such session", http.StatusNotFound)
-		return sessionData{}, false
+		return nil, 0, 0, false
 	}
-	return sessionData{View: v, Poll: s.opts.PollInterval.Milliseconds()}, true
+	limit = intParam(r, "limit")
+	if limit <= 0 {
+		limit = DefaultWindow
+	}
+	return e, intParam(r, "offset"), min(limit, MaxWindow), true
 }
 
 func (s *server) sessionPage(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	d, ok := s.loadSession(w, r)
+	e, offset, limit, ok := s.loadSession(w, r)
 	if !ok {
 		return
 	}
+	d := sessionData{View: e.view.Window(offset, limit), Poll: s.opts.PollInterval.Milliseconds()}
 	s.render(w, r, "session.html", pageData{Title: "session " + d.View.Session.ID, Page: "session",
 		Data: d, Session: &d.View.Session}, start)
 }
 
 func (s *server) sessionJSON(w http.ResponseWriter, r *http.Request) {
-	if d, ok := s.loadSession(w, r); ok {
-		s.writeJSON(w, d)
+	e, offset, limit, ok := s.loadSession(w, r)
+	if !ok {
+		return
 	}
+	b, err := s.views.page(e, offset, limit, func(v SessionView) ([]byte, error) {
+		return json.Marshal(sessionData{View: v, Poll: s.opts.PollInterval.Milliseconds()})
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSONBytes(w, b)
 }
 
 func (s *server) changesJSON(w http.ResponseWriter, r *http.Request) {
-	token, err := FamilyToken(r.Context(), s.store, r.URL.Query().Get("id"))
+	token, err := s.tokens.get(r.Context(), r.URL.Query().Get("id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -311,6 +366,10 @@ func (s *server) writeJSON(w http.ResponseWriter, v any) {
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
+	writeJSONBytes(w, b)
+}
+
+func writeJSONBytes(w http.ResponseWriter, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(b)

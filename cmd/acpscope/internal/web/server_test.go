@@ -300,7 +300,9 @@ func TestListFilterAndChanges(t *testing.T) {
 		Description: "Summarize src", ObservedAt: t0})
 	upsert(t, s, persistence.Frame{TaskSessionID: "cl-1", ToolCallID: "b", ExecutionID: ExecutionID("claude", "r"),
 		Description: "Audit docs", ToolStatus: "completed", ObservedAt: t0.Add(time.Second)})
-	h := Handler(s, Options{})
+	// A poll interval of 1 ns keeps no token (they are kept half of it),
+	// so every poll reads the store.
+	h := Handler(s, Options{PollInterval: time.Nanosecond})
 	list := func(q string) []string {
 		var d listData
 		if err := json.Unmarshal([]byte(bodyOf(t, get(t, h, "/api/sessions"+q))), &d); err != nil {
