@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -9,16 +8,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web/webtest"
+	"github.com/kdlbs/acp-go-sdk/internal/proctest"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
@@ -65,33 +62,6 @@ func scaleStore(b *testing.B) *persistence.Store {
 	return s
 }
 
-// resetPeakRSS drops what the process no longer uses and restarts the
-// kernel's peak resident set (VmHWM), so that the next peakRSS is the
-// peak of what follows.
-func resetPeakRSS() {
-	runtime.GC()
-	debug.FreeOSMemory()
-	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
-}
-
-// peakRSS is this process's peak resident set in MiB (VmHWM), 0 when
-// unknown.
-func peakRSS() float64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-			return float64(kb) / 1024
-		}
-	}
-	return 0
-}
-
 func fetch(b *testing.B, c *http.Client, u string) (int, time.Duration) {
 	start := time.Now()
 	res, err := c.Get(u)
@@ -115,7 +85,7 @@ func BenchmarkSessionParallel8(b *testing.B) {
 	s := scaleStore(b)
 	for b.Loop() {
 		srv := httptest.NewServer(Handler(s, Options{}))
-		resetPeakRSS()
+		proctest.ResetPeakRSS()
 		var mu sync.Mutex
 		var most int
 		var slowest time.Duration
@@ -133,7 +103,7 @@ func BenchmarkSessionParallel8(b *testing.B) {
 			})
 		}
 		wg.Wait()
-		b.ReportMetric(peakRSS(), "peak-MiB")
+		b.ReportMetric(proctest.PeakRSSMiB(), "peak-MiB")
 		b.ReportMetric(float64(most), "max-bytes")
 		b.ReportMetric(float64(slowest.Milliseconds()), "max-ms")
 		srv.Close()

@@ -102,21 +102,13 @@ type server struct {
 //	                           read when its details open
 //	GET /static/…              the embedded script and style sheet
 func Handler(s *persistence.Store, opts Options) http.Handler {
-	if opts.PollInterval <= 0 {
-		opts.PollInterval = 2 * time.Second
-	}
+	opts.PollInterval = orDefault(opts.PollInterval, 2*time.Second)
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	if opts.MaxHeavy <= 0 {
-		opts.MaxHeavy = DefaultMaxHeavy
-	}
-	if opts.MaxWaiting <= 0 {
-		opts.MaxWaiting = DefaultMaxWaiting
-	}
-	if opts.HeavyWait <= 0 {
-		opts.HeavyWait = DefaultHeavyWait
-	}
+	opts.MaxHeavy = orDefault(opts.MaxHeavy, DefaultMaxHeavy)
+	opts.MaxWaiting = orDefault(opts.MaxWaiting, DefaultMaxWaiting)
+	opts.HeavyWait = orDefault(opts.HeavyWait, DefaultHeavyWait)
 	srv := &server{store: s, opts: opts, mux: http.NewServeMux(), hosts: map[string]bool{},
 		gate: newGate(opts.MaxHeavy, opts.MaxWaiting, opts.HeavyWait),
 		// A poll is answered from a token at most half an interval old
@@ -135,6 +127,14 @@ func Handler(s *persistence.Store, opts Options) http.Handler {
 	srv.mux.HandleFunc("GET /api/changes", srv.changesJSON)
 	srv.mux.HandleFunc("GET /api/card", srv.cardJSON)
 	return srv
+}
+
+// orDefault is v, or d when v is not positive.
+func orDefault[T int | time.Duration](v, d T) T {
+	if v <= 0 {
+		return d
+	}
+	return v
 }
 
 // ServeHTTP sets the security headers on every response, then routes.
