@@ -26,6 +26,9 @@ const (
 	// maxCachedCards bounds the cards the laid-out views kept for
 	// unchanged sessions hold in all (the latest view is always kept).
 	maxCachedCards = 250000
+	// maxCachedViews bounds the sessions whose views are kept (a
+	// session that is not stored is kept too, as not found).
+	maxCachedViews = 64
 	// maxCachedPages bounds the encoded windows kept per view.
 	maxCachedPages = 16
 )
@@ -240,7 +243,7 @@ func (c *viewCache) get(ctx context.Context, id, token string, build func() (Ses
 	case cached:
 		e.counted = true
 		c.cards += len(view.Cards)
-		for c.cards > maxCachedCards && c.lru.Len() > 1 {
+		for (c.cards > maxCachedCards || c.lru.Len() > maxCachedViews) && c.lru.Len() > 1 {
 			c.removeLocked(c.lru.Back())
 		}
 	}

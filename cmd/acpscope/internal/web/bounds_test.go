@@ -1,9 +1,11 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -122,4 +124,24 @@ func serve(h http.Handler, target string) *http.Response {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec.Result()
+}
+
+// Asking for many sessions, stored or not, keeps a bounded number of
+// views and tokens.
+func TestCachesStayBounded(t *testing.T) {
+	s := openStore(t)
+	h := Handler(s, Options{PollInterval: time.Hour})
+	srv := h.(*server)
+	for i := range maxCachedViews + 50 {
+		serve(h, "/api/session?id=nope-"+strconv.Itoa(i))
+	}
+	for i := range maxTokenEntries + 50 {
+		srv.tokens.get(context.Background(), "poll-"+strconv.Itoa(i))
+	}
+	if n := srv.views.lru.Len(); n > maxCachedViews || len(srv.views.byID) != n {
+		t.Fatalf("%d views kept (%d indexed), bound %d", n, len(srv.views.byID), maxCachedViews)
+	}
+	if n := len(srv.tokens.m); n > maxTokenEntries {
+		t.Fatalf("%d tokens kept, bound %d", n, maxTokenEntries)
+	}
 }
