@@ -83,21 +83,28 @@ func TestBoardRunningCountFollowsCards(t *testing.T) {
 
 // BenchmarkLiveViewRunningCards is the live view's and --json's time per
 // card with every card a running subagent of 1 KiB: flat from 1,000 to
-// 200,000 cards, past the board's memory bound (about 62,000 such cards).
+// 200,000 cards, past the board's memory bound (about 62,000 such cards),
+// with the progress line (a terminal) and without (plain lines, --json).
 func BenchmarkLiveViewRunningCards(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000, 200000} {
 		evs := runningCards(n)
-		b.Run(fmt.Sprintf("cards=%d", n), func(b *testing.B) {
-			for b.Loop() {
-				term := NewTerminal(io.Discard, true)
-				for _, ev := range evs {
-					term.Event(ev)
-				}
-				if err := term.WriteJSON(io.Discard, "claude"); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/card")
-		})
+		for _, animate := range []bool{false, true} {
+			b.Run(fmt.Sprintf("cards=%d/terminal=%v", n, animate), func(b *testing.B) {
+				benchmarkLiveView(b, evs, animate)
+			})
+		}
 	}
+}
+
+func benchmarkLiveView(b *testing.B, evs []adapter.Event, animate bool) {
+	for b.Loop() {
+		term := NewTerminal(io.Discard, animate)
+		for _, ev := range evs {
+			term.Event(ev)
+		}
+		if err := term.WriteJSON(io.Discard, "claude"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/card")
 }
