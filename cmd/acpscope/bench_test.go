@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
+	"github.com/kdlbs/acp-go-sdk/internal/proctest"
 )
 
 // BenchmarkLoadReplayPipeline is the end-to-end pipeline on a long
@@ -96,22 +94,5 @@ func BenchmarkLoadReplayPipeline(b *testing.B) {
 	b.ReportMetric(peakRSSMiB(), "peak-rss-MiB")
 }
 
-// peakRSSMiB is this process's peak resident set (VmHWM) in MiB, or 0
-// where /proc/self/status cannot be read.
-func peakRSSMiB() float64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			var kb float64
-			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%f kB", &kb); err == nil {
-				return kb / 1024
-			}
-		}
-	}
-	return 0
-}
+// peakRSSMiB is this process's peak resident set (VmHWM) in MiB.
+func peakRSSMiB() float64 { return proctest.PeakRSSMiB() }

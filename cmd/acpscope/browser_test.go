@@ -58,7 +58,7 @@ func serveStore(t *testing.T, dsn string, wrap func(http.Handler) http.Handler) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var h http.Handler = web.Handler(s, web.Options{LoopbackOnly: true, PollInterval: 200 * time.Millisecond})
+	var h http.Handler = web.Handler(s, web.Options{PollInterval: 200 * time.Millisecond})
 	if wrap != nil {
 		h = wrap(h)
 	}
@@ -191,7 +191,7 @@ func TestBrowserLiveUpdate(t *testing.T) {
 	var writer *persistence.Store
 	record := func(call, status string) {
 		if err := writer.Upsert(context.Background(), persistence.Frame{TaskSessionID: "live-1", TaskID: "live-1",
-			ToolCallID: call, ExecutionID: web.ExecutionID("claude", "r"), ToolStatus: status,
+			ToolCallID: call, ExecutionID: web.ExecutionID("claude", "r"), ToolStatus: status, TurnID: "turn-" + call,
 			Description: "written while the page is open " + call}); err != nil {
 			t.Error(err)
 		}
@@ -222,6 +222,12 @@ func TestBrowserLiveUpdate(t *testing.T) {
 	}
 	wantAttr(t, attrs, "tree-nodes", "2")
 	wantAttr(t, attrs, "bars", "2")
+	// The two cards began in two turns: both marked on the timeline, and
+	// each card tagged with its turn.
+	wantAttr(t, attrs, "turn-marks", "2")
+	if !strings.Contains(dom, `class="tag turn">turn 2<`) {
+		t.Errorf("the cards are not tagged with their turns")
+	}
 	if !strings.Contains(dom, "written while the page is open late") || !strings.Contains(dom, `class="bar complete`) {
 		t.Errorf("the redraw lacks the new card or the settled status")
 	}
@@ -246,14 +252,21 @@ func TestBrowserFiveThousandSubagents(t *testing.T) {
 	// Server time, measured around the handler.
 	h := web.Handler(s, web.Options{})
 	for range 3 {
-		req := httptest.NewRequest(http.MethodGet, "/session?id=big", nil)
+		req := httptest.NewRequest(http.MethodGet, "/session?id=big&limit=5000", nil)
+		req.Host = "127.0.0.1"
 		rec := httptest.NewRecorder()
 		t0, cpu0 := time.Now(), processCPU(t)
 		h.ServeHTTP(rec, req)
 		t.Logf("5,000 subagents: server time %v wall, %v CPU (%d bytes)", time.Since(t0), processCPU(t)-cpu0, rec.Body.Len())
 	}
 
-	dom := webtest.DumpDOM(t, base+"session?id=big")
+	// By default a page shows a window of the cards, with a pager.
+	first := webtest.DumpDOM(t, base+"session?id=big")
+	wantAttr(t, webtest.SelfCheck(t, first), "tree-nodes", strconv.Itoa(web.DefaultWindow))
+	if !strings.Contains(first, "cards 1–1000 of 5000") || !strings.Contains(first, "next ›") {
+		t.Errorf("the first window has no pager")
+	}
+	dom := webtest.DumpDOM(t, base+"session?id=big&limit=5000")
 	attrs := webtest.SelfCheck(t, dom)
 	wantAttr(t, attrs, "tree-nodes", strconv.Itoa(n))
 	wantAttr(t, attrs, "bars", strconv.Itoa(n))

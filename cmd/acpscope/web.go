@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web"
@@ -14,13 +15,24 @@ import (
 // defaultWebAddr is where `acpscope web` listens without --addr: loopback.
 const defaultWebAddr = "127.0.0.1:8765"
 
-// cmdWeb implements `acpscope web [--db DSN] [--addr HOST:PORT]`: the
-// stored sessions in a browser, read-only, until interrupted.
+// cmdWeb implements `acpscope web [--db DSN] [--addr HOST:PORT]
+// [--allow-host NAME]…`: the stored sessions in a browser, read-only,
+// until interrupted. Every request's Host is checked, whatever --addr:
+// loopback names (when the listener covers loopback), the bound address
+// and the --allow-host names pass.
 func cmdWeb(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet("web", e.stderr)
 	dsn := fs.String("db", "", "database (default: $ACPSCOPE_DB, else the embedded SQLite database)")
 	addr := fs.String("addr", defaultWebAddr, "listen address; a non-loopback address exposes the store to the network")
 	poll := fs.Duration("poll", 2*time.Second, "how often an open page checks the store for changes")
+	var allow []string
+	fs.Func("allow-host", "a host name or address, besides loopback and the bound address, that requests may be addressed to (repeatable)", func(v string) error {
+		if err := web.CheckAllowHost(v); err != nil {
+			return err
+		}
+		allow = append(allow, v)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -39,19 +51,42 @@ func cmdWeb(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--addr: %v", err)
 	}
-	loopback := isLoopbackAddr(ln.Addr())
+	opts := web.Options{AllowHosts: allow, PollInterval: *poll}
+	loopback, wildcard := isLoopbackAddr(ln.Addr()), isWildcardAddr(ln.Addr())
+	if !loopback {
+		// The bound address itself passes; on a specific non-loopback
+		// address a loopback name cannot reach the listener, so only that
+		// address and the --allow-host names do.
+		opts.AllowHosts = append(opts.AllowHosts, ln.Addr().(*net.TCPAddr).IP.String())
+		opts.NoLoopback = !wildcard
+	}
 	srv := &http.Server{
-		Handler:           web.Handler(s, web.Options{LoopbackOnly: loopback, PollInterval: *poll}),
+		Handler:           web.Handler(s, opts),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
-	if loopback {
+	switch {
+	case loopback && len(allow) == 0:
 		fmt.Fprintf(e.stdout, "acpscope web: %s (loopback only; read-only; Ctrl-C stops)\n", web.URL(ln.Addr()))
-	} else {
+	case loopback:
+		fmt.Fprintf(e.stdout, "acpscope web: %s (loopback only, also addressed as %s; read-only; Ctrl-C stops)\n",
+			web.URL(ln.Addr()), strings.Join(allow, ", "))
+	default:
 		fmt.Fprintf(e.stdout, "acpscope web: %s (read-only; NOT loopback: anyone who can reach this address can read the store; Ctrl-C stops)\n", web.URL(ln.Addr()))
+		names := "loopback names only"
+		if !wildcard {
+			names = "only " + ln.Addr().(*net.TCPAddr).IP.String()
+		}
+		if len(allow) > 0 {
+			names += " and " + strings.Join(allow, ", ")
+			for _, h := range allow {
+				fmt.Fprintf(e.stdout, "acpscope web: also %s\n", web.HostURL(h, ln.Addr()))
+			}
+		}
+		fmt.Fprintf(e.stdout, "acpscope web: requests must be addressed to %s (--allow-host adds a name)\n", names)
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -69,6 +104,13 @@ func cmdWeb(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	return nil
+}
+
+// isWildcardAddr reports whether a listener's address is a wildcard one
+// (0.0.0.0 or ::), which listens on every interface, loopback included.
+func isWildcardAddr(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && (tcp.IP == nil || tcp.IP.IsUnspecified())
 }
 
 // isLoopbackAddr reports whether a listener's address is a loopback one.

@@ -103,3 +103,52 @@ func TestWebSubagentSessionFamily(t *testing.T) {
 		t.Fatalf("view: %+v", v)
 	}
 }
+
+// With a wildcard --addr the Host check still runs: loopback names, the
+// bound address and --allow-host names pass, a rebinding name does not,
+// and the printed URL is one a browser opens (never http://[::]:PORT/).
+func TestWebWildcardAddrKeepsTheHostCheck(t *testing.T) {
+	db := replayDemo(t)
+	for _, addr := range []string{"0.0.0.0:0", ":0"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		pr, pw := io.Pipe()
+		done := make(chan int, 1)
+		go func() {
+			code := run(ctx, []string{"web", "--db", db, "--addr", addr, "--allow-host", "box.lan"}, strings.NewReader(""), pw, io.Discard)
+			pw.Close()
+			done <- code
+		}()
+		line, err := bufio.NewReader(pr).ReadString('\n')
+		go io.Copy(io.Discard, pr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(line)
+		if u == "" || strings.Contains(line, "[::]") || strings.Contains(line, "0.0.0.0") {
+			t.Errorf("%s: the printed URL is not one a browser opens: %q", addr, line)
+		}
+		port := strings.TrimSuffix(u[strings.LastIndex(u, ":")+1:], "/")
+		for host, want := range map[string]int{
+			"127.0.0.1:" + port: http.StatusOK, "localhost:" + port: http.StatusOK, "box.lan:" + port: http.StatusOK,
+			"rebind.evil.example:" + port: http.StatusMisdirectedRequest,
+		} {
+			req, _ := http.NewRequest(http.MethodGet, u+"api/changes", nil)
+			req.Host = host
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != want {
+				t.Errorf("%s, Host %s: %d, want %d", addr, host, res.StatusCode, want)
+			}
+		}
+		cancel()
+		if code := <-done; code != exitOK {
+			t.Errorf("web exit %d", code)
+		}
+	}
+	if code, _, _ := acpscope(t, "", "web", "--db", db, "--allow-host", "http://box.lan/"); code != exitUsage {
+		t.Errorf("--allow-host with a URL: exit %d, want 2", code)
+	}
+}

@@ -22,11 +22,21 @@ type Card struct {
 	Status adapter.ToolStatus
 	// order is the arrival order of the card's first event.
 	order int
+	// at is the card's position in each of the board's queues (-1: not in
+	// it); running says whether Board.Running counts it.
+	at      [queueCount]int
+	running bool
 }
 
 // IsSubagent reports whether the card carries a normalised subagent payload.
 func (c *Card) IsSubagent() bool {
 	return c.Event.Payload != nil && c.Event.Payload.SubagentTask != nil
+}
+
+// isRunningSubagent reports whether c is a subagent whose tool status is
+// not terminal: the cards the memory bound forgets last.
+func (c *Card) isRunningSubagent() bool {
+	return c.IsSubagent() && !c.Status.Terminal()
 }
 
 // MaxToolCards bounds the tool calls that are not subagents a Board keeps
@@ -40,6 +50,18 @@ const MaxToolCards = 10000
 // them; the summary says so. The store (--db) keeps every subagent anyway.
 const MaxBoardBytes = 64 << 20
 
+// The board's queues: every card, the tool calls that are not subagents,
+// and the cards that are not running subagents (forgotten first). Each is
+// ordered by first sight, so the oldest card of a kind is found, and a
+// card moved or dropped, in O(log n): an update costs the same at any
+// number of cards.
+const (
+	queueAll = iota
+	queueTools
+	queueSpare
+	queueCount
+)
+
 // Board holds the subagent cards of a connection and its latest tool calls
 // (up to MaxToolCards, and MaxBoardBytes in all), in first-seen order.
 type Board struct {
@@ -48,16 +70,24 @@ type Board struct {
 	bytes int
 	// Forgotten counts the cards dropped to stay within MaxBoardBytes.
 	Forgotten int
-	// toolOrder lists card keys in first-seen order, for forgetting the
-	// oldest tool call; toolCards counts the cards that are not subagents.
-	toolOrder []cardKey
-	toolCards int
+	queues    [queueCount]cardQueue
+	running   int
+	// budget is MaxBoardBytes (tests lower it); visited counts the cards
+	// the bounds looked at, which the tests hold to what they dropped.
+	budget  int
+	visited int
 }
 
 type cardKey struct{ session, toolCall string }
 
 // NewBoard returns an empty board.
-func NewBoard() *Board { return &Board{cards: map[cardKey]*Card{}} }
+func NewBoard() *Board {
+	b := &Board{cards: map[cardKey]*Card{}, budget: MaxBoardBytes}
+	for i := range b.queues {
+		b.queues[i].slot = i
+	}
+	return b
+}
 
 // Apply records ev and returns its card. Events without a tool call id (the
 // inter-session message views) are not cards; Apply returns nil for them.
@@ -67,74 +97,95 @@ func (b *Board) Apply(ev adapter.Event) *Card {
 	}
 	k := cardKey{ev.SessionID, ev.ToolCallID}
 	c, ok := b.cards[k]
-	wasTool := ok && !c.IsSubagent()
 	if !ok {
-		c = &Card{order: b.next}
+		c = &Card{order: b.next, at: [queueCount]int{-1, -1, -1}}
 		b.next++
 		b.cards[k] = c
-		b.toolOrder = append(b.toolOrder, k)
 	}
 	b.bytes += ev.Size() - c.Event.Size()
 	c.Event = ev.Clone()
 	if ev.Status != adapter.ToolStatusUnchanged {
 		c.Status = ev.Status
 	}
-	if isTool := !c.IsSubagent(); isTool != wasTool {
-		if isTool {
-			b.toolCards++
-		} else {
-			b.toolCards--
-		}
-	}
+	b.place(c)
 	b.forgetOldTools(c)
 	b.forgetOverBudget(c)
 	return c
 }
 
-// forgetOverBudget drops the oldest cards while the board holds more than
-// MaxBoardBytes: first those that are not running subagents, then any but
-// keep (the card just applied).
-func (b *Board) forgetOverBudget(keep *Card) {
-	if b.bytes <= MaxBoardBytes {
-		return
-	}
-	for _, anyCard := range []bool{false, true} {
-		for _, c := range b.Cards() {
-			if b.bytes <= MaxBoardBytes {
-				return
-			}
-			if c == keep || (!anyCard && c.IsSubagent() && !c.Status.Terminal()) {
-				continue
-			}
-			b.forget(c)
+// place puts c into the queues and the running count its state calls for.
+func (b *Board) place(c *Card) {
+	b.queues[queueAll].put(c, true)
+	b.queues[queueTools].put(c, !c.IsSubagent())
+	b.queues[queueSpare].put(c, !c.isRunningSubagent())
+	running := c.isRunningSubagent() && (c.Event.Child == nil || c.Event.Child.Live)
+	if running != c.running {
+		c.running = running
+		if running {
+			b.running++
+		} else {
+			b.running--
 		}
 	}
 }
 
-// forget removes c from the board.
-func (b *Board) forget(c *Card) {
-	k := cardKey{c.Event.SessionID, c.Event.ToolCallID}
-	delete(b.cards, k)
-	b.bytes -= c.Event.Size()
-	if !c.IsSubagent() {
-		b.toolCards--
+// unplace takes c out of every queue and the running count.
+func (b *Board) unplace(c *Card) {
+	for i := range b.queues {
+		b.queues[i].put(c, false)
 	}
-	b.Forgotten++
+	if c.running {
+		c.running = false
+		b.running--
+	}
+}
+
+// forgetOverBudget drops the oldest cards while the board holds more than
+// its budget: first those that are not running subagents, then any but
+// keep (the card just applied).
+func (b *Board) forgetOverBudget(keep *Card) {
+	if b.bytes <= b.budget {
+		return
+	}
+	b.unplace(keep)
+	for _, q := range []int{queueSpare, queueAll} {
+		for b.bytes > b.budget && b.queues[q].Len() > 0 {
+			b.visited++
+			b.drop(b.queues[q].oldest())
+			b.Forgotten++
+		}
+	}
+	b.place(keep)
+}
+
+// drop removes c from the board.
+func (b *Board) drop(c *Card) {
+	delete(b.cards, cardKey{c.Event.SessionID, c.Event.ToolCallID})
+	b.bytes -= c.Event.Size()
+	b.unplace(c)
 }
 
 // forgetOldTools drops the oldest tool calls that are not subagents while
 // there are more than MaxToolCards of them; keep (the card just applied)
 // stays.
 func (b *Board) forgetOldTools(keep *Card) {
-	for b.toolCards > MaxToolCards && len(b.toolOrder) > 0 {
-		k := b.toolOrder[0]
-		b.toolOrder = b.toolOrder[1:]
-		if c := b.cards[k]; c != nil && c != keep && !c.IsSubagent() {
-			delete(b.cards, k)
-			b.bytes -= c.Event.Size()
-			b.toolCards--
-		}
+	tools := &b.queues[queueTools]
+	if tools.Len() <= MaxToolCards {
+		return
 	}
+	b.unplace(keep)
+	for tools.Len() > MaxToolCards-boolInt(!keep.IsSubagent()) {
+		b.visited++
+		b.drop(tools.oldest())
+	}
+	b.place(keep)
+}
+
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // Cards returns every card in first-seen order.
@@ -180,16 +231,8 @@ func (b *Board) ChildIndex() map[cardKey][]*Card {
 // Running counts the subagent cards whose tool status is not terminal,
 // leaving out child sessions not confirmed live (unknown, idle without an
 // outcome, unrecognised states). It runs on every shown line and spinner
-// tick, so it counts without sorting.
-func (b *Board) Running() int {
-	n := 0
-	for _, c := range b.cards {
-		if c.IsSubagent() && !c.Status.Terminal() && (c.Event.Child == nil || c.Event.Child.Live) {
-			n++
-		}
-	}
-	return n
-}
+// tick, so the board keeps the count as cards change.
+func (b *Board) Running() int { return b.running }
 
 // Header is the card's header line: the subagent type (else "Task") and
 // the description (else the title, else "Subagent").

@@ -11,8 +11,9 @@ import (
 
 // FuzzBuildView lays out cards whose links (parent tool call, child
 // session) and times come from the input, as a hostile agent could store
-// them: it never panics, every parent chain ends (no cycle), and no two
-// bars of a lane overlap.
+// them: it never panics, every parent chain ends (no cycle), no two bars
+// of a lane overlap, and turns are numbered in the order they began, a
+// card's turn mark no later than the card.
 func FuzzBuildView(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 0, 5, 1, 1, 0, 1, 3, 2, 2, 1, 2, 9})
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18})
@@ -32,6 +33,10 @@ func FuzzBuildView(f *testing.F) {
 				ch := "s" + id(b[2])
 				c.ChildSessionID = &ch
 			}
+			if b[3]%4 != 0 {
+				turn := id(b[3] >> 2)
+				c.TurnID = &turn
+			}
 			if b[4]%2 == 1 {
 				s := c.ObservedAt.Add(time.Duration(b[4]) * time.Millisecond)
 				c.SettledAt, c.UpdatedAt = &s, s
@@ -39,6 +44,17 @@ func FuzzBuildView(f *testing.F) {
 			rows = append(rows, c)
 		}
 		v := BuildView(SessionRow{ID: "sa"}, rows)
+		for i, m := range v.Turns {
+			if m.N != i+1 || (i > 0 && m.Start < v.Turns[i-1].Start) {
+				t.Fatalf("turn marks out of order: %+v", v.Turns)
+			}
+		}
+		for i, c := range v.Cards {
+			if (c.Turn == 0) != (rows[i].TurnID == nil) || c.Turn > v.TurnCount ||
+				(c.Turn > 0 && c.Turn <= len(v.Turns) && v.Turns[c.Turn-1].Start > c.Start) {
+				t.Fatalf("card %d: turn %d of %d, marks %+v", i, c.Turn, v.TurnCount, v.Turns)
+			}
+		}
 		for i, c := range v.Cards {
 			steps, j := 0, i
 			for j >= 0 {

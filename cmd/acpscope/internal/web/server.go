@@ -44,29 +44,57 @@ const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 
 // Options configures Handler.
 type Options struct {
-	// LoopbackOnly rejects requests whose Host is not a loopback name or
-	// address (a DNS-rebinding page cannot read the store through the
-	// browser).
-	LoopbackOnly bool
+	// AllowHosts lists the host names and addresses, besides the loopback
+	// ones, that a request's Host header may name (compared without the
+	// port, ASCII case-insensitively, a trailing dot ignored). Every
+	// request is checked: one whose Host is none of them is refused with
+	// 421, so a DNS-rebinding page cannot read the store through the
+	// browser. The zero value lets loopback names and addresses only.
+	AllowHosts []string
+	// NoLoopback refuses loopback names too: the listener is on a
+	// non-loopback address, which a loopback name never reaches.
+	NoLoopback bool
 	// PollInterval is how often an open page asks whether the store
 	// changed (default 2s).
 	PollInterval time.Duration
 	// Log receives request errors (default slog.Default()).
 	Log *slog.Logger
+	// MaxHeavy bounds the heavy requests (the pages and their JSON) that
+	// run at once (default DefaultMaxHeavy); MaxWaiting more wait up to
+	// HeavyWait for their turn (defaults DefaultMaxWaiting,
+	// DefaultHeavyWait), and the others are answered 503 with Retry-After.
+	MaxHeavy   int
+	MaxWaiting int
+	HeavyWait  time.Duration
 }
 
 type server struct {
 	store *persistence.Store
 	opts  Options
 	mux   *http.ServeMux
+	// hosts is the set of AllowHosts, normalised by hostKey.
+	hosts  map[string]bool
+	gate   *gate
+	tokens *tokenCache
+	views  *viewCache
 }
 
 // Handler serves the pages, the JSON API and the embedded assets from s:
 //
 //	GET /                      the sessions list (?agent=NAME&q=TEXT)
-//	GET /session?id=ID         one session: subagent tree and timeline
+//	GET /session?id=ID[&offset=N&limit=M]
+//	                           one session: subagent tree and timeline of
+//	                           the cards [N, N+M) (default 0 and
+//	                           DefaultWindow, at most MaxWindow)
 //	GET /api/sessions          the list as JSON (same parameters)
-//	GET /api/session?id=ID     one session's view as JSON
+//	GET /api/session?id=ID[&offset=N&limit=M]
+//	                           that window of the session's view as JSON
+//
+// The pages and their JSON are heavy requests: at most MaxHeavy run at
+// once (see Options). A session's laid-out view is kept while its change
+// token stays, so an unchanged session is not read again, and polls are
+// answered from tokens at most half a poll interval old.
+//
 //	GET /api/changes[?id=ID]   {"token": …}: moves when the session (or,
 //	                           without id, the store) changed
 //	GET /api/card?session=ID&execution=EXEC&call=TOOLCALL
@@ -74,22 +102,39 @@ type server struct {
 //	                           read when its details open
 //	GET /static/…              the embedded script and style sheet
 func Handler(s *persistence.Store, opts Options) http.Handler {
-	if opts.PollInterval <= 0 {
-		opts.PollInterval = 2 * time.Second
-	}
+	opts.PollInterval = orDefault(opts.PollInterval, 2*time.Second)
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	srv := &server{store: s, opts: opts, mux: http.NewServeMux()}
+	opts.MaxHeavy = orDefault(opts.MaxHeavy, DefaultMaxHeavy)
+	opts.MaxWaiting = orDefault(opts.MaxWaiting, DefaultMaxWaiting)
+	opts.HeavyWait = orDefault(opts.HeavyWait, DefaultHeavyWait)
+	srv := &server{store: s, opts: opts, mux: http.NewServeMux(), hosts: map[string]bool{},
+		gate: newGate(opts.MaxHeavy, opts.MaxWaiting, opts.HeavyWait),
+		// A poll is answered from a token at most half an interval old
+		// (at most 1 s): one read per family and interval.
+		tokens: &tokenCache{store: s, ttl: min(opts.PollInterval/2, time.Second), m: map[string]*tokenEntry{}},
+		views:  newViewCache()}
+	for _, h := range opts.AllowHosts {
+		srv.hosts[hostKey(h)] = true
+	}
 	static, _ := fs.Sub(staticFS, "static")
 	srv.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
-	srv.mux.HandleFunc("GET /{$}", srv.listPage)
-	srv.mux.HandleFunc("GET /session", srv.sessionPage)
-	srv.mux.HandleFunc("GET /api/sessions", srv.listJSON)
-	srv.mux.HandleFunc("GET /api/session", srv.sessionJSON)
+	srv.mux.HandleFunc("GET /{$}", srv.heavy(srv.listPage))
+	srv.mux.HandleFunc("GET /session", srv.heavy(srv.sessionPage))
+	srv.mux.HandleFunc("GET /api/sessions", srv.heavy(srv.listJSON))
+	srv.mux.HandleFunc("GET /api/session", srv.heavy(srv.sessionJSON))
 	srv.mux.HandleFunc("GET /api/changes", srv.changesJSON)
 	srv.mux.HandleFunc("GET /api/card", srv.cardJSON)
 	return srv
+}
+
+// orDefault is v, or d when v is not positive.
+func orDefault[T int | time.Duration](v, d T) T {
+	if v <= 0 {
+		return d
+	}
+	return v
 }
 
 // ServeHTTP sets the security headers on every response, then routes.
@@ -101,25 +146,60 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
-	if s.opts.LoopbackOnly && !loopbackHost(r.Host) {
-		http.Error(w, "acpscope web answers only requests to a loopback host", http.StatusMisdirectedRequest)
+	if !s.allowedHost(r.Host) {
+		http.Error(w, "acpscope web answers only requests to the hosts it was started for (--allow-host)", http.StatusMisdirectedRequest)
 		return
 	}
 	s.mux.ServeHTTP(w, r)
 }
 
-// loopbackHost reports whether a Host header names this machine's
-// loopback: localhost or a loopback address, with or without a port.
-func loopbackHost(host string) bool {
+// allowedHost reports whether a request's Host header names a host the
+// server answers for: a loopback one (unless NoLoopback) or one of
+// AllowHosts.
+func (s *server) allowedHost(host string) bool {
+	k := hostKey(host)
+	if k == "" {
+		return false
+	}
+	return s.hosts[k] || (!s.opts.NoLoopback && loopbackHost(k))
+}
+
+// hostKey is the comparable form of a Host header or an --allow-host
+// value: without the port and the IPv6 brackets, lower case, without a
+// trailing dot; an IP address in its canonical form.
+func hostKey(host string) string {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.String()
+	}
+	return host
+}
+
+// loopbackHost reports whether a hostKey names this machine's loopback:
+// localhost or a loopback address.
+func loopbackHost(k string) bool {
+	if k == "localhost" {
 		return true
 	}
-	ip := net.ParseIP(host)
+	ip := net.ParseIP(k)
 	return ip != nil && ip.IsLoopback()
+}
+
+// CheckAllowHost says what is wrong with an --allow-host value (nil when
+// nothing): it must be a bare host name or address, optionally with a
+// port, never a URL.
+func CheckAllowHost(v string) error {
+	switch {
+	case hostKey(v) == "":
+		return fmt.Errorf("empty host")
+	case strings.ContainsAny(v, "/?#@ \t\\"):
+		return fmt.Errorf("%q is not a host name or address (give it without scheme or path)", v)
+	}
+	return nil
 }
 
 // listData is the sessions page's data.
@@ -189,38 +269,59 @@ type sessionData struct {
 	Poll int64       `json:"poll_ms"`
 }
 
-func (s *server) loadSession(w http.ResponseWriter, r *http.Request) (sessionData, bool) {
+// loadSession returns the cached view of the requested session (read
+// and laid out when its change token moved) and the window asked for.
+func (s *server) loadSession(w http.ResponseWriter, r *http.Request) (e *viewEntry, offset, limit int, ok bool) {
 	id := r.URL.Query().Get("id")
-	v, ok, err := LoadSession(r.Context(), s.store, id)
+	token, err := s.tokens.get(r.Context(), id)
+	if err == nil {
+		e, err = s.views.get(r.Context(), id, token, func() (SessionView, bool, error) {
+			return LoadSession(context.WithoutCancel(r.Context()), s.store, id)
+		})
+	}
 	if err != nil {
 		s.fail(w, r, err)
-		return sessionData{}, false
+		return nil, 0, 0, false
 	}
-	if !ok {
+	if !e.ok {
 		http.Error(w, "no such session", http.StatusNotFound)
-		return sessionData{}, false
+		return nil, 0, 0, false
 	}
-	return sessionData{View: v, Poll: s.opts.PollInterval.Milliseconds()}, true
+	limit = intParam(r, "limit")
+	if limit <= 0 {
+		limit = DefaultWindow
+	}
+	return e, intParam(r, "offset"), min(limit, MaxWindow), true
 }
 
 func (s *server) sessionPage(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	d, ok := s.loadSession(w, r)
+	e, offset, limit, ok := s.loadSession(w, r)
 	if !ok {
 		return
 	}
+	d := sessionData{View: e.view.Window(offset, limit), Poll: s.opts.PollInterval.Milliseconds()}
 	s.render(w, r, "session.html", pageData{Title: "session " + d.View.Session.ID, Page: "session",
 		Data: d, Session: &d.View.Session}, start)
 }
 
 func (s *server) sessionJSON(w http.ResponseWriter, r *http.Request) {
-	if d, ok := s.loadSession(w, r); ok {
-		s.writeJSON(w, d)
+	e, offset, limit, ok := s.loadSession(w, r)
+	if !ok {
+		return
 	}
+	b, err := s.views.page(e, offset, limit, func(v SessionView) ([]byte, error) {
+		return json.Marshal(sessionData{View: v, Poll: s.opts.PollInterval.Milliseconds()})
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSONBytes(w, b)
 }
 
 func (s *server) changesJSON(w http.ResponseWriter, r *http.Request) {
-	token, err := FamilyToken(r.Context(), s.store, r.URL.Query().Get("id"))
+	token, err := s.tokens.get(r.Context(), r.URL.Query().Get("id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -265,6 +366,10 @@ func (s *server) writeJSON(w http.ResponseWriter, v any) {
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
+	writeJSONBytes(w, b)
+}
+
+func writeJSONBytes(w http.ResponseWriter, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(b)
@@ -288,7 +393,32 @@ func agentOptions(current string) []string {
 	return out
 }
 
-// URL is the address to open for a server listening on addr.
+// URL is the address a browser opens for a server listening on addr: a
+// wildcard address (0.0.0.0, ::) is no host to open, so its URL names the
+// loopback address, which a wildcard listener covers.
 func URL(addr net.Addr) string {
-	return fmt.Sprintf("http://%s/", addr.String())
+	host, port := addr.String(), ""
+	if tcp, ok := addr.(*net.TCPAddr); ok {
+		ip := tcp.IP
+		if ip == nil || ip.IsUnspecified() {
+			ip = net.IPv4(127, 0, 0, 1)
+		}
+		host, port = ip.String(), strconv.Itoa(tcp.Port)
+		return "http://" + net.JoinHostPort(host, port) + "/"
+	}
+	return "http://" + host + "/"
+}
+
+// HostURL is the address of the server on another host name (an
+// --allow-host) at addr's port.
+func HostURL(host string, addr net.Addr) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	port := ""
+	if tcp, ok := addr.(*net.TCPAddr); ok {
+		port = strconv.Itoa(tcp.Port)
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
 }

@@ -98,7 +98,7 @@ var dataBlock = regexp.MustCompile(`(?s)<script type="application/json" id="page
 func TestHostileTextIsEscapedEverywhere(t *testing.T) {
 	s := openStore(t)
 	seedHostile(t, s)
-	h := Handler(s, Options{LoopbackOnly: true})
+	h := Handler(s, Options{})
 	for _, target := range []string{"/", "/?q=" + url.QueryEscape(xssCorpus[1]), "/session?id=" + url.QueryEscape(hostileSession)} {
 		res := get(t, h, target)
 		page := bodyOf(t, res)
@@ -166,7 +166,7 @@ func TestCardTexts(t *testing.T) {
 	upsert(t, s, persistence.Frame{TaskSessionID: "S", ToolCallID: "a", ExecutionID: ExecutionID("claude", "r"),
 		Prompt: "do it", ResultText: long, ObservedAt: t0})
 	upsert(t, s, persistence.Frame{TaskSessionID: "S", ToolCallID: "b", ExecutionID: ExecutionID("claude", "r"), ObservedAt: t0})
-	h := Handler(s, Options{LoopbackOnly: true})
+	h := Handler(s, Options{})
 	card := func(h http.Handler, call string) CardTexts {
 		t.Helper()
 		res := get(t, h, cardURL(Card{SessionID: "S", Execution: ExecutionID("claude", "r"), ToolCallID: call}))
@@ -197,7 +197,7 @@ func TestCardTexts(t *testing.T) {
 	plain := openStoreWith(t)
 	upsert(t, plain, persistence.Frame{TaskSessionID: "S", ToolCallID: "a", ExecutionID: ExecutionID("claude", "r"),
 		Prompt: "dropped", ObservedAt: t0})
-	ph := Handler(plain, Options{LoopbackOnly: true})
+	ph := Handler(plain, Options{})
 	if c := card(ph, "a"); c.Stored || c.Prompt != nil {
 		t.Errorf("a store without texts: %+v", c)
 	}
@@ -224,7 +224,7 @@ func templateEscaped(s string) string {
 func TestSecurityHeadersOnEveryResponse(t *testing.T) {
 	s := openStore(t)
 	seedHostile(t, s)
-	h := Handler(s, Options{LoopbackOnly: true})
+	h := Handler(s, Options{})
 	for _, target := range []string{"/", "/session?id=x", "/session?id=" + url.QueryEscape(hostileSession), "/api/sessions",
 		"/api/session?id=nope", "/api/changes", "/api/card?session=x", "/static/app.js", "/static/app.css", "/nope", "/static/nope"} {
 		res := get(t, h, target)
@@ -254,11 +254,36 @@ func TestSecurityHeadersOnEveryResponse(t *testing.T) {
 }
 
 func TestLoopbackHostOnly(t *testing.T) {
-	h := Handler(openStore(t), Options{LoopbackOnly: true})
-	for host, ok := range map[string]bool{
+	checkHosts(t, Handler(openStore(t), Options{}), map[string]bool{
 		"127.0.0.1:8765": true, "localhost:8765": true, "LOCALHOST": true, "[::1]:8765": true, "127.8.9.1": true,
+		"localhost.":        true,
 		"evil.example:8765": false, "10.0.0.1:8765": false, "localhost.evil.example": false, "": false,
-	} {
+	})
+}
+
+// The Host check runs whatever the listener: with --allow-host names (and
+// the bound address) only they pass, besides loopback unless the listener
+// is on a specific non-loopback address.
+func TestHostCheckAlways(t *testing.T) {
+	s := openStore(t)
+	checkHosts(t, Handler(s, Options{AllowHosts: []string{"Box.LAN", "0.0.0.0", "[fd00::1]:9"}}), map[string]bool{
+		"box.lan:8765": true, "BOX.lan.": true, "0.0.0.0:8765": true, "[fd00:0::1]:8765": true, "localhost": true,
+		"evil.example:8765": false, "rebind.evil.example": false, "box.lan.evil.example": false, "10.0.0.1": false,
+	})
+	checkHosts(t, Handler(s, Options{AllowHosts: []string{"192.0.2.7"}, NoLoopback: true}), map[string]bool{
+		"192.0.2.7:8765": true, "localhost:8765": false, "127.0.0.1": false, "evil.example": false,
+	})
+	for v, ok := range map[string]bool{"box.lan": true, "box.lan:80": true, "[::1]": true, "": false,
+		"http://box.lan/": false, "box.lan/x": false, "a b": false} {
+		if err := CheckAllowHost(v); (err == nil) != ok {
+			t.Errorf("CheckAllowHost(%q): %v", v, err)
+		}
+	}
+}
+
+func checkHosts(t *testing.T, h http.Handler, hosts map[string]bool) {
+	t.Helper()
+	for host, ok := range hosts {
 		req := httptest.NewRequest(http.MethodGet, "/api/changes", nil)
 		req.Host = host
 		rec := httptest.NewRecorder()
@@ -275,7 +300,9 @@ func TestListFilterAndChanges(t *testing.T) {
 		Description: "Summarize src", ObservedAt: t0})
 	upsert(t, s, persistence.Frame{TaskSessionID: "cl-1", ToolCallID: "b", ExecutionID: ExecutionID("claude", "r"),
 		Description: "Audit docs", ToolStatus: "completed", ObservedAt: t0.Add(time.Second)})
-	h := Handler(s, Options{LoopbackOnly: true})
+	// A poll interval of 1 ns keeps no token (they are kept half of it),
+	// so every poll reads the store.
+	h := Handler(s, Options{PollInterval: time.Nanosecond})
 	list := func(q string) []string {
 		var d listData
 		if err := json.Unmarshal([]byte(bodyOf(t, get(t, h, "/api/sessions"+q))), &d); err != nil {

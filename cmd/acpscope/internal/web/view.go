@@ -46,7 +46,25 @@ type Card struct {
 	Start int64 `json:"start"`
 	End   int64 `json:"end"`
 	Lane  int   `json:"lane"`
+	// Turn is the number of the turn the card began in (TurnMark.N), 0
+	// when the store recorded no turn for it.
+	Turn int `json:"turn"`
+	// turnID is the stored turn id, numbered by numberTurns.
+	turnID string
 }
+
+// TurnMark is one turn of the session on the timeline: its number in the
+// order the turns began and where its first card was first seen (ms since
+// the origin).
+type TurnMark struct {
+	N     int    `json:"n"`
+	ID    string `json:"id"`
+	Start int64  `json:"start"`
+}
+
+// MaxTurnMarks bounds the turns a view marks on the timeline (the first
+// ones); cards of later turns still carry their number.
+const MaxTurnMarks = 1000
 
 // SessionView is everything the session page draws.
 type SessionView struct {
@@ -60,6 +78,38 @@ type SessionView struct {
 	Lanes  int        `json:"lanes"`
 	// Token is the change mark of the family when the view was read.
 	Token string `json:"token"`
+	// Turns marks where each turn began (at most MaxTurnMarks); TurnCount
+	// is how many distinct turns the cards began in.
+	Turns     []TurnMark `json:"turns"`
+	TurnCount int        `json:"turn_count"`
+	// Total is the number of cards of the whole view, and Offset the index
+	// of Cards[0] in it: a window (Window) holds only some of them.
+	Total  int `json:"total"`
+	Offset int `json:"offset"`
+}
+
+// DefaultWindow and MaxWindow bound the cards one session page carries:
+// a session of 100,000 cards is read in pages of them.
+const (
+	DefaultWindow = 1000
+	MaxWindow     = 5000
+)
+
+// Window returns the view with only the cards [offset, offset+limit) of
+// it (limit clamped to 1..MaxWindow, offset to the cards there are); the
+// tree links (Parent) keep their indexes into the whole view.
+func (v SessionView) Window(offset, limit int) SessionView {
+	if limit <= 0 {
+		limit = DefaultWindow
+	}
+	limit = min(limit, MaxWindow)
+	offset = max(0, min(offset, len(v.Cards)))
+	end := min(len(v.Cards), offset+limit)
+	w := v
+	w.Cards = v.Cards[offset:end:end]
+	w.Offset = offset
+	w.Total = len(v.Cards)
+	return w
 }
 
 // LoadSession reads one session's view; ok is false when it is not stored.
@@ -102,7 +152,7 @@ func FamilyToken(ctx context.Context, s *persistence.Store, id string) (string, 
 // persistence.Store.ListFamily returns them): tree parents and depths,
 // timeline bars and lanes.
 func BuildView(session SessionRow, rows []persistence.SubagentContext) SessionView {
-	v := SessionView{Session: session, Cards: make([]Card, len(rows))}
+	v := SessionView{Session: session, Cards: make([]Card, len(rows)), Turns: []TurnMark{}}
 	if len(rows) == 0 {
 		return v
 	}
@@ -121,6 +171,8 @@ func BuildView(session SessionRow, rows []persistence.SubagentContext) SessionVi
 	}
 	linkTree(v.Cards, session.ID)
 	v.Lanes = assignLanes(v.Cards)
+	v.Turns, v.TurnCount = numberTurns(v.Cards)
+	v.Total = len(v.Cards)
 	o := origin.UTC()
 	v.Origin = &o
 	v.Span = last.Sub(origin).Milliseconds()
@@ -144,7 +196,7 @@ func cardOf(r persistence.SubagentContext, origin, last time.Time) Card {
 		AgentID: str(r.AgentID), AgentStatus: str(r.AgentStatus), ToolStatus: str(r.ToolStatus),
 		ChildSessionID: str(r.ChildSessionID), IsAsync: r.IsAsync,
 		TotalTokens: r.TotalTokens, ToolUseCount: r.ToolUseCount, DurationMs: r.DurationMs,
-		Source: r.Source, Observed: r.ObservedAt.UTC(), Parent: -1,
+		Source: r.Source, Observed: r.ObservedAt.UTC(), Parent: -1, turnID: str(r.TurnID),
 	}
 	end := last
 	if r.SettledAt != nil {
@@ -155,6 +207,40 @@ func cardOf(r persistence.SubagentContext, origin, last time.Time) Card {
 	c.Start = r.ObservedAt.Sub(origin).Milliseconds()
 	c.End = max(end.Sub(origin).Milliseconds(), c.Start)
 	return c
+}
+
+// numberTurns numbers the turns the cards began in (the store keeps a
+// card's first turn) in the order they began, sets each card's Turn, and
+// returns the first MaxTurnMarks marks and the number of turns.
+func numberTurns(cards []Card) ([]TurnMark, int) {
+	first := map[string]int64{}
+	for _, c := range cards {
+		if c.turnID == "" {
+			continue
+		}
+		if t, ok := first[c.turnID]; !ok || c.Start < t {
+			first[c.turnID] = c.Start
+		}
+	}
+	marks := make([]TurnMark, 0, len(first))
+	for id, start := range first {
+		marks = append(marks, TurnMark{ID: id, Start: start})
+	}
+	sort.Slice(marks, func(i, j int) bool {
+		if marks[i].Start != marks[j].Start {
+			return marks[i].Start < marks[j].Start
+		}
+		return marks[i].ID < marks[j].ID
+	})
+	number := make(map[string]int, len(marks))
+	for i := range marks {
+		marks[i].N = i + 1
+		number[marks[i].ID] = i + 1
+	}
+	for i := range cards {
+		cards[i].Turn = number[cards[i].turnID]
+	}
+	return marks[:min(len(marks), MaxTurnMarks):min(len(marks), MaxTurnMarks)], len(marks)
 }
 
 func str(p *string) string {

@@ -122,3 +122,39 @@ func TestBuildViewEmptyAndLongChain(t *testing.T) {
 		t.Fatalf("depths %d, %d", v.Cards[0].Depth, v.Cards[n-1].Depth)
 	}
 }
+
+// Each card carries the number of the turn it began in, numbered in the
+// order the turns began, and the timeline marks where each turn began; a
+// card without a stored turn has none.
+func TestBuildViewTurns(t *testing.T) {
+	turn := func(c persistence.SubagentContext, id string) persistence.SubagentContext {
+		c.TurnID = &id
+		return c
+	}
+	rows := []persistence.SubagentContext{
+		turn(ctxRow("s", "late", "", "", 30, 40, "completed"), "turn-b"),
+		turn(ctxRow("s", "first", "", "", 0, 10, "completed"), "turn-a"),
+		turn(ctxRow("s", "second", "", "", 5, 50, "completed"), "turn-a"),
+		ctxRow("s", "untracked", "", "", 20, 25, "completed"),
+	}
+	v := BuildView(SessionRow{ID: "s"}, rows)
+	var got []int
+	for _, c := range v.Cards {
+		got = append(got, c.Turn)
+	}
+	if !slices.Equal(got, []int{2, 1, 1, 0}) || v.TurnCount != 2 {
+		t.Fatalf("turns %v, count %d; want [2 1 1 0], 2", got, v.TurnCount)
+	}
+	if len(v.Turns) != 2 || v.Turns[0] != (TurnMark{N: 1, ID: "turn-a", Start: 0}) ||
+		v.Turns[1] != (TurnMark{N: 2, ID: "turn-b", Start: 30000}) {
+		t.Fatalf("marks %+v", v.Turns)
+	}
+	many := make([]persistence.SubagentContext, MaxTurnMarks+5)
+	for i := range many {
+		many[i] = turn(ctxRow("s", strconv.Itoa(i), "", "", i, -1, ""), strconv.Itoa(i))
+	}
+	if v := BuildView(SessionRow{ID: "s"}, many); len(v.Turns) != MaxTurnMarks || v.TurnCount != len(many) ||
+		v.Cards[len(many)-1].Turn != len(many) {
+		t.Fatalf("%d marks of %d turns, last card's turn %d", len(v.Turns), v.TurnCount, v.Cards[len(many)-1].Turn)
+	}
+}

@@ -142,12 +142,20 @@
     return c.description ? head + " · " + c.description : head;
   }
 
+  // local is the index in this window of the card at index i of the
+  // whole view, or -1 when the card is outside the window.
+  function local(view, i) {
+    var j = i - (view.offset || 0);
+    return i >= 0 && j >= 0 && j < view.cards.length ? j : -1;
+  }
+
   function renderTree(view) {
     var cards = view.cards;
     var kids = cards.map(function () { return []; });
     var roots = [];
     cards.forEach(function (c, i) {
-      if (c.parent >= 0 && c.parent < cards.length) kids[c.parent].push(i);
+      var p = local(view, c.parent);
+      if (p >= 0) kids[p].push(i);
       else roots.push(i);
     });
     var top = el("ul", "tree-root");
@@ -164,6 +172,10 @@
       var lab = el("span", "label", label(c));
       lab.title = c.tool_call_id;
       row.appendChild(lab);
+      if (c.parent >= 0 && local(view, c.parent) < 0) {
+        row.appendChild(el("span", "tag", "under card " + (c.parent + 1)));
+      }
+      if (c.turn > 0 && view.turn_count > 1) row.appendChild(el("span", "tag turn", "turn " + c.turn));
       if (c.child_session_id) row.appendChild(el("span", "tag", "session"));
       if (c.is_async) row.appendChild(el("span", "tag bg", "background"));
       row.appendChild(el("span", "meta", c.tool_status || "pending"));
@@ -195,6 +207,13 @@
       bar.style.top = (c.lane * LANE) + "px";
       frag.appendChild(bar);
     });
+    (view.turns || []).forEach(function (t) {
+      var mark = el("div", "turn-mark");
+      mark.title = "turn " + t.n + " began";
+      mark.style.left = (100 * t.start / span) + "%";
+      mark.appendChild(el("span", "turn-label", "turn " + t.n));
+      frag.appendChild(mark);
+    });
     tl.replaceChildren(frag);
     tl.style.height = (Math.max(view.lanes, 1) * LANE) + "px";
     var axis = document.getElementById("axis");
@@ -206,14 +225,40 @@
     var parts = [
       "agent " + (s.agent || "unknown"),
       "started " + fmtTime(s.started),
-      s.turns + (s.turns === 1 ? " turn" : " turns"),
-      view.cards.length + " cards",
+      view.turn_count + (view.turn_count === 1 ? " turn" : " turns"),
+      view.total + " cards",
       view.lanes + (view.lanes === 1 ? " lane" : " lanes"),
       "status " + s.status
     ];
     if (view.family.length > 1) parts.push((view.family.length - 1) + " subagent sessions");
     document.getElementById("summary").textContent = parts.join(" · ");
+    renderPager(view);
   }
+
+  // renderPager says which cards the page shows and links the windows
+  // before and after it: a large session is read a window at a time.
+  function renderPager(view) {
+    var pager = document.getElementById("pager");
+    if (!pager) return;
+    var n = view.cards.length, first = view.offset || 0;
+    pager.replaceChildren();
+    if (first === 0 && n >= view.total) return;
+    var id = encodeURIComponent(view.session.id);
+    function link(text, offset) {
+      var a = el("a", null, text);
+      a.href = "/session?id=" + id + "&offset=" + offset + "&limit=" + windowLimit;
+      return a;
+    }
+    if (first > 0) pager.appendChild(link("‹ previous", Math.max(0, first - windowLimit)));
+    pager.appendChild(el("span", null, " cards " + (n ? first + 1 : first) + "–" + (first + n) + " of " + view.total + " "));
+    if (first + n < view.total) pager.appendChild(link("next ›", first + n));
+  }
+
+  // The window this page shows, from its address (the server's defaults
+  // when absent).
+  var params = new URLSearchParams(location.search);
+  var windowOffset = Number(params.get("offset")) || 0;
+  var windowLimit = Number(params.get("limit")) || 1000;
 
   // The texts of the card whose details are open, kept so that a redraw
   // shows them at once while they are read again.
@@ -280,6 +325,7 @@
       ["Tokens", fmtNum(c.total_tokens)],
       ["Tool uses", fmtNum(c.tool_use_count)],
       ["Duration", c.duration_ms === null ? "not reported" : fmtMs(c.duration_ms)],
+      ["Turn", c.turn > 0 ? "turn " + c.turn + " of " + current.turn_count : "not recorded"],
       ["Result", resultDd],
       ["Tool status", c.tool_status || "–"],
       ["Agent status", c.agent_status || "–"],
@@ -316,6 +362,8 @@
       bars: document.querySelectorAll("#timeline .bar").length,
       lanes: current.lanes,
       cards: current.cards.length,
+      total: current.total,
+      turnMarks: document.querySelectorAll("#timeline .turn-mark").length,
       renderMs: (performance.now() - t0).toFixed(1)
     });
   }
@@ -330,7 +378,7 @@
     });
     var id = encodeURIComponent(d.view.session.id);
     poll("/api/changes?id=" + id, d.view.token, function () {
-      return fetch("/api/session?id=" + id, { cache: "no-store" })
+      return fetch("/api/session?id=" + id + "&offset=" + windowOffset + "&limit=" + windowLimit, { cache: "no-store" })
         .then(function (r) { return r.json(); })
         .then(renderSession);
     }, d.poll_ms);
