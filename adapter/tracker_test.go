@@ -418,12 +418,13 @@ func TestCompletionBeforeRecognitionKeepsDuration(t *testing.T) {
 func TestEvictedSessionTakesItsChildren(t *testing.T) {
 	tr, _ := newTracker(t, adapter.Config{DialectName: adapter.DialectClaude, MaxSessions: 3})
 	tr.Initialize(&acp.InitializeRequest{ClientCapabilities: acp.ClientCapabilities{Subagents: &acp.SubagentCapabilities{}}}, nil)
+	tr.SessionStarted("p1")
 	tr.SessionUpdate(notif(t, `{"sessionId":"p1","update":{"sessionUpdate":"subagent_update","sessionId":"c1","state":{"state":"running"}}}`))
 	if tr.ParentSession("c1") != "p1" {
 		t.Fatal("child not announced")
 	}
-	tr.SessionStarted("s2")
 	for _, sid := range []string{"s2", "s3"} {
+		tr.SessionStarted(sid)
 		tr.SessionUpdate(toolCall(t, sid, "x", "Read"))
 	}
 	if got := tr.ParentSession("c1"); got != "" {
