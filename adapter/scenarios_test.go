@@ -37,21 +37,6 @@ func TestOtherAgentScenarios(t *testing.T) {
 			},
 		},
 		{
-			name: "44_45_CodexSpawnActivityReuseParent", capture: "codex", dialect: "codex",
-			payloads: map[string]string{
-				"call-spawn": `{"kind":"subagent_task","subagent_task":{"description":"Audit the adapter","prompt":"Audit the adapter","subagent_type":"","status":"completed","model":"gpt-5.2-codex","child_session_id":"thread-child"}}`,
-				"call-spawn~codex-subagent~10-dGhyZWFkLXR3bw": `{"kind":"subagent_task","subagent_task":{"description":"Second child","prompt":"Second child","subagent_type":"","child_session_id":"thread-two"}}`,
-				"call-act":    `{"kind":"subagent_task","subagent_task":{"description":"reviewer","prompt":"","subagent_type":"reviewer","status":"completed","child_session_id":"thread-rev"}}`,
-				"call-nested": `{"kind":"subagent_task","subagent_task":{"description":"grandchild","prompt":"grandchild","subagent_type":"","child_session_id":"thread-grand"}}`,
-				"call-wait":   `null`,
-				"call-bad":    `{"kind":"subagent_task","subagent_task":{"description":"","prompt":"","subagent_type":""}}`,
-			},
-			parents:  map[string]string{"call-nested": "call-spawn", "call-spawn": ""},
-			statuses: map[string][]adapter.ToolStatus{"call-spawn": {"in_progress", "complete", "complete"}},
-			absent:   []string{"call-act-done", "call-orphan"},
-			counters: map[string]int64{adapter.CounterCodexSuppressedTerminal: 1, adapter.CounterCodexSuppressedAmbiguous: 1},
-		},
-		{
 			name: "44_CodexMetaFromOtherAgentStaysGeneric", capture: "codex_meta_elsewhere", dialect: "generic",
 			payloads: map[string]string{"call-spawn": `null`},
 		},

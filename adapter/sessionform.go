@@ -102,6 +102,9 @@ type ChildSessionDialect interface {
 	// SessionLimits bound what the form keeps on this connection (zero
 	// fields take the defaults).
 	SessionLimits() SessionLimits
+	// ApplyChildDescription maps a subagent_update description (the
+	// parent's display description of the child) onto the payload.
+	ApplyChildDescription(task *SubagentTask, description string)
 }
 
 // sessionForm is the subagent-session form of one connection: its childRegistry,
@@ -130,6 +133,17 @@ func (d *sessionForm) agentID(child string) string {
 		return ""
 	}
 	return d.hooks.ChildAgentID(child)
+}
+
+// childDescription maps a child's display description onto the payload:
+// the dialect's reading, else the card's description until a title names
+// it.
+func (d *sessionForm) childDescription(task *SubagentTask, description string) {
+	if d.hooks != nil {
+		d.hooks.ApplyChildDescription(task, description)
+		return
+	}
+	FillString(&task.Description, description)
 }
 
 // isReceipt reports a background-launch receipt in the dialect's terms.
@@ -283,7 +297,7 @@ func (d *sessionForm) subagentUpdate(tx *Tx, parent string, su *acp.SessionSubag
 	}
 	if v, ok := su.Description.Value(); ok {
 		view.Description = v
-		OverwriteString(&task.SubagentType, v)
+		d.childDescription(task, v)
 	} else if su.Description.Null() {
 		view.Description = ""
 	}

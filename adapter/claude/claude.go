@@ -157,5 +157,11 @@ func (d *Dialect) ChildAgentID(childSessionID string) string { return childSessi
 // IsLaunchReceipt is Claude's receipt of a background launch.
 func (d *Dialect) IsLaunchReceipt(text string) bool { return IsLaunchReceipt(text) }
 
+// ApplyChildDescription: claude-agent-acp describes a child by its agent
+// type (general-purpose, Explore, …).
+func (d *Dialect) ApplyChildDescription(task *adapter.SubagentTask, description string) {
+	adapter.OverwriteString(&task.SubagentType, description)
+}
+
 // SessionLimits are the Options' limits.
 func (d *Dialect) SessionLimits() adapter.SessionLimits { return d.limits }
