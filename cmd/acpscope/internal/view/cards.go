@@ -7,6 +7,7 @@ package view
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -179,12 +180,14 @@ func (b *Board) ChildIndex() map[cardKey][]*Card {
 
 // Running counts the subagent cards whose tool status is not terminal,
 // leaving out child sessions not confirmed live (unknown, idle without an
-// outcome, unrecognised states). It runs on every shown line and spinner
+// outcome, unrecognised states), and the child sessions confirmed live,
+// finished ones run again included. It runs on every shown line and spinner
 // tick, so it counts without sorting.
 func (b *Board) Running() int {
 	n := 0
 	for _, c := range b.cards {
-		if c.IsSubagent() && !c.Status.Terminal() && (c.Event.Child == nil || c.Event.Child.Live) {
+		live := c.Event.Child != nil && c.Event.Child.Live // a finished child may run again
+		if c.IsSubagent() && (live || !c.Status.Terminal() && c.Event.Child == nil) {
 			n++
 		}
 	}
@@ -278,4 +281,18 @@ func truncate(s string, n int) string {
 // oneLine folds s onto one line and cuts it to n runes.
 func oneLine(s string, n int) string {
 	return truncate(strings.Join(strings.Fields(s), " "), n)
+}
+
+// referrers maps each child session named by a `session` tool-call content
+// to the tool calls naming it, in first-seen order.
+func (b *Board) referrers() map[string][]string {
+	out := map[string][]string{}
+	for _, c := range b.Cards() {
+		for _, r := range c.Event.SessionRefs {
+			if r.Known && !slices.Contains(out[r.SessionID], c.Event.ToolCallID) {
+				out[r.SessionID] = append(out[r.SessionID], c.Event.ToolCallID)
+			}
+		}
+	}
+	return out
 }
