@@ -50,6 +50,10 @@ type turnResult struct {
 	dialect    string
 	sessionID  string
 	stopReason acp.StopReason
+	// foreign counts the session updates for sessions the client never
+	// opened and the agent never announced (adapter
+	// CounterForeignSessionUpdates): dropped, never shown or stored.
+	foreign int64
 }
 
 // errTurn marks failures of the agent or the turn (exit code 1), as opposed
@@ -105,6 +109,7 @@ func runTurn(ctx context.Context, cfg turnConfig, toAgent io.Writer, fromAgent i
 		defer cancel()
 		_ = conn.Wait(wctx)
 		tracker.Flush()
+		res.foreign = tracker.Counters()[adapter.CounterForeignSessionUpdates]
 		if errors.Is(err, errCancelled) || (err == nil && res.stopReason == acp.StopReasonCancelled) {
 			// The turn is over, cancelled by acpscope or answered
 			// "cancelled" by the agent: whatever the agent left open ends
