@@ -358,14 +358,20 @@ func (d *sessionForm) announce(tx *Tx, childID, parent string) {
 		}
 	}
 	if len(d.sessions.order) > 2*d.limits.Children {
-		kept := d.sessions.order[:0:0]
-		for _, id := range d.sessions.order {
-			if _, ok := d.sessions.children[id]; ok {
-				kept = append(kept, id)
-			}
-		}
-		d.sessions.order = kept
+		d.sessions.order = stillHeld(d.sessions.order, d.sessions.children)
 	}
+}
+
+// stillHeld compacts an order list to the keys m still holds, keeping
+// their order (the lists are lazy: a forgotten key stays until then).
+func stillHeld[K comparable, V any](order []K, m map[K]V) []K {
+	kept := order[:0:0]
+	for _, k := range order {
+		if _, ok := m[k]; ok {
+			kept = append(kept, k)
+		}
+	}
+	return kept
 }
 
 // applyState applies a state snapshot and reports whether it was one.
@@ -508,13 +514,7 @@ func (d *sessionForm) view(tx *Tx, transcript, id string) *MessageView {
 	d.sessions.msgOrder = append(d.sessions.msgOrder, k)
 	d.evictMessages(tx, v)
 	if len(d.sessions.msgOrder) > 2*d.limits.Messages {
-		kept := d.sessions.msgOrder[:0:0]
-		for _, k := range d.sessions.msgOrder {
-			if _, ok := d.sessions.messages[k]; ok {
-				kept = append(kept, k)
-			}
-		}
-		d.sessions.msgOrder = kept
+		d.sessions.msgOrder = stillHeld(d.sessions.msgOrder, d.sessions.messages)
 	}
 	return v
 }

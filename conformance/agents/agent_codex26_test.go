@@ -57,15 +57,21 @@ var (
 	codexV2 = codexMulti{name: "v2", feature: "multi_agent_v2", v2: true}
 )
 
-// codex26Config writes $CODEX_HOME/config.toml: the scripted provider, a
-// model slug Codex has no metadata for (a catalogued one hides the
-// multi-agent tools behind tool_search), and the tool set's feature.
-// 0.166 refuses approval_policy "untrusted"; nothing here needs approval.
+// codex26Config writes the configuration of a 2.6.0 run with the tool
+// set's feature. 0.166 refuses approval_policy "untrusted"; nothing here
+// needs approval.
 func codex26Config(multi codexMulti) func(t *testing.T, env *Env) {
-	return func(t *testing.T, env *Env) {
-		env.WriteFile(t, ".codex/config.toml", fmt.Sprintf(`model = "scripted"
+	return func(t *testing.T, env *Env) { writeCodexConfig(t, env, "never", multi.feature) }
+}
+
+// writeCodexConfig writes $CODEX_HOME/config.toml for every Codex the
+// harness runs: the scripted provider, a model slug Codex has no metadata
+// for (a catalogued one hides the multi-agent tools behind tool_search),
+// the approval policy and the multi-agent feature to turn on.
+func writeCodexConfig(t *testing.T, env *Env, approval, feature string) {
+	env.WriteFile(t, ".codex/config.toml", fmt.Sprintf(`model = "scripted"
 model_provider = "scripted"
-approval_policy = "never"
+approval_policy = %q
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
 
@@ -80,8 +86,7 @@ env_key = "CONFORMANCE_API_KEY"
 
 [analytics]
 enabled = false
-`, env.Server.URL, multi.feature))
-	}
+`, approval, env.Server.URL, feature))
 }
 
 // codexTaskName is the v2 task name of a child.
