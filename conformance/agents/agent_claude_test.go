@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/kdlbs/acp-go-sdk/conformance/agents/modelserver"
@@ -30,7 +31,74 @@ func init() {
 		claudePermission("allow", fg),
 		claudePermission("reject", fg),
 		claudeCancel(fg),
+		claudeChildAPIError(),
+		claudeNested(),
 	}))
+}
+
+// claudeChildAPIError: the child's model call is answered HTTP 400 (a 500
+// is retried with backoff), so the child stops at once with an API error;
+// with --subagents its card ends error and carries the agent's reason.
+func claudeChildAPIError() Scenario {
+	sc := claudeScenario("sessions-child-api-error", ptr(false), []string{"--subagents"}, "", childA)
+	inner := sc.Script
+	sc.Script = func(req *modelserver.Request) modelserver.Reply {
+		if len(req.Tools) > 0 && strings.Contains(req.FirstUserText(), childA.Marker) {
+			return modelserver.Reply{Status: 400, Text: "scripted: the child's request is refused"}
+		}
+		return inner(req)
+	}
+	sc.Want[0].Result, sc.Want[0].Status = "", "error"
+	sc.Check = func(t *testing.T, r *Run) {
+		for _, c := range r.Cards {
+			if c.Normalized.Task != nil && c.ToolStatus == "error" && c.Normalized.Task.ErrorMessage == "" {
+				t.Errorf("card %s failed without its reason", c.ToolCallID)
+			}
+		}
+	}
+	return sc
+}
+
+// claudeNested: the child launches a grandchild of its own (Claude allows
+// nesting); with --subagents the grandchild is a child session of the
+// child, and its card names its parent card (the child's) in --json.
+func claudeNested() Scenario {
+	grand := Child{Marker: "charlie", Description: "Inspect charlie"}
+	launch := claudeLaunch(ptr(false))
+	parent := Fanout(launch, childA)
+	sc := Scenario{Name: "sessions-nested", Prompt: UserPrompt, Flags: []string{"--subagents"},
+		Script: func(req *modelserver.Request) modelserver.Reply {
+			first := req.FirstUserText()
+			switch {
+			case len(req.Tools) == 0:
+				return modelserver.Reply{Text: "Scripted title"}
+			case strings.Contains(first, grand.Marker):
+				return grand.Reply(req)
+			case strings.Contains(first, childA.Marker) && len(req.ToolResults()) == 0 && (req.HasTool("Agent") || req.HasTool("Task")):
+				return modelserver.Reply{ToolCalls: []modelserver.ToolCall{launch(req, grand)}}
+			case strings.Contains(first, childA.Marker):
+				return childA.Reply(req)
+			}
+			return parent(req)
+		},
+		Want: []WantCard{{Description: childA.Description, Type: "general-purpose", AgentID: true},
+			{Description: grand.Description, Type: "general-purpose", Result: grand.Answer(), AgentID: true}},
+	}
+	sc.Check = func(t *testing.T, r *Run) {
+		byID := map[string]Card{}
+		for _, c := range r.Cards {
+			byID[c.ToolCallID] = c
+		}
+		for _, c := range r.Cards {
+			if c.Normalized.Task == nil || c.Normalized.Task.Description != grand.Description {
+				continue
+			}
+			if c.ParentToolCallID == "" || c.ParentSessionID == "" || byID[c.ParentToolCallID].SessionID != c.ParentSessionID {
+				t.Errorf("the grandchild's card names no parent card: parent %q in %q", c.ParentToolCallID, c.ParentSessionID)
+			}
+		}
+	}
+	return sc
 }
 
 // claudeCancel interrupts the turn while the child's model call runs.

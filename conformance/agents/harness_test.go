@@ -169,6 +169,7 @@ type Card struct {
 	SessionID        string `json:"session_id"`
 	ToolCallID       string `json:"tool_call_id"`
 	ParentToolCallID string `json:"parent_tool_call_id"`
+	ParentSessionID  string `json:"parent_session_id"`
 	Agent            string `json:"agent"`
 	ToolStatus       string `json:"tool_status"`
 	Normalized       struct {
@@ -180,6 +181,7 @@ type Card struct {
 			AgentID        string `json:"agent_id"`
 			ChildSessionID string `json:"child_session_id"`
 			ResultText     string `json:"result_text"`
+			ErrorMessage   string `json:"error_message"`
 			IsAsync        bool   `json:"is_async"`
 		} `json:"subagent_task"`
 	} `json:"normalized"`
