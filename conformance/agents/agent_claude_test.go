@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -33,6 +34,7 @@ func init() {
 		claudeCancel(fg),
 		claudeChildAPIError(),
 		claudeNested(),
+		claudeTaskStop(),
 	}))
 }
 
@@ -179,4 +181,47 @@ func claudePermission(policy string, background *bool) Scenario {
 	sc.Flags = []string{"--permission", policy}
 	sc.Check = askedPermission
 	return sc
+}
+
+// receiptAgentID is the agentId in a background launch's receipt.
+var receiptAgentID = regexp.MustCompile(`agentId: ([A-Za-z0-9]+)`)
+
+// claudeTaskStop: the parent launches a child in the background whose
+// model call is held open, then stops it: TaskStop is a deferred tool, so
+// it first loads it with ToolSearch, then calls TaskStop with the agent id
+// from the launch receipt. With --subagents the card ends cancelled.
+func claudeTaskStop() Scenario {
+	c := hanging(childA)
+	launch := claudeLaunch(ptr(true))
+	return Scenario{Name: "sessions-taskstop", Prompt: UserPrompt, Flags: []string{"--subagents"},
+		Script: func(req *modelserver.Request) modelserver.Reply {
+			if len(req.Tools) == 0 {
+				return modelserver.Reply{Text: "Scripted title"}
+			}
+			if strings.Contains(req.FirstUserText(), c.Marker) {
+				return c.Reply(req)
+			}
+			var agentID string
+			searched, stopped := false, false
+			for _, res := range req.ToolResults() {
+				if m := receiptAgentID.FindStringSubmatch(res.Text); m != nil {
+					agentID = m[1]
+				}
+				searched = searched || res.CallID == "toolu_search"
+				stopped = stopped || res.CallID == "toolu_stop"
+			}
+			switch {
+			case len(req.ToolResults()) == 0:
+				return modelserver.Reply{ToolCalls: []modelserver.ToolCall{launch(req, c)}}
+			case agentID != "" && !searched:
+				return modelserver.Reply{ToolCalls: []modelserver.ToolCall{{ID: "toolu_search", Name: "ToolSearch",
+					Input: modelserver.Input(map[string]any{"query": "select:TaskStop,SendMessage"})}}}
+			case agentID != "" && !stopped && req.HasTool("TaskStop"):
+				return modelserver.Reply{ToolCalls: []modelserver.ToolCall{{ID: "toolu_stop", Name: "TaskStop",
+					Input: modelserver.Input(map[string]any{"task_id": agentID})}}}
+			}
+			return modelserver.Reply{Text: Final}
+		},
+		Want: []WantCard{{Description: c.Description, Type: "general-purpose", Status: "cancelled", AgentID: true}},
+	}
 }
