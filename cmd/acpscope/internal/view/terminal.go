@@ -137,14 +137,25 @@ func (t *Terminal) CancelOpen() []adapter.Event {
 	defer t.mu.Unlock()
 	var evs []adapter.Event
 	for _, c := range t.board.Cards() {
-		if c.Status.Terminal() {
+		live := c.Event.Child != nil && c.Event.Child.Live
+		switch {
+		case c.Status == adapter.ToolStatusUnknown:
+			// The agent no longer tracks it: no outcome is invented.
+			continue
+		case c.Status.Terminal() && !live:
 			continue
 		}
 		ev := c.Event.Clone()
 		ev.Kind = adapter.EventToolUpdate
-		ev.Status = adapter.ToolStatusCancelled
+		if !c.Status.Terminal() {
+			ev.Status = adapter.ToolStatusCancelled
+		}
+		// A finished child run again keeps its first outcome, no longer live.
 		if ev.Child != nil {
 			ev.Child.Live = false
+		}
+		if ev.Payload != nil && ev.Payload.SubagentTask != nil {
+			ev.Payload.SubagentTask.Live = false
 		}
 		t.eventLocked(ev)
 		evs = append(evs, ev)
