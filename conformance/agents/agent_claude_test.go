@@ -2,6 +2,7 @@ package agents
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,6 +36,7 @@ func init() {
 		claudeChildAPIError(),
 		claudeNested(),
 		claudeTaskStop(),
+		claudeSendMessage(),
 	}))
 }
 
@@ -224,4 +226,71 @@ func claudeTaskStop() Scenario {
 		},
 		Want: []WantCard{{Description: c.Description, Type: "general-purpose", Status: "cancelled", AgentID: true}},
 	}
+}
+
+// followUp is the message sent to a finished child, and its answer.
+const (
+	followUp       = "Follow-up: reply with the single word ANSWER-ALPHA-AGAIN."
+	followUpAnswer = "ANSWER-ALPHA-AGAIN"
+)
+
+// claudeSendMessage: a foreground child answers; the parent then loads
+// SendMessage (ToolSearch) and sends the finished child a follow-up, which
+// it answers too. With --subagents the card keeps both answers: the
+// follow-up's as the result, the first in earlier_results.
+func claudeSendMessage() Scenario {
+	c := childA
+	launch := claudeLaunch(ptr(false))
+	return Scenario{Name: "sessions-sendmessage", Prompt: UserPrompt, Flags: []string{"--subagents"},
+		Script: func(req *modelserver.Request) modelserver.Reply {
+			if len(req.Tools) == 0 {
+				return modelserver.Reply{Text: "Scripted title"}
+			}
+			if strings.Contains(req.FirstUserText(), c.Marker) {
+				if strings.Contains(lastUserText(req), "Follow-up") {
+					return modelserver.Reply{Text: followUpAnswer}
+				}
+				return c.Reply(req)
+			}
+			var agentID string
+			searched, sent := false, false
+			for _, res := range req.ToolResults() {
+				if m := receiptAgentID.FindStringSubmatch(res.Text); m != nil {
+					agentID = m[1]
+				}
+				searched = searched || res.CallID == "toolu_search"
+				sent = sent || res.CallID == "toolu_send"
+			}
+			switch {
+			case len(req.ToolResults()) == 0:
+				return modelserver.Reply{ToolCalls: []modelserver.ToolCall{launch(req, c)}}
+			case agentID != "" && !searched:
+				return modelserver.Reply{ToolCalls: []modelserver.ToolCall{{ID: "toolu_search", Name: "ToolSearch",
+					Input: modelserver.Input(map[string]any{"query": "select:TaskStop,SendMessage"})}}}
+			case agentID != "" && !sent && req.HasTool("SendMessage"):
+				return modelserver.Reply{ToolCalls: []modelserver.ToolCall{{ID: "toolu_send", Name: "SendMessage",
+					Input: modelserver.Input(map[string]any{"to": agentID, "message": followUp})}}}
+			}
+			return modelserver.Reply{Text: Final}
+		},
+		Want: []WantCard{{Description: c.Description, Type: "general-purpose", Result: followUpAnswer, AgentID: true}},
+		Check: func(t *testing.T, r *Run) {
+			for _, card := range r.Cards {
+				if task := card.Normalized.Task; task != nil && !slices.Contains(task.EarlierResults, c.Answer()) {
+					t.Errorf("card %s lost the first answer: earlier_results %q", card.ToolCallID, task.EarlierResults)
+				}
+			}
+		},
+	}
+}
+
+// lastUserText is the text of the conversation's last user message that
+// has text (tool results have none).
+func lastUserText(req *modelserver.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if m := req.Messages[i]; m.Role == "user" && m.Text != "" {
+			return m.Text
+		}
+	}
+	return ""
 }

@@ -175,14 +175,15 @@ type Card struct {
 	Normalized       struct {
 		Kind string `json:"kind"`
 		Task *struct {
-			Description    string `json:"description"`
-			Prompt         string `json:"prompt"`
-			SubagentType   string `json:"subagent_type"`
-			AgentID        string `json:"agent_id"`
-			ChildSessionID string `json:"child_session_id"`
-			ResultText     string `json:"result_text"`
-			ErrorMessage   string `json:"error_message"`
-			IsAsync        bool   `json:"is_async"`
+			Description    string   `json:"description"`
+			Prompt         string   `json:"prompt"`
+			SubagentType   string   `json:"subagent_type"`
+			AgentID        string   `json:"agent_id"`
+			ChildSessionID string   `json:"child_session_id"`
+			ResultText     string   `json:"result_text"`
+			ErrorMessage   string   `json:"error_message"`
+			EarlierResults []string `json:"earlier_results"`
+			IsAsync        bool     `json:"is_async"`
 		} `json:"subagent_task"`
 	} `json:"normalized"`
 }
