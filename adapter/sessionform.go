@@ -778,25 +778,8 @@ func (t *Tracker) CanCancelChild(childSessionID string) bool {
 // state after a reconnect is authoritative.
 func (t *Tracker) Disconnected() {
 	t.Do(func(tx *Tx) {
-		d := t.form
-		if d == nil {
-			return
-		}
-		ids := make([]string, 0, len(d.sessions.children))
-		for id := range d.sessions.children {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		for _, id := range ids {
-			card, ok := tx.Card(d.sessions.children[id], id)
-			if !ok || card.Child() == nil {
-				continue
-			}
-			if v := card.Child(); v.Live || v.CanCancel || v.cancelGranted {
-				v.Live, v.CanCancel, v.cancelGranted = false, false, false
-				card.Task().Live = false
-				tx.Emit(EventToolUpdate, card)
-			}
+		if t.form != nil {
+			t.form.silence(tx, func(string) bool { return true })
 		}
 	})
 }
@@ -814,9 +797,16 @@ func (d *sessionForm) forgetLiveness(tx *Tx, family []string) {
 			v.heldBeforeLoad = true
 		}
 	}
-	ids := make([]string, 0)
+	d.silence(tx, func(parent string) bool { return in[parent] })
+}
+
+// silence makes the announced children whose parent passes in neither
+// live nor cancellable (their states stay as reported, never read as an
+// outcome), one update per changed card, in child id order.
+func (d *sessionForm) silence(tx *Tx, in func(parent string) bool) {
+	var ids []string
 	for id, parent := range d.sessions.children {
-		if in[parent] {
+		if in(parent) {
 			ids = append(ids, id)
 		}
 	}
@@ -826,7 +816,7 @@ func (d *sessionForm) forgetLiveness(tx *Tx, family []string) {
 		if !ok || card.Child() == nil {
 			continue
 		}
-		if v := card.Child(); v.Live || v.cancelGranted {
+		if v := card.Child(); v.Live || v.CanCancel || v.cancelGranted {
 			v.Live, v.cancelGranted = false, false
 			v.refreshCancel()
 			card.Task().Live = false

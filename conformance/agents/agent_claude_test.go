@@ -194,36 +194,10 @@ var receiptAgentID = regexp.MustCompile(`agentId: ([A-Za-z0-9]+)`)
 // from the launch receipt. With --subagents the card ends cancelled.
 func claudeTaskStop() Scenario {
 	c := hanging(childA)
-	launch := claudeLaunch(ptr(true))
 	return Scenario{Name: "sessions-taskstop", Prompt: UserPrompt, Flags: []string{"--subagents"},
-		Script: func(req *modelserver.Request) modelserver.Reply {
-			if len(req.Tools) == 0 {
-				return modelserver.Reply{Text: "Scripted title"}
-			}
-			if strings.Contains(req.FirstUserText(), c.Marker) {
-				return c.Reply(req)
-			}
-			var agentID string
-			searched, stopped := false, false
-			for _, res := range req.ToolResults() {
-				if m := receiptAgentID.FindStringSubmatch(res.Text); m != nil {
-					agentID = m[1]
-				}
-				searched = searched || res.CallID == "toolu_search"
-				stopped = stopped || res.CallID == "toolu_stop"
-			}
-			switch {
-			case len(req.ToolResults()) == 0:
-				return modelserver.Reply{ToolCalls: []modelserver.ToolCall{launch(req, c)}}
-			case agentID != "" && !searched:
-				return modelserver.Reply{ToolCalls: []modelserver.ToolCall{{ID: "toolu_search", Name: "ToolSearch",
-					Input: modelserver.Input(map[string]any{"query": "select:TaskStop,SendMessage"})}}}
-			case agentID != "" && !stopped && req.HasTool("TaskStop"):
-				return modelserver.Reply{ToolCalls: []modelserver.ToolCall{{ID: "toolu_stop", Name: "TaskStop",
-					Input: modelserver.Input(map[string]any{"task_id": agentID})}}}
-			}
-			return modelserver.Reply{Text: Final}
-		},
+		Script: controlScript(claudeLaunch(ptr(true)), c, c.Reply, "TaskStop", func(agentID string) map[string]any {
+			return map[string]any{"task_id": agentID}
+		}),
 		Want: []WantCard{{Description: c.Description, Type: "general-purpose", Status: "cancelled", AgentID: true}},
 	}
 }
@@ -240,39 +214,16 @@ const (
 // follow-up's as the result, the first in earlier_results.
 func claudeSendMessage() Scenario {
 	c := childA
-	launch := claudeLaunch(ptr(false))
+	child := func(req *modelserver.Request) modelserver.Reply {
+		if strings.Contains(lastUserText(req), "Follow-up") {
+			return modelserver.Reply{Text: followUpAnswer}
+		}
+		return c.Reply(req)
+	}
 	return Scenario{Name: "sessions-sendmessage", Prompt: UserPrompt, Flags: []string{"--subagents"},
-		Script: func(req *modelserver.Request) modelserver.Reply {
-			if len(req.Tools) == 0 {
-				return modelserver.Reply{Text: "Scripted title"}
-			}
-			if strings.Contains(req.FirstUserText(), c.Marker) {
-				if strings.Contains(lastUserText(req), "Follow-up") {
-					return modelserver.Reply{Text: followUpAnswer}
-				}
-				return c.Reply(req)
-			}
-			var agentID string
-			searched, sent := false, false
-			for _, res := range req.ToolResults() {
-				if m := receiptAgentID.FindStringSubmatch(res.Text); m != nil {
-					agentID = m[1]
-				}
-				searched = searched || res.CallID == "toolu_search"
-				sent = sent || res.CallID == "toolu_send"
-			}
-			switch {
-			case len(req.ToolResults()) == 0:
-				return modelserver.Reply{ToolCalls: []modelserver.ToolCall{launch(req, c)}}
-			case agentID != "" && !searched:
-				return modelserver.Reply{ToolCalls: []modelserver.ToolCall{{ID: "toolu_search", Name: "ToolSearch",
-					Input: modelserver.Input(map[string]any{"query": "select:TaskStop,SendMessage"})}}}
-			case agentID != "" && !sent && req.HasTool("SendMessage"):
-				return modelserver.Reply{ToolCalls: []modelserver.ToolCall{{ID: "toolu_send", Name: "SendMessage",
-					Input: modelserver.Input(map[string]any{"to": agentID, "message": followUp})}}}
-			}
-			return modelserver.Reply{Text: Final}
-		},
+		Script: controlScript(claudeLaunch(ptr(false)), c, child, "SendMessage", func(agentID string) map[string]any {
+			return map[string]any{"to": agentID, "message": followUp}
+		}),
 		Want: []WantCard{{Description: c.Description, Type: "general-purpose", Result: followUpAnswer, AgentID: true}},
 		Check: func(t *testing.T, r *Run) {
 			for _, card := range r.Cards {
@@ -281,6 +232,42 @@ func claudeSendMessage() Scenario {
 				}
 			}
 		},
+	}
+}
+
+// controlScript scripts a turn that drives a launched child with one of
+// Claude's deferred agent-control tools: the parent launches c; once a
+// tool result names the child's agent id it loads the tool (ToolSearch
+// select:TaskStop,SendMessage), then calls it with input(agentID), then
+// answers Final. The child's calls are answered by child.
+func controlScript(launch func(*modelserver.Request, Child) modelserver.ToolCall, c Child, child modelserver.Script,
+	tool string, input func(agentID string) map[string]any) modelserver.Script {
+	return func(req *modelserver.Request) modelserver.Reply {
+		if len(req.Tools) == 0 {
+			return modelserver.Reply{Text: "Scripted title"}
+		}
+		if strings.Contains(req.FirstUserText(), c.Marker) {
+			return child(req)
+		}
+		var agentID string
+		searched, used := false, false
+		for _, res := range req.ToolResults() {
+			if m := receiptAgentID.FindStringSubmatch(res.Text); m != nil {
+				agentID = m[1]
+			}
+			searched = searched || res.CallID == "toolu_search"
+			used = used || res.CallID == "toolu_control"
+		}
+		switch {
+		case len(req.ToolResults()) == 0:
+			return modelserver.Reply{ToolCalls: []modelserver.ToolCall{launch(req, c)}}
+		case agentID != "" && !searched:
+			return modelserver.Reply{ToolCalls: []modelserver.ToolCall{{ID: "toolu_search", Name: "ToolSearch",
+				Input: modelserver.Input(map[string]any{"query": "select:TaskStop,SendMessage"})}}}
+		case agentID != "" && !used && req.HasTool(tool):
+			return modelserver.Reply{ToolCalls: []modelserver.ToolCall{{ID: "toolu_control", Name: tool, Input: modelserver.Input(input(agentID))}}}
+		}
+		return modelserver.Reply{Text: Final}
 	}
 }
 
