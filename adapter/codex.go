@@ -1,242 +1,295 @@
 package adapter
 
 import (
-	"encoding/base64"
-	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
 // Codex counters.
 const (
-	CounterCodexSuppressedTerminal  = "codex_unmatched_terminal"  // terminal activity with no correlation, suppressed
-	CounterCodexSuppressedAmbiguous = "codex_ambiguous_childless" // childless result matching several correlations, suppressed
-	CounterCodexEvicted             = "codex_correlations_evicted"
+	// CounterCodexThreadsEvicted counts child threads forgotten by
+	// MaxCodexThreads.
+	CounterCodexThreadsEvicted = "codex_threads_evicted"
 )
 
-// MaxCodexCorrelations bounds the Codex correlations kept per session; the
-// oldest is evicted beyond it.
-const MaxCodexCorrelations = 256
+// MaxCodexThreads bounds the child threads the Codex dialect remembers per
+// session (thread → card); the oldest is forgotten beyond it.
+const MaxCodexThreads = 256
 
-// codexDialect reads two `_meta.codex` shapes of a Codex tool frame. It is
-// active only for codex-acp: the same `_meta` from another agent stays
-// generic. It is unverified: codex-acp 0.16.0 sends no tool call for its
-// spawn_agent and wait_agent tools and nothing carrying `_meta.codex`, so no
-// real agent has been seen to send what it reads.
+// codexDialect reads what codex-acp 2.6.0 (Codex 0.166) sends for its
+// subagents, as recorded in conformance/agents/testdata/codex-acp-2.6.0/.
+// codex-acp 0.16.0 sends nothing for them, so it gets no card.
 //
-//   - Collaboration: `collaboration.tool == "spawnAgent"` makes a card. The
-//     child thread is the first `collaboration.receiverThreadIds` (else
-//     `rawInput.receiverThreadIds`); prompt and model come from rawInput;
-//     the description is `rawInput.agentsStates[child].message`, else the
-//     prompt; the status `agentsStates[child].status`, else
-//     `rawInput.status`. Other collaboration tools stay generic.
-//   - Activity: `subagent.activity` "started" makes a card for
-//     `subagent.threadId` (else `rawInput.agentThreadId`), described and
-//     typed by the base name of `subagent.path` (else `rawInput.agentPath`);
-//     a terminal activity word updates the card of that child thread and is
-//     suppressed when none matches.
+// Without clientCapabilities.subagents (tool calls):
 //
-// Frames correlate by (session, wire tool call id, child thread): a wire id
-// reused for another child gets a derived id, a childless frame matching
-// several correlations is suppressed, and `collaboration.senderThreadId`
-// nests a card under the only correlation whose child thread it is.
+//   - multi_agent v1: a `spawnAgent` tool call (rawInput prompt,
+//     senderThreadId, receiverThreadIds, agentsStates, model) is the card.
+//     Its `completed` update right after launch names the child thread and
+//     is a launch receipt, not a result: the card stays in progress. The
+//     answer arrives in a `wait` tool call's update,
+//     agentsStates[child] = {status, message}: the message is the result
+//     and the status word ends the card (completed → complete, errored →
+//     error, interrupted or shutdown → cancelled). The wait call itself
+//     stays an ordinary tool call.
+//   - multi_agent v2: "Start subagent NAME" (rawInput agentThreadId,
+//     agentPath "/root/NAME", activityKind "started") is the card, with the
+//     task name as type and description; the later, separate "Complete
+//     subagent NAME" call (activityKind "completed") is folded into it, so
+//     one card spans both. Neither carries prompt nor answer.
+//
+// With clientCapabilities.subagents the children are child sessions, read
+// by the adapter core; Codex names them "<root>:subagent:<thread>", so the
+// agent id is the thread, and a v1 child's description is its prompt. A
+// wait result for such a child fills its result when the child's own
+// message did not.
 type codexDialect struct {
 	Base
-	sessions map[string][]*codexCorrelation
+	sessions map[string]*codexThreads
 	cur      *codexFrame // the frame between Prepare and Apply
 }
 
-type codexCorrelation struct {
-	wire    string
-	child   string
-	emitted string
+// codexThreads maps a session's child threads to their cards.
+type codexThreads struct {
+	card  map[string]string // child thread id → card key
+	order []string
 }
 
-// codexFrame is what Prepare learned from one frame.
+// codexFrame is what Prepare learned from one frame of a subagent card.
 type codexFrame struct {
-	corr         *codexCorrelation
-	prompt       string
-	description  string
-	subagentType string
-	status       string
-	model        string
+	prompt, description, subagentType, model, thread, status string
+	end                                                      ToolStatus // a v2 activity that ends the child
+	launch                                                   bool       // the frame launches the child (spawn, started)
 }
+
+// valueCodexLaunch marks a card made by a launch call, whose own
+// completion is a receipt.
+const valueCodexLaunch = "codex.launch"
 
 func init() {
-	Register(DialectCodex, func() Dialect { return &codexDialect{sessions: map[string][]*codexCorrelation{}} })
+	Register(DialectCodex, func() Dialect { return &codexDialect{sessions: map[string]*codexThreads{}} })
 }
 
 // Name returns "codex".
 func (d *codexDialect) Name() string { return DialectCodex }
 
-// codexTerminal are the terminal activity words.
-var codexTerminal = map[string]bool{
-	"completed": true, "complete": true, "interrupted": true, "cancelled": true,
-	"errored": true, "error": true, "shutdown": true, "notFound": true,
-}
-
-// codexRank ranks Codex status words: terminal 3, running 2, started 1,
-// anything else 0.
-func codexRank(s string) int {
-	switch {
-	case codexTerminal[s]:
-		return 3
-	case s == "running" || s == "inProgress" || s == "in_progress":
-		return 2
-	case s == "started" || s == "pendingInit":
-		return 1
+// codexToolStatus maps a Codex agent status or activity word onto a tool
+// status: ok is false for a word that ends nothing (running, pendingInit,
+// started, …).
+func codexToolStatus(word string) (ToolStatus, bool) {
+	switch word {
+	case "completed", "complete":
+		return ToolStatusComplete, true
+	case "errored", "error", "failed", "notFound":
+		return ToolStatusError, true
+	case "interrupted", "shutdown", "cancelled":
+		return ToolStatusCancelled, true
 	}
-	return 0
+	return ToolStatusUnchanged, false
 }
 
-// Prepare reads the Codex `_meta`, correlates the frame and rewrites its id.
+// Prepare recognises the frames of Codex subagents, folds a v2 completion
+// into its start card, keeps a launch receipt from ending a card, and
+// applies a wait result to the cards of the children it reports.
 func (d *codexDialect) Prepare(tx *Tx, f *ToolFrame) bool {
 	d.cur = nil
-	r := f.Read
-	codex := r.Map(f.Meta, "codex")
-	if codex == nil {
-		return true
-	}
 	in := f.RawInputMap()
-	collab := r.Map(codex, "collaboration")
-	if sender := r.String(collab, "senderThreadId"); sender != "" {
-		if p := d.parentFor(f.SessionID, sender); p != "" {
-			f.Parent = p
+	held, _ := tx.Card(f.SessionID, f.ToolCallID)
+	if in == nil {
+		if held != nil && held.Value(valueCodexLaunch) == true && f.Status == "completed" {
+			// The launch call's own completion (v2 sends it bare): a
+			// receipt, not the child's end.
+			f.Status = ""
 		}
-	}
-	if collab != nil && r.String(collab, "tool") == "spawnAgent" {
-		child := firstString(r, collab, "receiverThreadIds")
-		if child == "" {
-			child = firstString(r, in, "receiverThreadIds")
-		}
-		cf := &codexFrame{prompt: r.String(in, "prompt"), model: r.String(in, "model")}
-		states := r.Map(in, "agentsStates")
-		st := r.Map(states, child)
-		cf.description = r.String(st, "message")
-		if cf.description == "" {
-			cf.description = cf.prompt
-		}
-		cf.status = r.String(st, "status")
-		if cf.status == "" {
-			cf.status = r.String(in, "status")
-		}
-		corr, ok := d.correlate(tx, f, child, true)
-		if !ok {
-			return false
-		}
-		cf.corr = corr
-		d.cur = cf
-		f.ToolCallID = corr.emitted
 		return true
 	}
-	act := r.Map(codex, "subagent")
-	if act == nil {
-		return true
+	r := f.Read
+	title := ""
+	if f.Title != nil {
+		title = *f.Title
+	} else if held != nil {
+		title = held.Title()
 	}
-	activity := r.String(act, "activity")
-	child := r.String(act, "threadId")
-	if child == "" {
-		child = r.String(in, "agentThreadId")
+	switch {
+	case r.String(in, "activityKind") != "" && r.String(in, "agentThreadId") != "":
+		d.prepareActivity(tx, f, in)
+	case title == "spawnAgent" && hasKey(in, "senderThreadId"):
+		d.prepareSpawn(tx, f, in)
+	case title == "wait" && hasKey(in, "senderThreadId"):
+		d.applyWait(tx, f.SessionID, in, r)
 	}
-	p := r.String(act, "path")
-	if p == "" {
-		p = r.String(in, "agentPath")
-	}
-	cf := &codexFrame{status: activity}
-	if p != "" {
-		base := path.Base(strings.TrimRight(p, "/"))
-		if base != "." && base != "/" {
-			cf.description, cf.subagentType = base, base
-		}
-	}
-	create := !codexTerminal[activity]
-	corr, ok := d.correlate(tx, f, child, create)
-	if !ok {
-		if !create {
-			tx.Count(CounterCodexSuppressedTerminal, 1)
-		}
-		return false
-	}
-	cf.corr = corr
-	d.cur = cf
-	f.ToolCallID = corr.emitted
 	return true
 }
 
-// correlate finds or creates the correlation of (session, wire id, child).
-// A wire id reused for another child gets a derived emitted id. A childless
-// frame matches the wire id's only correlation; several make it ambiguous.
-func (d *codexDialect) correlate(tx *Tx, f *ToolFrame, child string, create bool) (*codexCorrelation, bool) {
-	list := d.sessions[f.SessionID]
-	wire := f.WireToolCallID
-	var sameWire []*codexCorrelation
-	for _, c := range list {
-		if c.wire == wire {
-			if c.child == child {
-				return c, true
-			}
-			sameWire = append(sameWire, c)
-		}
+// prepareSpawn reads a v1 spawnAgent frame.
+func (d *codexDialect) prepareSpawn(tx *Tx, f *ToolFrame, in map[string]any) {
+	r := f.Read
+	cf := &codexFrame{prompt: r.String(in, "prompt"), model: r.String(in, "model"), launch: true}
+	cf.description = cf.prompt
+	cf.thread = firstString(r, in, "receiverThreadIds")
+	if cf.thread != "" {
+		d.remember(tx, f.SessionID, cf.thread, f.ToolCallID)
+		cf.status = r.String(r.Map(r.Map(in, "agentsStates"), cf.thread), "status")
 	}
-	if child == "" && len(sameWire) > 0 {
-		if len(sameWire) == 1 {
-			return sameWire[0], true
-		}
-		tx.Count(CounterCodexSuppressedAmbiguous, 1)
-		return nil, false
+	if f.Status == "completed" {
+		// The launch receipt: the child runs on; its end comes from a wait.
+		f.Status = ""
 	}
-	if !create {
-		// Terminal activity: match by child thread alone.
-		for _, c := range list {
-			if child != "" && c.child == child {
-				return c, true
-			}
-		}
-		return nil, false
-	}
-	emitted := wire
-	if len(sameWire) > 0 {
-		emitted = fmt.Sprintf("%s~codex-subagent~%d-%s", wire, len(child), base64.RawURLEncoding.EncodeToString([]byte(child)))
-		base := emitted
-		for n := 2; d.emittedTaken(list, emitted); n++ {
-			emitted = fmt.Sprintf("%s~%d", base, n)
-		}
-	}
-	c := &codexCorrelation{wire: wire, child: child, emitted: emitted}
-	list = append(list, c)
-	if len(list) > MaxCodexCorrelations {
-		list = list[1:]
-		tx.Count(CounterCodexEvicted, 1)
-	}
-	d.sessions[f.SessionID] = list
-	return c, true
+	d.cur = cf
 }
 
-func (d *codexDialect) emittedTaken(list []*codexCorrelation, id string) bool {
-	for _, c := range list {
-		if c.emitted == id {
-			return true
+// prepareActivity reads a v2 activity frame: started makes the card, any
+// other activity is folded into the started card of its thread.
+func (d *codexDialect) prepareActivity(tx *Tx, f *ToolFrame, in map[string]any) {
+	r := f.Read
+	thread := r.String(in, "agentThreadId")
+	activity := r.String(in, "activityKind")
+	cf := &codexFrame{thread: thread, status: activity}
+	if p := r.String(in, "agentPath"); p != "" {
+		if base := path.Base(strings.TrimRight(p, "/")); base != "." && base != "/" {
+			cf.description, cf.subagentType = base, base
 		}
 	}
-	return false
+	switch ts, ends := codexToolStatus(activity); {
+	case activity == "started":
+		cf.launch = true
+		d.remember(tx, f.SessionID, thread, f.ToolCallID)
+		f.Status = "" // a finished start is not a finished child
+	case ends:
+		if card := d.cardOf(f.SessionID, thread); card != "" && card != f.ToolCallID {
+			f.ToolCallID, f.Title, f.Create = card, nil, false
+		}
+		// The activity word, not the call's own status, ends the child.
+		f.Status = ""
+		cf.end = ts
+	}
+	d.cur = cf
 }
 
-// parentFor maps a sender thread to the emitted id of the only correlation
-// whose child thread it is.
-func (d *codexDialect) parentFor(sessionID, sender string) string {
-	var found string
-	n := 0
-	for _, c := range d.sessions[sessionID] {
-		if c.child == sender {
-			found = c.emitted
-			n++
+// applyWait applies each child state a wait reports to that child's card:
+// its message is the result, its status word ends the card.
+func (d *codexDialect) applyWait(tx *Tx, sessionID string, in map[string]any, r *FieldReader) {
+	states := r.Map(in, "agentsStates")
+	for _, thread := range sortedKeys(states) {
+		st := r.Map(states, thread)
+		card := d.waitCard(tx, sessionID, thread)
+		if card == nil || card.Task() == nil {
+			continue
+		}
+		task := card.Task()
+		word := r.String(st, "status")
+		changed := FillString(&task.ResultText, r.String(st, "message"))
+		if word != "" && OverwriteString(&task.Status, word) {
+			changed = true
+		}
+		if ts, ok := codexToolStatus(word); ok && card.SetStatus(ts) {
+			changed = true
+		}
+		if changed {
+			tx.Emit(EventToolUpdate, card)
 		}
 	}
-	if n == 1 {
-		return found
+}
+
+// waitCard is the card of a child thread a wait names: its spawn card, or
+// its child session card ("<session>:subagent:<thread>").
+func (d *codexDialect) waitCard(tx *Tx, sessionID, thread string) *Card {
+	if id := d.cardOf(sessionID, thread); id != "" {
+		if c, ok := tx.Card(sessionID, id); ok {
+			return c
+		}
+	}
+	if c, ok := tx.Card(sessionID, sessionID+codexSubagentInfix+thread); ok {
+		return c
+	}
+	return nil
+}
+
+func (d *codexDialect) remember(tx *Tx, sessionID, thread, card string) {
+	s := d.sessions[sessionID]
+	if s == nil {
+		s = &codexThreads{card: map[string]string{}}
+		d.sessions[sessionID] = s
+	}
+	if _, ok := s.card[thread]; ok {
+		return
+	}
+	s.card[thread] = card
+	s.order = append(s.order, thread)
+	if len(s.order) > MaxCodexThreads {
+		delete(s.card, s.order[0])
+		s.order = s.order[1:]
+		tx.Count(CounterCodexThreadsEvicted, 1)
+	}
+}
+
+func (d *codexDialect) cardOf(sessionID, thread string) string {
+	if s := d.sessions[sessionID]; s != nil {
+		return s.card[thread]
 	}
 	return ""
 }
+
+// Recognize makes a card of every spawn and activity frame.
+func (d *codexDialect) Recognize(tx *Tx, c *Card, f *ToolFrame) bool {
+	return d.cur != nil
+}
+
+// Apply fills the payload from what Prepare read.
+func (d *codexDialect) Apply(tx *Tx, c *Card, f *ToolFrame) {
+	cf := d.cur
+	d.cur = nil
+	if cf == nil {
+		return
+	}
+	t := c.Task()
+	if cf.launch {
+		c.SetValue(valueCodexLaunch, true)
+	}
+	FillString(&t.Prompt, cf.prompt)
+	FillString(&t.Description, cf.description)
+	FillString(&t.SubagentType, cf.subagentType)
+	FillString(&t.Model, cf.model)
+	FillString(&t.AgentID, cf.thread)
+	FillString(&t.ChildSessionID, cf.thread)
+	OverwriteString(&t.Status, cf.status)
+	if cf.end != ToolStatusUnchanged {
+		c.SetStatus(cf.end)
+	}
+}
+
+// SessionCleared forgets the threads of the cleared sessions.
+func (d *codexDialect) SessionCleared(tx *Tx, sessionID string) {
+	if sessionID == "" {
+		d.sessions = map[string]*codexThreads{}
+		return
+	}
+	delete(d.sessions, sessionID)
+}
+
+// codexSubagentInfix joins a root session id and a child thread id into
+// the child session id codex-acp announces.
+const codexSubagentInfix = ":subagent:"
+
+// ChildAgentID is the thread of a "<root>:subagent:<thread>" child session.
+func (d *codexDialect) ChildAgentID(childSessionID string) string {
+	if i := strings.LastIndex(childSessionID, codexSubagentInfix); i >= 0 {
+		return childSessionID[i+len(codexSubagentInfix):]
+	}
+	return ""
+}
+
+// ApplyChildDescription: a v1 child's description is its prompt.
+func (d *codexDialect) ApplyChildDescription(task *SubagentTask, description string) {
+	FillString(&task.Prompt, description)
+	FillString(&task.Description, description)
+}
+
+// IsLaunchReceipt: Codex sends no receipt text.
+func (d *codexDialect) IsLaunchReceipt(string) bool { return false }
+
+// SessionLimits are the defaults.
+func (d *codexDialect) SessionLimits() SessionLimits { return SessionLimits{} }
 
 func firstString(r *FieldReader, m map[string]any, key string) string {
 	for _, v := range r.Slice(m, key) {
@@ -247,38 +300,18 @@ func firstString(r *FieldReader, m map[string]any, key string) string {
 	return ""
 }
 
-// Recognize makes every correlated Codex frame a subagent.
-func (d *codexDialect) Recognize(tx *Tx, c *Card, f *ToolFrame) bool {
-	return d.cur != nil
+func hasKey(m map[string]any, key string) bool {
+	_, ok := m[key]
+	return ok
 }
 
-// Apply fills the payload from what Prepare read (ranked status).
-func (d *codexDialect) Apply(tx *Tx, c *Card, f *ToolFrame) {
-	cf := d.cur
-	d.cur = nil
-	if cf == nil {
-		return
+// sortedKeys are m's keys in order, so a wait reporting several children
+// updates their cards in one order every time.
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	t := c.Task()
-	FillString(&t.ChildSessionID, cf.corr.child)
-	FillString(&t.Prompt, cf.prompt)
-	FillString(&t.Description, cf.description)
-	FillString(&t.SubagentType, cf.subagentType)
-	FillString(&t.Model, cf.model)
-	if cf.status != "" {
-		cur := codexRank(t.Status)
-		next := codexRank(cf.status)
-		if t.Status == "" || (cur < 3 && next >= cur && next > 0) {
-			t.Status = cf.status
-		}
-	}
-}
-
-// SessionCleared forgets the correlations of the cleared sessions.
-func (d *codexDialect) SessionCleared(tx *Tx, sessionID string) {
-	if sessionID == "" {
-		d.sessions = map[string][]*codexCorrelation{}
-		return
-	}
-	delete(d.sessions, sessionID)
+	slices.Sort(keys)
+	return keys
 }

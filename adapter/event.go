@@ -80,7 +80,10 @@ func (e Event) Size() int {
 		n += len(p.Kind)
 		if t := p.SubagentTask; t != nil {
 			n += len(t.Description) + len(t.Prompt) + len(t.SubagentType) + len(t.Status) + len(t.AgentID) +
-				len(t.Model) + len(t.ChildSessionID) + len(t.ResultText) + len(t.OutputFile)
+				len(t.Model) + len(t.ChildSessionID) + len(t.ResultText) + len(t.OutputFile) + len(t.ErrorMessage)
+			for _, r := range t.EarlierResults {
+				n += len(r)
+			}
 		}
 		if w := p.BackgroundWork; w != nil {
 			n += len(w.Kind) + len(w.WorkID)
@@ -88,7 +91,7 @@ func (e Event) Size() int {
 	}
 	if c := e.Child; c != nil {
 		n += len(c.SessionID) + len(c.ParentSessionID) + len(c.Title) + len(c.Description) + len(c.State) +
-			len(c.StopReason) + len(c.StateRaw) + len(c.Cwd) + len(c.Usage)
+			len(c.StopReason) + len(c.StateRaw) + len(c.Cwd) + len(c.Usage) + len(c.ErrorMessage)
 		for _, d := range c.AdditionalDirectories {
 			n += len(d)
 		}
@@ -129,8 +132,17 @@ type ChildSession struct {
 	// live, and neither is a child after its parent was loaded again.
 	Live bool `json:"live"`
 	// CanCancel is true only while the child advertises capabilities.cancel
-	// as an object; this is the only mutation a client may invoke on it.
+	// as an object and is not idle; this is the only mutation a client may
+	// invoke on it. A finished child is never cancellable, whatever a
+	// replayed or later grant says, until it runs again.
 	CanCancel bool `json:"can_cancel"`
+	// ErrorCode and ErrorMessage are an idle state's error object (with
+	// stopReason "error"): the failure's JSON-RPC code and message.
+	ErrorCode    int    `json:"error_code,omitempty"`
+	ErrorMessage string `json:"error_message,omitempty"`
+	// cancelGranted is the last capabilities' cancel grant, before the
+	// idle rule of CanCancel.
+	cancelGranted bool
 	// Cwd is the child's working directory ("" = inherits the parent's).
 	Cwd string `json:"cwd,omitempty"`
 	// AdditionalDirectories is the last reported list (nil = never set or
@@ -138,6 +150,11 @@ type ChildSession struct {
 	AdditionalDirectories []string `json:"additional_directories,omitempty"`
 	// Usage is the idle state's usage object, verbatim.
 	Usage json.RawMessage `json:"usage,omitempty"`
+}
+
+// refreshCancel derives CanCancel from the grant and the state.
+func (c *ChildSession) refreshCancel() {
+	c.CanCancel = c.cancelGranted && c.State != "idle"
 }
 
 // Clone returns a deep copy of c (nil stays nil).
@@ -192,6 +209,9 @@ type MessageView struct {
 	LinkedSessionID string `json:"linked_session_id,omitempty"`
 	// LinkedMessageID is the other view's message id, once linked.
 	LinkedMessageID string `json:"linked_message_id,omitempty"`
+	// heldBeforeLoad marks a view held when its transcript was loaded
+	// again: chunks the load replays for it are already in its text.
+	heldBeforeLoad bool
 }
 
 // Clone returns a copy of m (nil stays nil).

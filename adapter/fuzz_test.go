@@ -29,6 +29,8 @@ func FuzzNormalize(f *testing.F) {
 	f.Add([]byte(`{"sessionId":"p","update":{"sessionUpdate":"subagent_update","sessionId":"c","capabilities":{"cancel":{}},"state":{"state":"idle","stopReason":"end_turn","usage":{"inputTokens":1,"outputTokens":1,"totalTokens":2}}}}`))
 	f.Add([]byte(`{"sessionId":"c","update":{"sessionUpdate":"session_message","messageId":"m","senderSessionId":"p","recipientSessionId":"c","senderMessageId":"m","content":[{"type":"text","text":"x"}]}}`))
 	f.Add([]byte(`{"sessionId":"p","update":{"sessionUpdate":"session_message_chunk","messageId":"m","content":{"type":"text","text":"y"}}}`))
+	f.Add([]byte(`{"sessionId":"p","update":{"sessionUpdate":"subagent_update","sessionId":"p:subagent:t","state":{"state":"idle","stopReason":"error","error":{"code":-32603,"message":"x"}},"capabilities":null}}`))
+	f.Add([]byte(`{"sessionId":"p","update":{"sessionUpdate":"tool_call","toolCallId":"w","title":"wait","rawInput":{"senderThreadId":"p","agentsStates":{"t":{"status":"completed","message":"m"}}}}}`))
 	f.Fuzz(func(t *testing.T, params []byte) {
 		var n acp.SessionNotification
 		if json.Unmarshal(params, &n) != nil {
@@ -45,17 +47,20 @@ func FuzzNormalize(f *testing.F) {
 			}
 			feedThrice(t, tr, n, name, params)
 		}
-		// The subagent-session form, opted in.
-		tr, err := adapter.NewTracker(adapter.Config{DialectName: "claude", OnEvent: func(e adapter.Event) {
-			if _, err := json.Marshal(e); err != nil {
-				t.Fatalf("claude+subagents: event does not encode: %v", err)
+		// The subagent-session form, opted in: the core's, read through
+		// each dialect that adds to it.
+		for _, name := range []string{"claude", "codex", "generic"} {
+			tr, err := adapter.NewTracker(adapter.Config{DialectName: name, OnEvent: func(e adapter.Event) {
+				if _, err := json.Marshal(e); err != nil {
+					t.Fatalf("%s+subagents: event does not encode: %v", name, err)
+				}
+			}})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}})
-		if err != nil {
-			t.Fatal(err)
+			tr.Initialize(&acp.InitializeRequest{ClientCapabilities: acp.ClientCapabilities{Subagents: &acp.SubagentCapabilities{}}}, nil)
+			feedThrice(t, tr, n, name+"+subagents", params)
 		}
-		tr.Initialize(&acp.InitializeRequest{ClientCapabilities: acp.ClientCapabilities{Subagents: &acp.SubagentCapabilities{}}}, nil)
-		feedThrice(t, tr, n, "claude+subagents", params)
 	})
 }
 

@@ -1,5 +1,7 @@
 package adapter
 
+import "slices"
+
 // PayloadKindSubagentTask is the only Payload.Kind this package produces. A
 // persisted message is a subagent card iff metadata.normalized.kind equals it.
 const PayloadKindSubagentTask = "subagent_task"
@@ -61,6 +63,16 @@ type SubagentTask struct {
 	OutputFile string `json:"output_file,omitempty"`
 	// CanReadOutputFile is sticky true once Claude reports it.
 	CanReadOutputFile bool `json:"can_read_output_file,omitempty"`
+	// ErrorMessage is the failure's reason as the agent gave it (a child
+	// session's idle error message); kept once learned.
+	ErrorMessage string `json:"error_message,omitempty"`
+	// EarlierResults are the answers a child gave before its latest one
+	// (ResultText), oldest first, at most MaxEarlierResults.
+	EarlierResults []string `json:"earlier_results,omitempty"`
+	// Live is true while a child session runs (running or
+	// requires_action), again after it finished when it is reused; never
+	// for a replayed or unknown child.
+	Live bool `json:"live,omitempty"`
 }
 
 // BackgroundWork is the liveness record emitted beside SubagentTask for
@@ -84,6 +96,7 @@ func (t *SubagentTask) Clone() *SubagentTask {
 		return nil
 	}
 	c := *t
+	c.EarlierResults = slices.Clone(t.EarlierResults)
 	if t.ToolUseCount != nil {
 		n := *t.ToolUseCount
 		c.ToolUseCount = &n
@@ -118,6 +131,10 @@ const (
 	ToolStatusComplete   ToolStatus = "complete"
 	ToolStatusError      ToolStatus = "error"
 	ToolStatusCancelled  ToolStatus = "cancelled"
+	// ToolStatusUnknown is a child session the agent no longer tracks (the
+	// state "unknown"): neither running nor finished nor failed. It ranks
+	// with in_progress, so the child may run again, and never ends a card.
+	ToolStatusUnknown ToolStatus = "unknown"
 )
 
 // Terminal reports whether s is complete, error or cancelled.
@@ -125,13 +142,13 @@ func (s ToolStatus) Terminal() bool {
 	return s == ToolStatusComplete || s == ToolStatusError || s == ToolStatusCancelled
 }
 
-// rank orders statuses: unknown/unchanged 0, pending 1, in_progress 2,
-// terminal 3.
+// rank orders statuses: unrecognised/unchanged 0, pending 1, in_progress
+// and unknown 2, terminal 3.
 func (s ToolStatus) rank() int {
 	switch {
 	case s == ToolStatusPending:
 		return 1
-	case s == ToolStatusInProgress:
+	case s == ToolStatusInProgress || s == ToolStatusUnknown:
 		return 2
 	case s.Terminal():
 		return 3

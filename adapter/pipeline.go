@@ -23,6 +23,10 @@ func (t *Tracker) handleNotification(tx *Tx, n *acp.SessionNotification) {
 		t.counters[CounterBadSessionID]++
 		return
 	}
+	if t.foreign(sid) {
+		t.counters[CounterForeignSessionUpdates]++
+		return
+	}
 	t.lastSeen = sid
 	t.ensureDialect()
 	u := &n.Update
@@ -33,6 +37,9 @@ func (t *Tracker) handleNotification(tx *Tx, n *acp.SessionNotification) {
 	case u.ToolCallUpdate != nil:
 		f = frameFromToolCallUpdate(sid, u.ToolCallUpdate)
 	default:
+		if t.form.handleSessionForm(tx, n) {
+			return
+		}
 		if !t.dialect.HandleUpdate(tx, n) {
 			t.unhandledUpdate(tx, n)
 		}
@@ -170,6 +177,17 @@ func (t *Tracker) applyFrame(tx *Tx, f *ToolFrame) {
 		s.markDone(t, c)
 	}
 	t.enqueue(t.snapshot(kind, c, emitted))
+}
+
+// foreign reports an update for a session the client did not open and the
+// agent did not announce as a child, once the client reported the sessions
+// it opened; a consumer that reports none has every session tracked.
+func (t *Tracker) foreign(sid string) bool {
+	if len(t.opened) == 0 || t.opened[sid] {
+		return false
+	}
+	s := t.sessions[sid]
+	return s == nil || s.parent == ""
 }
 
 // rememberEarlyDuration keeps the positive rawOutput.durationMs of a frame

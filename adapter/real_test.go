@@ -137,6 +137,48 @@ func TestRealAgentCaptures(t *testing.T) {
 			name: "CodexParallelNoCard", capture: "real/codex/parallel", dialect: adapter.DialectCodex,
 			cards: []string{},
 		},
+		{
+			// codex-acp 2.6.0, multi_agent v1 tool calls: one card per spawnAgent; the launch call's completion is a receipt, each wait result's message is that child's result.
+			name: "Codex26V1Parallel", capture: "real/codex-2.6.0/v1-parallel", dialect: adapter.DialectCodex,
+			payloads: map[string]string{
+				"call_spawn_alpha": `{"kind":"subagent_task","subagent_task":{"description":"You are subagent alpha. Reply with the single word ANSWER-ALPHA.","prompt":"You are subagent alpha. Reply with the single word ANSWER-ALPHA.","subagent_type":"","status":"completed","agent_id":"01a2339a-164d-7503-9593-6e2df3f0522b","model":"scripted","child_session_id":"01a2339a-164d-7503-9593-6e2df3f0522b","result_text":"ANSWER-ALPHA"}}`,
+				"call_spawn_bravo": `{"kind":"subagent_task","subagent_task":{"description":"You are subagent bravo. Reply with the single word ANSWER-BRAVO.","prompt":"You are subagent bravo. Reply with the single word ANSWER-BRAVO.","subagent_type":"","status":"completed","agent_id":"01a2339a-167c-77f0-ac42-a2377f19f1bf","model":"scripted","child_session_id":"01a2339a-167c-77f0-ac42-a2377f19f1bf","result_text":"ANSWER-BRAVO"}}`,
+			},
+			cards: []string{"call_spawn_alpha", "call_spawn_bravo"},
+		},
+		{
+			// codex-acp 2.6.0, a cancelled v1 turn: the wait gets no update, so the card stays open for the client's cancel path (acpscope ends it cancelled).
+			name: "Codex26V1Cancel", capture: "real/codex-2.6.0/v1-cancel", dialect: adapter.DialectCodex,
+			payloads: map[string]string{
+				"call_spawn_alpha": `{"kind":"subagent_task","subagent_task":{"description":"You are subagent alpha. Reply with the single word ANSWER-ALPHA.","prompt":"You are subagent alpha. Reply with the single word ANSWER-ALPHA.","subagent_type":"","status":"pendingInit","agent_id":"01a2339a-30d7-7341-ba18-bbb016de1af9","model":"scripted","child_session_id":"01a2339a-30d7-7341-ba18-bbb016de1af9"}}`,
+			},
+			cards: []string{"call_spawn_alpha"},
+		},
+		{
+			// codex-acp 2.6.0, multi_agent v2: "Start subagent NAME" and the later "Complete subagent NAME" call are one card, typed by the task name; no prompt or answer on the wire.
+			name: "Codex26V2Parallel", capture: "real/codex-2.6.0/v2-parallel", dialect: adapter.DialectCodex,
+			payloads: map[string]string{
+				"call_spawn_alpha": `{"kind":"subagent_task","subagent_task":{"description":"find_alpha","prompt":"","subagent_type":"find_alpha","status":"completed","agent_id":"01a2339a-bd90-70c2-82fa-5b1bc29f055a","child_session_id":"01a2339a-bd90-70c2-82fa-5b1bc29f055a"}}`,
+				"call_spawn_bravo": `{"kind":"subagent_task","subagent_task":{"description":"find_bravo","prompt":"","subagent_type":"find_bravo","status":"completed","agent_id":"01a2339a-be08-7f50-939a-62a7169ea14e","child_session_id":"01a2339a-be08-7f50-939a-62a7169ea14e"}}`,
+			},
+			cards: []string{"call_spawn_alpha", "call_spawn_bravo"},
+		},
+		{
+			// codex-acp 2.6.0, a cancelled v2 turn: no completion call, the card stays open.
+			name: "Codex26V2Cancel", capture: "real/codex-2.6.0/v2-cancel", dialect: adapter.DialectCodex,
+			payloads: map[string]string{
+				"call_spawn_alpha": `{"kind":"subagent_task","subagent_task":{"description":"find_alpha","prompt":"","subagent_type":"find_alpha","status":"started","agent_id":"01a2339a-e162-7640-9e56-047b610bd8f6","child_session_id":"01a2339a-e162-7640-9e56-047b610bd8f6"}}`,
+			},
+			cards: []string{"call_spawn_alpha"},
+		},
+		{
+			// codex-acp 2.6.0, --subagents: a child session <root>:subagent:<thread>, read by the core; the agent id is the thread.
+			name: "Codex26V2SessionsOne", capture: "real/codex-2.6.0/v2-sessions-one", dialect: adapter.DialectCodex,
+			payloads: map[string]string{
+				"01a2339a-fa68-7f62-9c48-287ea058337b:subagent:01a2339a-fb76-7f12-ae17-f24f5abb6002": `{"kind":"subagent_task","subagent_task":{"description":"Find alpha","prompt":"","subagent_type":"","status":"idle","agent_id":"01a2339a-fb76-7f12-ae17-f24f5abb6002","model":"scripted","child_session_id":"01a2339a-fa68-7f62-9c48-287ea058337b:subagent:01a2339a-fb76-7f12-ae17-f24f5abb6002","result_text":"ANSWER-ALPHA"}}`,
+			},
+			cards: []string{"01a2339a-fa68-7f62-9c48-287ea058337b:subagent:01a2339a-fb76-7f12-ae17-f24f5abb6002"},
+		},
 	})
 }
 

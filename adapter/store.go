@@ -61,9 +61,7 @@ func (t *Tracker) evictSession() {
 		t.dropSession(id)
 		delete(t.loading, id)
 		t.counters[CounterSessionsEvicted]++
-		if t.dialect != nil {
-			t.dialect.SessionCleared(&Tx{t: t}, id)
-		}
+		t.sessionCleared(&Tx{t: t}, id)
 	}
 }
 
@@ -87,9 +85,18 @@ func (t *Tracker) familyOf(id string) []string {
 func (t *Tracker) clearSession(tx *Tx, id string) {
 	for _, sid := range t.familyOf(id) {
 		t.dropSession(sid)
-		if t.dialect != nil {
-			t.dialect.SessionCleared(tx, sid)
-		}
+		t.sessionCleared(tx, sid)
+	}
+}
+
+// sessionCleared tells the subagent-session form and the dialect that the
+// state of sessionID ("" = every session) was dropped.
+func (t *Tracker) sessionCleared(tx *Tx, sessionID string) {
+	if t.form != nil {
+		t.form.sessions.clear(sessionID)
+	}
+	if t.dialect != nil {
+		t.dialect.SessionCleared(tx, sessionID)
 	}
 }
 
@@ -141,12 +148,15 @@ func (t *Tracker) account(c *Card) {
 	capField(&c.parent)
 	if k := c.task; k != nil {
 		for _, f := range []*string{&k.Description, &k.Prompt, &k.SubagentType, &k.Status, &k.AgentID,
-			&k.Model, &k.ChildSessionID, &k.ResultText, &k.OutputFile} {
+			&k.Model, &k.ChildSessionID, &k.ResultText, &k.OutputFile, &k.ErrorMessage} {
 			capField(f)
+		}
+		for i := range k.EarlierResults {
+			capField(&k.EarlierResults[i])
 		}
 	}
 	if ch := c.child; ch != nil {
-		for _, f := range []*string{&ch.Title, &ch.Description, &ch.State, &ch.StopReason, &ch.Cwd} {
+		for _, f := range []*string{&ch.Title, &ch.Description, &ch.State, &ch.StopReason, &ch.Cwd, &ch.ErrorMessage} {
 			capField(f)
 		}
 		n += len(ch.StateRaw) + len(ch.Usage)

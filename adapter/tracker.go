@@ -48,6 +48,10 @@ const (
 	CounterSubagentFramesOff = "subagent_frames_dropped" // subagent-session frames without the capability
 	CounterFieldsTruncated   = "fields_truncated"        // strings cut at MaxFieldBytes
 	CounterBytesEvicted      = "bytes_evicted"           // cards dropped by the byte budget
+	// CounterForeignSessionUpdates counts session updates for a session id
+	// the client never opened and the agent never announced as a child:
+	// dropped, never a card (see SessionStarted).
+	CounterForeignSessionUpdates = "foreign_session_updates"
 )
 
 // Config configures a Tracker.
@@ -94,7 +98,9 @@ type Tracker struct {
 	mu           sync.Mutex
 	explicitName string
 	dialect      Dialect
+	form         *sessionForm // the subagent-session form, made with the dialect
 	conn         ConnectionInfo
+	opened       map[string]bool // sessions the client opened (new, load, resume)
 	sessions     map[string]*session
 	loading      map[string]bool // sessions between load request and response
 	current      string
@@ -123,6 +129,7 @@ func NewTracker(cfg Config) (*Tracker, error) {
 		dialect:      cfg.Dialect,
 		sessions:     map[string]*session{},
 		loading:      map[string]bool{},
+		opened:       map[string]bool{},
 		counters:     map[string]int64{},
 		onEvent:      cfg.OnEvent,
 		maxCompleted: positiveOr(cfg.MaxCompleted, DefaultMaxCompleted),
@@ -241,10 +248,17 @@ func (t *Tracker) SessionUpdate(n acp.SessionNotification) {
 
 // SessionStarted records a session created by session/new: it becomes the
 // current session and any state held under its id is dropped.
+//
+// Once the client reported a session it opened (SessionStarted or
+// SessionLoaded), only those sessions and the child sessions the agent
+// announced in them are tracked: an update for any other session id is
+// counted (CounterForeignSessionUpdates) and changes nothing, so no card
+// of a session nobody opened reaches a consumer.
 func (t *Tracker) SessionStarted(sessionID string) {
 	t.do(func(tx *Tx) {
 		t.clearSession(tx, sessionID)
 		t.current = sessionID
+		t.opened[sessionID] = true
 	})
 }
 
@@ -256,12 +270,42 @@ func (t *Tracker) SessionStarted(sessionID string) {
 //
 // Until SessionLoadFinished, what the agent replays is historical: a child
 // replayed then is never live and gets no cancel grant.
+//
+// The cards of announced children (kept across turns) stay: replayed
+// history merges into them and never moves a status backwards, never
+// unsets what was learned (is_async, a result), never revives a finished
+// child, and replayed chunks of a message already held are not appended
+// again. Every other card of the family is dropped, as before.
 func (t *Tracker) SessionLoaded(sessionID string) {
 	t.do(func(tx *Tx) {
-		t.clearSession(tx, sessionID)
+		family := t.familyOf(sessionID)
+		t.clearLoadedSession(tx, family)
 		t.current = sessionID
 		t.loading[sessionID] = true
+		t.opened[sessionID] = true
 	})
+}
+
+// clearLoadedSession drops the family's cards except the announced
+// children's, which become historical (not live, no cancel grant).
+func (t *Tracker) clearLoadedSession(tx *Tx, family []string) {
+	if t.form == nil {
+		t.clearSession(tx, family[0])
+		return
+	}
+	for _, sid := range family {
+		if s := t.sessions[sid]; s != nil {
+			for id, c := range s.cards {
+				if c.child == nil {
+					t.removeCard(s, id)
+				}
+			}
+		}
+		if t.dialect != nil {
+			t.dialect.SessionCleared(tx, sid)
+		}
+	}
+	t.form.forgetLiveness(tx, family)
 }
 
 // SessionLoadFinished records the response to session/load or
@@ -272,6 +316,7 @@ func (t *Tracker) SessionLoadFinished(sessionID string, ok bool) {
 		delete(t.loading, sessionID)
 		if !ok {
 			t.clearSession(tx, sessionID)
+			delete(t.opened, sessionID)
 		}
 	})
 }
@@ -279,7 +324,7 @@ func (t *Tracker) SessionLoadFinished(sessionID string, ok bool) {
 // SessionClosed drops the state of sessionID and its children.
 func (t *Tracker) SessionClosed(sessionID string) {
 	t.do(func(tx *Tx) {
-		t.clearSession(tx, sessionID)
+		t.clearSession(tx, sessionID) // still a session the client opened
 		if t.current == sessionID {
 			t.current = ""
 		}
@@ -291,11 +336,10 @@ func (t *Tracker) Reset() {
 	t.do(func(tx *Tx) {
 		t.sessions = map[string]*session{}
 		t.loading = map[string]bool{}
+		t.opened = map[string]bool{}
 		t.cardBytes, t.liveCards, t.order = 0, 0, nil
 		t.current, t.lastSeen = "", ""
-		if t.dialect != nil {
-			t.dialect.SessionCleared(tx, "")
-		}
+		t.sessionCleared(tx, "")
 	})
 }
 
@@ -328,14 +372,16 @@ func (t *Tracker) PromptEnded(sessionID string) {
 // ensureDialect decides the dialect now, once, when a frame or an extension
 // request needs it before Initialize was fed.
 func (t *Tracker) ensureDialect() {
-	if t.dialect != nil {
-		return
+	if t.dialect == nil {
+		d, err := SelectDialect(t.explicitName, t.conn.AgentName)
+		if err != nil {
+			d = genericDialect{}
+		}
+		t.dialect = d
 	}
-	d, err := SelectDialect(t.explicitName, t.conn.AgentName)
-	if err != nil {
-		d = genericDialect{}
+	if t.form == nil {
+		t.form = newSessionForm(t.dialect)
 	}
-	t.dialect = d
 }
 
 // String renders the connection info for logs.

@@ -314,32 +314,6 @@ func TestFieldCapAndByteBudget(t *testing.T) {
 	}
 }
 
-// Codex: a sender thread maps to a parent only when exactly one
-// correlation has it as child; correlations are capped per session.
-func TestCodexParentNeedsOneMatchAndCorrelationCap(t *testing.T) {
-	tr, c := newTracker(t, adapter.Config{DialectName: "codex"})
-	spawn := func(wire, sender, child string) {
-		tr.SessionUpdate(notif(t, fmt.Sprintf(`{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":%q,"title":"spawnAgent","rawInput":{"prompt":"p"},"_meta":{"codex":{"collaboration":{"tool":"spawnAgent","senderThreadId":%q,"receiverThreadIds":[%q]}}}}}`, wire, sender, child)))
-	}
-	spawn("w1", "main", "x")
-	spawn("w2", "main", "x")
-	spawn("w3", "x", "y")
-	ev := c.all()
-	if got := ev[len(ev)-1]; got.ToolCallID != "w3" || got.ParentToolCallID != "" {
-		t.Errorf("ambiguous sender gave parent %q", got.ParentToolCallID)
-	}
-	spawn("w4", "y", "z")
-	if got := c.all()[3]; got.ParentToolCallID != "w3" {
-		t.Errorf("unique sender: parent %q, want w3", got.ParentToolCallID)
-	}
-	for i := range adapter.MaxCodexCorrelations {
-		spawn(fmt.Sprintf("bulk%d", i), "main", fmt.Sprintf("t%d", i))
-	}
-	if got := tr.Counters()[adapter.CounterCodexEvicted]; got != 4 {
-		t.Errorf("codex_correlations_evicted = %d, want 4", got)
-	}
-}
-
 // Only clientCapabilities.subagents as an object opts in to the
 // subagent-session form; its absence, null, and AIR `_meta` leave the
 // legacy form.
@@ -418,12 +392,13 @@ func TestCompletionBeforeRecognitionKeepsDuration(t *testing.T) {
 func TestEvictedSessionTakesItsChildren(t *testing.T) {
 	tr, _ := newTracker(t, adapter.Config{DialectName: adapter.DialectClaude, MaxSessions: 3})
 	tr.Initialize(&acp.InitializeRequest{ClientCapabilities: acp.ClientCapabilities{Subagents: &acp.SubagentCapabilities{}}}, nil)
+	tr.SessionStarted("p1")
 	tr.SessionUpdate(notif(t, `{"sessionId":"p1","update":{"sessionUpdate":"subagent_update","sessionId":"c1","state":{"state":"running"}}}`))
 	if tr.ParentSession("c1") != "p1" {
 		t.Fatal("child not announced")
 	}
-	tr.SessionStarted("s2")
 	for _, sid := range []string{"s2", "s3"} {
+		tr.SessionStarted(sid)
 		tr.SessionUpdate(toolCall(t, sid, "x", "Read"))
 	}
 	if got := tr.ParentSession("c1"); got != "" {

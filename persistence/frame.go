@@ -55,6 +55,12 @@ type Frame struct {
 	// ResultText is the subagent's answer, stored and merged as Prompt.
 	ResultText string
 
+	// Facts are the card's facts without a column in
+	// task_session_subagents (failure reason, earlier answers, the parent
+	// card's session). Stored only with WithCardFacts, in
+	// task_session_subagent_facts; nil or zero facts store nothing.
+	Facts *CardFacts
+
 	// ObservedAt is when the orchestrator first recognised this frame as a
 	// subagent (not when the subagent started); zero means now.
 	ObservedAt time.Time

@@ -203,6 +203,9 @@ func (s *Store) Migrate(ctx context.Context) MigrationReport {
 			return len(ddl) == 0 && err == nil, "", err
 		})
 	}
+	if s.factsOn {
+		run(StepFacts, func() (bool, string, error) { return s.migrateFacts(ctx, amended) })
+	}
 	return rep
 }
 

@@ -139,6 +139,16 @@ func (s *Store) Plan(ctx context.Context) (MigrationPlan, error) {
 		}
 		add(StepTexts, ddl...)
 	}
+	if s.factsOn && amended {
+		ddl, refusal, err := s.planFacts(ctx, q)
+		if err != nil {
+			return p, err
+		}
+		if refusal != nil {
+			p.Refusals = append(p.Refusals, StepResult{Name: StepFacts, Err: refusal})
+		}
+		add(StepFacts, ddl...)
+	}
 	return p, nil
 }
 

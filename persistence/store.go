@@ -48,6 +48,9 @@ type Store struct {
 	// textsFound: a read found the texts table (texts.go), so later reads
 	// skip the probe.
 	textsFound atomic.Bool
+	// factsOn: WithCardFacts; Record writes facts once factsReady (facts.go).
+	factsOn    bool
+	factsReady atomic.Bool
 }
 
 // hooks are test failpoints. Production code leaves them nil.
@@ -430,6 +433,7 @@ func (s *Store) Record(ctx context.Context, f *Frame) {
 			"tool_call_id", f.ToolCallID, "error", err)
 		return
 	}
+	s.writeFacts(wctx, f, r)
 	s.counters.add(CounterPersisted)
 	if f.ExecutionID == "" {
 		s.counters.add(CounterUnknownExecution)

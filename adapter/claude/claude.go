@@ -17,8 +17,6 @@ package claude
 import (
 	"strings"
 
-	acp "github.com/coder/acp-go-sdk"
-
 	"github.com/kdlbs/acp-go-sdk/adapter"
 )
 
@@ -34,11 +32,12 @@ const StatusAsyncLaunched = "async_launched"
 // toolResponse.agentType, so that a later rawInput.subagent_type replaces it.
 const valueTypeFromAgentType = "claude.typeFromAgentType"
 
-// Dialect is the Claude dialect for one connection.
+// Dialect is the Claude dialect for one connection. The subagent-session
+// form is the adapter core's; Claude adds its background-launch receipt and
+// names a child session by the subagent's agent id (adapter.ChildSessionDialect).
 type Dialect struct {
 	adapter.Base
-	sessions *registry
-	limits   Limits
+	limits Limits
 }
 
 // Options configure a Claude dialect. The zero Options take the defaults.
@@ -52,7 +51,7 @@ type Options struct {
 // adapter.Config.Dialect to set the limits; otherwise the Tracker makes one
 // with the defaults when the agent is Claude.
 func NewDialect(opts Options) *Dialect {
-	return &Dialect{sessions: newRegistry(), limits: opts.Limits.withDefaults()}
+	return &Dialect{limits: opts.Limits}
 }
 
 // Name returns "claude".
@@ -151,13 +150,18 @@ func isToolsUsedNote(text string) bool {
 		!strings.Contains(t[len(open):len(t)-len(closing)], "<")
 }
 
-// HandleUpdate handles the subagent-session kinds when the client declared
-// the capability; without it they are dropped and counted by the Tracker.
-func (d *Dialect) HandleUpdate(tx *adapter.Tx, n *acp.SessionNotification) bool {
-	return d.handleSessionForm(tx, n)
+// ChildAgentID: claude-agent-acp names a child session by the subagent's
+// agent id.
+func (d *Dialect) ChildAgentID(childSessionID string) string { return childSessionID }
+
+// IsLaunchReceipt is Claude's receipt of a background launch.
+func (d *Dialect) IsLaunchReceipt(text string) bool { return IsLaunchReceipt(text) }
+
+// ApplyChildDescription: claude-agent-acp describes a child by its agent
+// type (general-purpose, Explore, …).
+func (d *Dialect) ApplyChildDescription(task *adapter.SubagentTask, description string) {
+	adapter.OverwriteString(&task.SubagentType, description)
 }
 
-// SessionCleared drops the child registry of the cleared sessions.
-func (d *Dialect) SessionCleared(tx *adapter.Tx, sessionID string) {
-	d.sessions.clear(sessionID)
-}
+// SessionLimits are the Options' limits.
+func (d *Dialect) SessionLimits() adapter.SessionLimits { return d.limits }

@@ -37,6 +37,6 @@ func ExampleCanCancel() {
 	// Output:
 	// tool_call child in_progress running live: true cancel: true
 	// can cancel: true
-	// tool_update child in_progress unknown live: false cancel: false
+	// tool_update child unknown unknown live: false cancel: false
 	// can cancel: false
 }

@@ -98,3 +98,21 @@ func TestRealLegacyForm(t *testing.T) {
 		}
 	})
 }
+
+// The unknown state on real frames: claude-agent-acp 0.101.0 predates the
+// RFD clarification that sends it (a child it stops tracking at /clear),
+// so the capture is the recorded sessions-background run with its child's
+// final subagent_update edited to {"state":"unknown"} with
+// capabilities:null. The card is then neither running, finished nor
+// failed: tool status unknown, not live, not cancellable, and the answer
+// the child sent before stays its own (never the parent's).
+func TestRealUnknownStateEdited(t *testing.T) {
+	res := goldentest.Replay(t, "real/sessions-background-unknown", adapter.Config{})
+	e := goldentest.Last(t, res, "a1d234e6e6de24f27")
+	if e.Status != adapter.ToolStatusUnknown || e.Child.Live || e.Child.CanCancel || e.Payload.SubagentTask.Live {
+		t.Errorf("unknown child: status %s child %+v", e.Status, e.Child)
+	}
+	if task := e.Payload.SubagentTask; task.Status != "unknown" || task.ResultText != "" {
+		t.Errorf("payload %+v", task)
+	}
+}

@@ -421,6 +421,11 @@ func declaring(declared bool) string {
 // the stop reason.
 func finishTurn(e env, o outputFlags, term *view.Terminal, res session.Result, err error) error {
 	term.Flush()
+	if res.Foreign > 0 {
+		// The same with and without --json: the updates were dropped, so
+		// neither the cards, the store nor the web view has them.
+		fmt.Fprintf(e.stderr, "acpscope: warning: ignored %d session update(s) for a session the client never opened and the agent never announced as a child; nothing of them was shown or stored\n", res.Foreign)
+	}
 	if o.json {
 		if werr := term.WriteJSON(e.stdout, res.Dialect); werr != nil && err == nil {
 			err = werr

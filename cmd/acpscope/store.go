@@ -44,9 +44,10 @@ func defaultDSN(create bool) (string, error) {
 }
 
 // storeOptions are the options of every writing store acpscope opens:
-// it keeps each card's prompt and result text, which the web view shows.
+// it keeps each card's prompt and result text, which the web view shows,
+// and its facts (failure reason, earlier answers, parent card's session).
 func storeOptions(more ...persistence.Option) []persistence.Option {
-	return append([]persistence.Option{persistence.WithSubagentText()}, more...)
+	return append([]persistence.Option{persistence.WithSubagentText(), persistence.WithCardFacts()}, more...)
 }
 
 // openStore opens the database named by dsn ("" = the default) and
@@ -177,6 +178,12 @@ func frameOf(ev adapter.Event) *persistence.Frame {
 	if t.ToolUseCount != nil {
 		n := *t.ToolUseCount
 		f.ToolUseCount = &n
+	}
+	// A card in a child session: its parent card is that child session's
+	// card (tool call id = the row's session), held in ParentSessionID.
+	facts := persistence.CardFacts{ErrorMessage: t.ErrorMessage, EarlierResults: t.EarlierResults, ParentSessionID: ev.ParentSessionID}
+	if !facts.IsZero() {
+		f.Facts = &facts
 	}
 	return f
 }

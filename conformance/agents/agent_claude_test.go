@@ -1,6 +1,9 @@
 package agents
 
 import (
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kdlbs/acp-go-sdk/conformance/agents/modelserver"
@@ -30,7 +33,76 @@ func init() {
 		claudePermission("allow", fg),
 		claudePermission("reject", fg),
 		claudeCancel(fg),
+		claudeChildAPIError(),
+		claudeNested(),
+		claudeTaskStop(),
+		claudeSendMessage(),
 	}))
+}
+
+// claudeChildAPIError: the child's model call is answered HTTP 400 (a 500
+// is retried with backoff), so the child stops at once with an API error;
+// with --subagents its card ends error and carries the agent's reason.
+func claudeChildAPIError() Scenario {
+	sc := claudeScenario("sessions-child-api-error", ptr(false), []string{"--subagents"}, "", childA)
+	inner := sc.Script
+	sc.Script = func(req *modelserver.Request) modelserver.Reply {
+		if len(req.Tools) > 0 && strings.Contains(req.FirstUserText(), childA.Marker) {
+			return modelserver.Reply{Status: 400, Text: "scripted: the child's request is refused"}
+		}
+		return inner(req)
+	}
+	sc.Want[0].Result, sc.Want[0].Status = "", "error"
+	sc.Check = func(t *testing.T, r *Run) {
+		for _, c := range r.Cards {
+			if c.Normalized.Task != nil && c.ToolStatus == "error" && c.Normalized.Task.ErrorMessage == "" {
+				t.Errorf("card %s failed without its reason", c.ToolCallID)
+			}
+		}
+	}
+	return sc
+}
+
+// claudeNested: the child launches a grandchild of its own (Claude allows
+// nesting); with --subagents the grandchild is a child session of the
+// child, and its card names its parent card (the child's) in --json.
+func claudeNested() Scenario {
+	grand := Child{Marker: "charlie", Description: "Inspect charlie"}
+	launch := claudeLaunch(ptr(false))
+	parent := Fanout(launch, childA)
+	sc := Scenario{Name: "sessions-nested", Prompt: UserPrompt, Flags: []string{"--subagents"},
+		Script: func(req *modelserver.Request) modelserver.Reply {
+			first := req.FirstUserText()
+			switch {
+			case len(req.Tools) == 0:
+				return modelserver.Reply{Text: "Scripted title"}
+			case strings.Contains(first, grand.Marker):
+				return grand.Reply(req)
+			case strings.Contains(first, childA.Marker) && len(req.ToolResults()) == 0 && (req.HasTool("Agent") || req.HasTool("Task")):
+				return modelserver.Reply{ToolCalls: []modelserver.ToolCall{launch(req, grand)}}
+			case strings.Contains(first, childA.Marker):
+				return childA.Reply(req)
+			}
+			return parent(req)
+		},
+		Want: []WantCard{{Description: childA.Description, Type: "general-purpose", AgentID: true},
+			{Description: grand.Description, Type: "general-purpose", Result: grand.Answer(), AgentID: true}},
+	}
+	sc.Check = func(t *testing.T, r *Run) {
+		byID := map[string]Card{}
+		for _, c := range r.Cards {
+			byID[c.ToolCallID] = c
+		}
+		for _, c := range r.Cards {
+			if c.Normalized.Task == nil || c.Normalized.Task.Description != grand.Description {
+				continue
+			}
+			if c.ParentToolCallID == "" || c.ParentSessionID == "" || byID[c.ParentToolCallID].SessionID != c.ParentSessionID {
+				t.Errorf("the grandchild's card names no parent card: parent %q in %q", c.ParentToolCallID, c.ParentSessionID)
+			}
+		}
+	}
+	return sc
 }
 
 // claudeCancel interrupts the turn while the child's model call runs.
@@ -111,4 +183,101 @@ func claudePermission(policy string, background *bool) Scenario {
 	sc.Flags = []string{"--permission", policy}
 	sc.Check = askedPermission
 	return sc
+}
+
+// receiptAgentID is the agentId in a background launch's receipt.
+var receiptAgentID = regexp.MustCompile(`agentId: ([A-Za-z0-9]+)`)
+
+// claudeTaskStop: the parent launches a child in the background whose
+// model call is held open, then stops it: TaskStop is a deferred tool, so
+// it first loads it with ToolSearch, then calls TaskStop with the agent id
+// from the launch receipt. With --subagents the card ends cancelled.
+func claudeTaskStop() Scenario {
+	c := hanging(childA)
+	return Scenario{Name: "sessions-taskstop", Prompt: UserPrompt, Flags: []string{"--subagents"},
+		Script: controlScript(claudeLaunch(ptr(true)), c, c.Reply, "TaskStop", func(agentID string) map[string]any {
+			return map[string]any{"task_id": agentID}
+		}),
+		Want: []WantCard{{Description: c.Description, Type: "general-purpose", Status: "cancelled", AgentID: true}},
+	}
+}
+
+// followUp is the message sent to a finished child, and its answer.
+const (
+	followUp       = "Follow-up: reply with the single word ANSWER-ALPHA-AGAIN."
+	followUpAnswer = "ANSWER-ALPHA-AGAIN"
+)
+
+// claudeSendMessage: a foreground child answers; the parent then loads
+// SendMessage (ToolSearch) and sends the finished child a follow-up, which
+// it answers too. With --subagents the card keeps both answers: the
+// follow-up's as the result, the first in earlier_results.
+func claudeSendMessage() Scenario {
+	c := childA
+	child := func(req *modelserver.Request) modelserver.Reply {
+		if strings.Contains(lastUserText(req), "Follow-up") {
+			return modelserver.Reply{Text: followUpAnswer}
+		}
+		return c.Reply(req)
+	}
+	return Scenario{Name: "sessions-sendmessage", Prompt: UserPrompt, Flags: []string{"--subagents"},
+		Script: controlScript(claudeLaunch(ptr(false)), c, child, "SendMessage", func(agentID string) map[string]any {
+			return map[string]any{"to": agentID, "message": followUp}
+		}),
+		Want: []WantCard{{Description: c.Description, Type: "general-purpose", Result: followUpAnswer, AgentID: true}},
+		Check: func(t *testing.T, r *Run) {
+			for _, card := range r.Cards {
+				if task := card.Normalized.Task; task != nil && !slices.Contains(task.EarlierResults, c.Answer()) {
+					t.Errorf("card %s lost the first answer: earlier_results %q", card.ToolCallID, task.EarlierResults)
+				}
+			}
+		},
+	}
+}
+
+// controlScript scripts a turn that drives a launched child with one of
+// Claude's deferred agent-control tools: the parent launches c; once a
+// tool result names the child's agent id it loads the tool (ToolSearch
+// select:TaskStop,SendMessage), then calls it with input(agentID), then
+// answers Final. The child's calls are answered by child.
+func controlScript(launch func(*modelserver.Request, Child) modelserver.ToolCall, c Child, child modelserver.Script,
+	tool string, input func(agentID string) map[string]any) modelserver.Script {
+	return func(req *modelserver.Request) modelserver.Reply {
+		if len(req.Tools) == 0 {
+			return modelserver.Reply{Text: "Scripted title"}
+		}
+		if strings.Contains(req.FirstUserText(), c.Marker) {
+			return child(req)
+		}
+		var agentID string
+		searched, used := false, false
+		for _, res := range req.ToolResults() {
+			if m := receiptAgentID.FindStringSubmatch(res.Text); m != nil {
+				agentID = m[1]
+			}
+			searched = searched || res.CallID == "toolu_search"
+			used = used || res.CallID == "toolu_control"
+		}
+		switch {
+		case len(req.ToolResults()) == 0:
+			return modelserver.Reply{ToolCalls: []modelserver.ToolCall{launch(req, c)}}
+		case agentID != "" && !searched:
+			return modelserver.Reply{ToolCalls: []modelserver.ToolCall{{ID: "toolu_search", Name: "ToolSearch",
+				Input: modelserver.Input(map[string]any{"query": "select:TaskStop,SendMessage"})}}}
+		case agentID != "" && !used && req.HasTool(tool):
+			return modelserver.Reply{ToolCalls: []modelserver.ToolCall{{ID: "toolu_control", Name: tool, Input: modelserver.Input(input(agentID))}}}
+		}
+		return modelserver.Reply{Text: Final}
+	}
+}
+
+// lastUserText is the text of the conversation's last user message that
+// has text (tool results have none).
+func lastUserText(req *modelserver.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if m := req.Messages[i]; m.Role == "user" && m.Text != "" {
+			return m.Text
+		}
+	}
+	return ""
 }

@@ -26,24 +26,7 @@ func init() {
 			// child-approval-unasked runs one). A model slug Codex has
 			// no metadata for: its multi-agent tools are then offered
 			// directly, not behind tool_search.
-			env.WriteFile(t, ".codex/config.toml", fmt.Sprintf(`model = "scripted"
-model_provider = "scripted"
-approval_policy = "untrusted"
-sandbox_mode = "danger-full-access"
-check_for_update_on_startup = false
-
-[model_providers.scripted]
-name = "scripted"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "CONFORMANCE_API_KEY"
-
-[features]
-multi_agent = true
-
-[analytics]
-enabled = false
-`, env.Server.URL))
+			writeCodexConfig(t, env, "untrusted", "multi_agent")
 		},
 		Command: func(env *Env) []string {
 			return []string{"node", env.NodeBin("@zed-industries/codex-acp/bin/codex-acp.js")}

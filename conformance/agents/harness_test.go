@@ -169,18 +169,21 @@ type Card struct {
 	SessionID        string `json:"session_id"`
 	ToolCallID       string `json:"tool_call_id"`
 	ParentToolCallID string `json:"parent_tool_call_id"`
+	ParentSessionID  string `json:"parent_session_id"`
 	Agent            string `json:"agent"`
 	ToolStatus       string `json:"tool_status"`
 	Normalized       struct {
 		Kind string `json:"kind"`
 		Task *struct {
-			Description    string `json:"description"`
-			Prompt         string `json:"prompt"`
-			SubagentType   string `json:"subagent_type"`
-			AgentID        string `json:"agent_id"`
-			ChildSessionID string `json:"child_session_id"`
-			ResultText     string `json:"result_text"`
-			IsAsync        bool   `json:"is_async"`
+			Description    string   `json:"description"`
+			Prompt         string   `json:"prompt"`
+			SubagentType   string   `json:"subagent_type"`
+			AgentID        string   `json:"agent_id"`
+			ChildSessionID string   `json:"child_session_id"`
+			ResultText     string   `json:"result_text"`
+			ErrorMessage   string   `json:"error_message"`
+			EarlierResults []string `json:"earlier_results"`
+			IsAsync        bool     `json:"is_async"`
 		} `json:"subagent_task"`
 	} `json:"normalized"`
 }

@@ -88,6 +88,13 @@ func serveAnthropic(s *Server, w http.ResponseWriter, r *http.Request) {
 		req.Messages = append(req.Messages, msg)
 	}
 	rep := s.Answer(r, req)
+	if rep.Status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rep.Status)
+		json.NewEncoder(w).Encode(map[string]any{"type": "error",
+			"error": map[string]any{"type": "invalid_request_error", "message": rep.Text}})
+		return
+	}
 
 	stop := "end_turn"
 	if len(rep.ToolCalls) > 0 {

@@ -40,6 +40,7 @@ func FuzzRoutes(f *testing.F) {
 		`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"c1","content":"ok"}],"tools":[{"function":{"name":"task"}}]}`,
 		`{"contents":[{"parts":[{"functionCall":null,"functionResponse":{"response":"x"}}]}]}`,
 		`{"input":[{"type":"function_call","arguments":"not json"}],"tools":[{"type":"namespace","tools":[{}]}]}`,
+		`{"input":[{"type":"agent_message","author":"/root","recipient":"/root/x","content":[{"type":"input_text","text":"Task"},{"type":"encrypted_content","encrypted_content":"do it"}]},{"type":"agent_message","content":"x"}]}`,
 		`{"nodes":[{"tool_use":{"input_json":""}}],"chat_history":[{}]}`,
 		`null`, `[]`, ``, `{`,
 	}

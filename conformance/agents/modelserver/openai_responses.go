@@ -52,11 +52,12 @@ func serveOpenAIResponses(s *Server, w http.ResponseWriter, r *http.Request) {
 		Tools        []responsesTool `json:"tools"`
 		Stream       bool            `json:"stream"`
 	}
-	if err := readJSON(r, &body); err != nil {
+	raw, err := readJSONBody(r, &body)
+	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	req := &Request{Format: "openai-responses", Path: r.URL.Path, Model: body.Model, Stream: body.Stream}
+	req := &Request{Format: "openai-responses", Path: r.URL.Path, Model: body.Model, Stream: body.Stream, Body: raw}
 	namespace := map[string]string{}
 	for _, t := range body.Tools {
 		if t.Type == "namespace" {
@@ -93,6 +94,12 @@ func serveOpenAIResponses(s *Server, w http.ResponseWriter, r *http.Request) {
 			} else {
 				req.Messages = append(req.Messages, Message{Role: "assistant", ToolCalls: []ToolCall{call}})
 			}
+		case "agent_message":
+			// Codex's message between agents (multi_agent_v2): a child's
+			// task arrives as one, its text part a header and the task in
+			// an "encrypted_content" part (plain text when unencrypted).
+			// It is a user turn of the recipient's conversation.
+			req.Messages = append(req.Messages, Message{Role: "user", Text: agentMessageText(it.Content)})
 		case "function_call_output":
 			res := ToolResult{CallID: it.CallID, Text: openAIText(it.Output)}
 			if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == "user" && len(req.Messages[n-1].ToolResults) > 0 {
@@ -149,4 +156,23 @@ func serveOpenAIResponses(s *Server, w http.ResponseWriter, r *http.Request) {
 		emit(map[string]any{"type": "response.output_item.done", "output_index": i, "item": it})
 	}
 	emit(map[string]any{"type": "response.completed", "response": response("completed")})
+}
+
+// agentMessageText joins the text and encrypted_content parts of an
+// agent_message item's content.
+func agentMessageText(raw json.RawMessage) string {
+	var parts []struct {
+		Text             string `json:"text"`
+		EncryptedContent string `json:"encrypted_content"`
+	}
+	_ = json.Unmarshal(raw, &parts)
+	var out []string
+	for _, p := range parts {
+		for _, t := range []string{p.Text, p.EncryptedContent} {
+			if t != "" {
+				out = append(out, t)
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }

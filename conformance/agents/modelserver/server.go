@@ -86,6 +86,10 @@ type Reply struct {
 	// or the server closes: a model call still running when the turn is
 	// cancelled. The server's hold hook (SetOnHold) runs first.
 	Hold bool
+	// Status, when set, answers the call with that HTTP error status and
+	// Text as the error message, instead of a reply (formats that
+	// implement it: anthropic).
+	Status int
 }
 
 // Script answers one model call. It runs on the server's goroutines and

@@ -47,7 +47,7 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "ok", "ok, error, exit, burst, turns, cancel, hang, mute, junk or deaf")
+	mode := flag.String("mode", "ok", "ok, error, exit, burst, turns, cancel, hang, mute, junk, deaf or foreign")
 	updates := flag.Int("updates", 20000, "how many updates the burst mode sends")
 	per := flag.Int("per", 100, "how many of the burst's updates go to each subagent")
 	ready := flag.String("ready", "", "create this file once the turn's card is open")
@@ -145,6 +145,8 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 	case "turns":
 		return a.promptTurn(ctx, req)
+	case "foreign":
+		return foreign(ctx, a.conn, req.SessionId)
 	}
 	sid := req.SessionId
 	claude := func(tool string, extra map[string]any) map[string]any {
@@ -275,4 +277,26 @@ func init() {
 		fmt.Fprintln(os.Stderr, "usage: fakeagent [-mode ok|error|exit|burst|turns|cancel|hang|mute|junk|deaf] [-updates N] [-per N] [-ready FILE] [-file FILE] [-state FILE] [-reopen load|resume|none]")
 		flag.PrintDefaults()
 	}
+}
+
+// foreign completes one card in the client's session, and sends a card
+// for a session the client never opened (nor the agent announced): a
+// hostile or confused agent's traffic, which must never be stored.
+func foreign(ctx context.Context, conn *acp.AgentSideConnection, sid acp.SessionId) (acp.PromptResponse, error) {
+	card := func(session acp.SessionId, id acp.ToolCallId, title string) error {
+		return conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: session, Update: acp.SessionUpdate{ToolCall: &acp.SessionUpdateToolCall{
+			ToolCallId: id, Title: title, Kind: acp.ToolKindThink, Status: acp.ToolCallStatusCompleted,
+			RawInput: map[string]any{"description": title, "prompt": "p", "subagent_type": "general-purpose"},
+			Meta:     map[string]any{"claudeCode": map[string]any{"toolName": "Agent"}},
+		}}})
+	}
+	if err := card(sid, "toolu_OWN", "Own task"); err != nil {
+		return acp.PromptResponse{}, err
+	}
+	for _, ghost := range []acp.SessionId{"never-opened", "never-opened"} {
+		if err := card(ghost, "toolu_GHOST", "Ghost task"); err != nil {
+			return acp.PromptResponse{}, err
+		}
+	}
+	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 }

@@ -37,7 +37,7 @@ type scopeClient struct {
 // textSink receives agent message text and permission answers; the
 // terminal view implements it.
 type textSink interface {
-	AgentText(sessionID, chunk string)
+	AgentMessage(sessionID, messageID, chunk string)
 	Permission(title, answer string)
 }
 
@@ -49,7 +49,11 @@ var _ acp.Client = (*scopeClient)(nil)
 func (c *scopeClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
 	if chunk := n.Update.AgentMessageChunk; chunk != nil && chunk.Content.Text != nil {
 		if _, child := c.tracker.ChildText(string(n.SessionId)); !child {
-			c.out.AgentText(string(n.SessionId), chunk.Content.Text.Text)
+			messageID := ""
+			if chunk.MessageId != nil {
+				messageID = string(*chunk.MessageId)
+			}
+			c.out.AgentMessage(string(n.SessionId), messageID, chunk.Content.Text.Text)
 		}
 	}
 	if c.onUpdate != nil {

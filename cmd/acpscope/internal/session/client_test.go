@@ -61,8 +61,8 @@ func TestReadTextFileStaysBelowRoot(t *testing.T) {
 // textRecorder is a textSink that keeps the agent text it is shown.
 type textRecorder struct{ text []string }
 
-func (r *textRecorder) AgentText(_, chunk string) { r.text = append(r.text, chunk) }
-func (r *textRecorder) Permission(_, _ string)    {}
+func (r *textRecorder) AgentMessage(_, _, chunk string) { r.text = append(r.text, chunk) }
+func (r *textRecorder) Permission(_, _ string)          {}
 
 // TestChildTextIsNotShownAsTheParents pins that a Copilot child's final
 // text, which the agent sends as the parent's own message while the task

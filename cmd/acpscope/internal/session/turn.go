@@ -94,6 +94,10 @@ type Result struct {
 	// cancelled.
 	StopReason acp.StopReason
 	Turns      int
+	// Foreign counts the session updates for sessions the client never
+	// opened and the agent never announced (adapter
+	// CounterForeignSessionUpdates): dropped, never shown or stored.
+	Foreign int64
 }
 
 // ErrTurn marks failures of the agent or the turn (exit code 1), as opposed
@@ -190,6 +194,7 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 		defer cancel()
 		_ = conn.Wait(wctx)
 		tracker.Flush()
+		res.Foreign = tracker.Counters()[adapter.CounterForeignSessionUpdates]
 		// A turn the agent was aborted in (or a session stopped before its
 		// first turn) leaves its cards open: they end cancelled here, once
 		// nothing more can arrive.

@@ -7,6 +7,7 @@ package view
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -37,6 +38,15 @@ func (c *Card) IsSubagent() bool {
 // not terminal: the cards the memory bound forgets last.
 func (c *Card) isRunningSubagent() bool {
 	return c.IsSubagent() && !c.Status.Terminal()
+}
+
+// countsAsRunning reports whether Board.Running counts c: a subagent
+// that is not terminal and not a child session (a child's own state says
+// whether it runs), or a child session confirmed live, a finished one run
+// again included.
+func (c *Card) countsAsRunning() bool {
+	live := c.Event.Child != nil && c.Event.Child.Live
+	return c.IsSubagent() && (live || !c.Status.Terminal() && c.Event.Child == nil)
 }
 
 // MaxToolCards bounds the tool calls that are not subagents a Board keeps
@@ -118,7 +128,7 @@ func (b *Board) place(c *Card) {
 	b.queues[queueAll].put(c, true)
 	b.queues[queueTools].put(c, !c.IsSubagent())
 	b.queues[queueSpare].put(c, !c.isRunningSubagent())
-	running := c.isRunningSubagent() && (c.Event.Child == nil || c.Event.Child.Live)
+	running := c.countsAsRunning()
 	if running != c.running {
 		c.running = running
 		if running {
@@ -230,7 +240,8 @@ func (b *Board) ChildIndex() map[cardKey][]*Card {
 
 // Running counts the subagent cards whose tool status is not terminal,
 // leaving out child sessions not confirmed live (unknown, idle without an
-// outcome, unrecognised states). It runs on every shown line and spinner
+// outcome, unrecognised states), and the child sessions confirmed live,
+// finished ones run again included. It runs on every shown line and spinner
 // tick, so the board keeps the count as cards change.
 func (b *Board) Running() int { return b.running }
 
@@ -321,4 +332,18 @@ func truncate(s string, n int) string {
 // oneLine folds s onto one line and cuts it to n runes.
 func oneLine(s string, n int) string {
 	return truncate(strings.Join(strings.Fields(s), " "), n)
+}
+
+// referrers maps each child session named by a `session` tool-call content
+// to the tool calls naming it, in first-seen order.
+func (b *Board) referrers() map[string][]string {
+	out := map[string][]string{}
+	for _, c := range b.Cards() {
+		for _, r := range c.Event.SessionRefs {
+			if r.Known && !slices.Contains(out[r.SessionID], c.Event.ToolCallID) {
+				out[r.SessionID] = append(out[r.SessionID], c.Event.ToolCallID)
+			}
+		}
+	}
+	return out
 }

@@ -26,6 +26,7 @@ type Terminal struct {
 	animate  bool
 	board    *Board
 	text     map[string]*strings.Builder // pending agent text per session
+	textMsg  map[string]string           // the message id of each session's latest text
 	order    []string                    // sessions with pending text, in order
 	frame    int
 	progress bool // a progress line is on screen
@@ -41,7 +42,8 @@ const maxChildLabels = 4096
 // NewTerminal returns a renderer writing to w. animate enables the progress
 // line and its spinner; pass false when w is not a terminal.
 func NewTerminal(w io.Writer, animate bool) *Terminal {
-	return &Terminal{w: w, animate: animate, board: NewBoard(), text: map[string]*strings.Builder{}, children: map[string]string{}}
+	return &Terminal{w: w, animate: animate, board: NewBoard(), text: map[string]*strings.Builder{}, textMsg: map[string]string{},
+		children: map[string]string{}}
 }
 
 // Board returns the cards seen so far. The board is not safe for
@@ -68,13 +70,28 @@ const maxPendingSessions = 64
 
 // AgentText appends a chunk of the agent's message in a session. Text is
 // shown a line at a time; Flush shows what is left.
-func (t *Terminal) AgentText(sessionID, chunk string) {
+func (t *Terminal) AgentText(sessionID, chunk string) { t.AgentMessage(sessionID, "", chunk) }
+
+// AgentMessage appends a chunk of the agent message messageID ("" when the
+// agent names none) in a session. A chunk of another message than the
+// pending text's first shows that text as a line of its own: two messages
+// never run together.
+func (t *Terminal) AgentMessage(sessionID, messageID, chunk string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if prev, ok := t.textMsg[sessionID]; ok && messageID != "" && prev != "" && prev != messageID {
+		if b := t.text[sessionID]; b != nil {
+			if rest := strings.TrimSpace(b.String()); rest != "" {
+				t.logLocked(t.speaker(sessionID) + rest)
+			}
+			b.Reset()
+		}
+	}
 	b, ok := t.text[sessionID]
 	if !ok && len(t.text) >= maxPendingSessions {
-		t.flushTextLocked()
+		t.flushTextLocked() // also bounds textMsg, which has no more keys than text
 	}
+	t.textMsg[sessionID] = messageID
 	if !ok {
 		b = &strings.Builder{}
 		t.text[sessionID] = b
@@ -120,14 +137,25 @@ func (t *Terminal) CancelOpen() []adapter.Event {
 	defer t.mu.Unlock()
 	var evs []adapter.Event
 	for _, c := range t.board.Cards() {
-		if c.Status.Terminal() {
+		live := c.Event.Child != nil && c.Event.Child.Live
+		switch {
+		case c.Status == adapter.ToolStatusUnknown:
+			// The agent no longer tracks it: no outcome is invented.
+			continue
+		case c.Status.Terminal() && !live:
 			continue
 		}
 		ev := c.Event.Clone()
 		ev.Kind = adapter.EventToolUpdate
-		ev.Status = adapter.ToolStatusCancelled
+		if !c.Status.Terminal() {
+			ev.Status = adapter.ToolStatusCancelled
+		}
+		// A finished child run again keeps its first outcome, no longer live.
 		if ev.Child != nil {
 			ev.Child.Live = false
+		}
+		if ev.Payload != nil && ev.Payload.SubagentTask != nil {
+			ev.Payload.SubagentTask.Live = false
 		}
 		t.eventLocked(ev)
 		evs = append(evs, ev)
@@ -280,6 +308,9 @@ func (t *Terminal) flushTextLocked() {
 	for k := range t.text {
 		delete(t.text, k)
 	}
+	for k := range t.textMsg {
+		delete(t.textMsg, k)
+	}
 }
 
 // logLocked writes one log line above the progress line. Control and
@@ -373,6 +404,10 @@ func WriteCards(w io.Writer, b *Board) {
 // "not live", so nothing is presented as running that is not confirmed.
 func cardStatus(c *Card) string {
 	ch := c.Event.Child
+	if ch != nil && ch.Live && c.Status.Terminal() {
+		// A finished child the agent runs again (a follow-up message).
+		return ch.State + " again"
+	}
 	if ch == nil || ch.Live || c.Status.Terminal() || ch.State == "" {
 		return statusWord(c.Status)
 	}
@@ -416,8 +451,17 @@ type cardLine struct {
 	SessionID string `json:"session_id"`
 	// ToolCallID is the card's tool call id (or child session id).
 	ToolCallID string `json:"tool_call_id"`
-	// ParentToolCallID nests the card; "" at top level.
+	// ParentToolCallID names the parent card: the launching tool call of a
+	// nested card, or, for a card in a child session, that child
+	// session's own card (keyed by the child session id); "" at top level.
 	ParentToolCallID string `json:"parent_tool_call_id"`
+	// ParentSessionID is the session holding the parent card when it is
+	// not SessionID (the card is in a child session); "" otherwise.
+	ParentSessionID string `json:"parent_session_id,omitempty"`
+	// ReferencedBy lists the tool calls whose `session` content names
+	// this card's child session (TaskStop, SendMessage, …), first seen
+	// first.
+	ReferencedBy []string `json:"referenced_by,omitempty"`
 	// Agent is the dialect name (cursor, claude, codex, opencode, auggie,
 	// copilot, gemini, generic).
 	Agent string `json:"agent"`
@@ -429,17 +473,43 @@ type cardLine struct {
 	Normalized *adapter.Payload `json:"normalized"`
 }
 
+// parentOf names c's parent card: its launching tool call in its own
+// session, else, for a card in a child session, that child session's card
+// in the parent session; "", "" at top level.
+func parentOf(c *Card) (toolCallID, sessionID string) {
+	switch {
+	case c.Event.ParentToolCallID != "":
+		return c.Event.ParentToolCallID, ""
+	case c.Event.ParentSessionID != "":
+		return c.Event.SessionID, c.Event.ParentSessionID
+	}
+	return "", ""
+}
+
+// childSessionOf is the child session behind a subagent-session card ("" for
+// a tool-call card).
+func childSessionOf(c *Card) string {
+	if c.Event.Child != nil {
+		return c.Event.Child.SessionID
+	}
+	return ""
+}
+
 // WriteJSON writes one cardLine per subagent card on b, in first-seen order.
 func WriteJSON(w io.Writer, b *Board, agent string) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
+	refs := b.referrers()
 	for _, c := range b.Subagents() {
 		buf.Reset()
+		parentCard, parentSession := parentOf(c)
 		line := cardLine{
 			SessionID:        c.Event.SessionID,
 			ToolCallID:       c.Event.ToolCallID,
-			ParentToolCallID: c.Event.ParentToolCallID,
+			ParentToolCallID: parentCard,
+			ParentSessionID:  parentSession,
+			ReferencedBy:     refs[childSessionOf(c)],
 			Agent:            agent,
 			ToolStatus:       statusWord(c.Status),
 			Normalized:       c.Event.Payload,

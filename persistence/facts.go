@@ -1,0 +1,191 @@
+package persistence
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Card facts (opt-in, WithCardFacts): what a subagent card learned that
+// task_session_subagents has no column for — a failure's reason, the
+// answers a child gave before its latest one, and the session holding its
+// parent card when the card sits in a child session — kept in a table of
+// the layer's own beside it, one row per card, deleted with the card. No
+// host column is added or changed (docs/persistence.md#texts is the same
+// rule for the texts).
+
+// factsTable is the table the facts step creates and owns.
+const factsTable = "task_session_subagent_facts"
+
+// StepFacts creates task_session_subagent_facts; it runs only on a store
+// opened with WithCardFacts.
+const StepFacts = "task_session_subagents.facts"
+
+// CardFacts are the facts of one card. Zero values are "not reported" and
+// never erase a stored fact.
+type CardFacts struct {
+	// ErrorMessage is the failure's reason as the agent gave it.
+	ErrorMessage string
+	// EarlierResults are the answers before the latest (ResultText), oldest
+	// first; a frame without them keeps the stored list, a longer list
+	// replaces it.
+	EarlierResults []string
+	// ParentSessionID is the session holding the parent card of a card in
+	// a child session (the parent card's tool call id is the child
+	// session id, the row's task session).
+	ParentSessionID string
+}
+
+// IsZero reports facts with nothing to store.
+func (f CardFacts) IsZero() bool {
+	return f.ErrorMessage == "" && len(f.EarlierResults) == 0 && f.ParentSessionID == ""
+}
+
+// WithCardFacts makes the store keep each card's Frame.Facts in its own
+// table, task_session_subagent_facts, which the migration step StepFacts
+// creates. Without it the table is neither created nor written.
+func WithCardFacts() Option { return func(s *Store) { s.factsOn = true } }
+
+// factsColumns are the columns of the facts table, in order.
+var factsColumns = []string{"subagent_id", "error_message", "earlier_results", "parent_session_id"}
+
+func factsDDL() string {
+	return `CREATE TABLE IF NOT EXISTS ` + factsTable + ` (
+	subagent_id       TEXT NOT NULL PRIMARY KEY REFERENCES task_session_subagents(id) ON DELETE CASCADE,
+	error_message     TEXT,
+	earlier_results   TEXT,
+	parent_session_id TEXT
+)`
+}
+
+// planFacts is the facts step: the table when absent; a table of that name
+// without the layer's columns is refused, and nothing runs.
+func (s *Store) planFacts(ctx context.Context, q queryer) (ddl []string, refusal, err error) {
+	exists, missing, err := s.probeOwnedTable(ctx, q, factsTable, factsColumns)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case exists && len(missing) > 0:
+		return nil, fmt.Errorf("table %s exists but this layer did not create it (no column %s); "+
+			"no DDL run on it and no card facts stored", factsTable, strings.Join(missing, ", ")), nil
+	case exists:
+		return nil, nil, nil
+	}
+	return []string{factsDDL()}, nil, nil
+}
+
+// probeOwnedTable reports whether table exists and which of the layer's
+// columns it lacks (all of them when it is absent).
+func (s *Store) probeOwnedTable(ctx context.Context, q queryer, table string, columns []string) (exists bool, missing []string, err error) {
+	for _, c := range columns {
+		has, err := s.eng.hasColumn(ctx, q, table, c)
+		if err != nil {
+			return false, nil, err
+		}
+		if !has {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) < len(columns) {
+		return true, missing, nil
+	}
+	exists, err = s.eng.hasRelation(ctx, q, table)
+	return exists, missing, err
+}
+
+// migrateFacts runs the facts step of Migrate.
+func (s *Store) migrateFacts(ctx context.Context, amended bool) (bool, string, error) {
+	if !amended {
+		return true, "execution-aware shape does not hold: facts are keyed to its rows", nil
+	}
+	ddl, refusal, err := s.planFacts(ctx, s.writer)
+	if err == nil {
+		err = refusal
+	}
+	if err == nil && len(ddl) > 0 {
+		err = s.execDDL(ctx, ddl...)
+	}
+	if err == nil {
+		s.factsReady.Store(true)
+	}
+	return len(ddl) == 0 && err == nil, "", err
+}
+
+// factsMergeSQL merges one card's facts into its row, found by the card's
+// key: a NULL fact keeps the stored one; earlier results are replaced only
+// by a longer list (answers are only ever added).
+const factsMergeSQL = `INSERT INTO ` + factsTable + ` (subagent_id, error_message, earlier_results, parent_session_id)
+SELECT id, CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT)
+FROM task_session_subagents
+WHERE task_session_id = ? AND agent_execution_id = ? AND tool_call_id = ?
+ON CONFLICT (subagent_id) DO UPDATE SET
+	error_message     = COALESCE(excluded.error_message, ` + factsTable + `.error_message),
+	earlier_results   = CASE WHEN excluded.earlier_results IS NOT NULL AND (` + factsTable + `.earlier_results IS NULL
+		OR LENGTH(excluded.earlier_results) > LENGTH(` + factsTable + `.earlier_results))
+		THEN excluded.earlier_results ELSE ` + factsTable + `.earlier_results END,
+	parent_session_id = COALESCE(excluded.parent_session_id, ` + factsTable + `.parent_session_id)`
+
+// writeFacts stores f's facts after its row was written (Record). Facts
+// are never part of the row's own statement: a failure is logged and
+// counted like a failed write, and the next frame of the card writes them
+// again.
+func (s *Store) writeFacts(ctx context.Context, f *Frame, r row) {
+	if !s.factsReady.Load() || f.Facts == nil || f.Facts.IsZero() {
+		return
+	}
+	var earlier *string
+	if len(f.Facts.EarlierResults) > 0 {
+		clean := make([]string, len(f.Facts.EarlierResults))
+		for i, t := range f.Facts.EarlierResults {
+			p, _ := capText(t, MaxSubagentText)
+			clean[i] = *p
+		}
+		b, _ := json.Marshal(clean)
+		js := string(b)
+		earlier = &js
+	}
+	_, err := s.writer.ExecContext(ctx, s.eng.rebind(factsMergeSQL), nonEmpty(f.Facts.ErrorMessage), earlier,
+		nonEmpty(f.Facts.ParentSessionID), r.sessionID, r.executionID, r.toolCallID)
+	if err != nil {
+		s.counters.add(CounterFailed)
+		s.log.Warn("subagent card facts persist failed", "session_id", f.TaskSessionID, "tool_call_id", f.ToolCallID, "error", err)
+	}
+}
+
+// ErrNoFactStore is returned (wrapped) by SubagentFacts when the database
+// keeps no card facts (no facts table).
+var ErrNoFactStore = errors.New("persistence: this database keeps no subagent card facts")
+
+// SubagentFacts returns the facts stored for the card with the given key
+// (the execution id as stored). A card without facts gives the zero value.
+func (s *Store) SubagentFacts(ctx context.Context, sessionID, executionID, toolCallID string) (CardFacts, error) {
+	var out CardFacts
+	has, err := s.eng.hasRelation(ctx, s.reader, factsTable)
+	if err != nil {
+		return out, err
+	}
+	if !has {
+		return out, fmt.Errorf("%w", ErrNoFactStore)
+	}
+	var msg, earlier, parent sql.NullString
+	err = s.reader.QueryRowContext(ctx, s.eng.rebind(`SELECT f.error_message, f.earlier_results, f.parent_session_id
+FROM `+factsTable+` f JOIN task_session_subagents t ON t.id = f.subagent_id
+WHERE t.task_session_id = ? AND t.agent_execution_id = ? AND t.tool_call_id = ?`),
+		cleanText(sessionID), cleanText(executionID), cleanText(toolCallID)).Scan(&msg, &earlier, &parent)
+	if errors.Is(err, sql.ErrNoRows) {
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	out.ErrorMessage, out.ParentSessionID = msg.String, parent.String
+	if earlier.Valid {
+		if err := json.Unmarshal([]byte(earlier.String), &out.EarlierResults); err != nil {
+			return out, fmt.Errorf("card facts: earlier_results: %w", err)
+		}
+	}
+	return out, nil
+}

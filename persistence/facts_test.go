@@ -1,0 +1,101 @@
+package persistence
+
+import (
+	"slices"
+	"testing"
+)
+
+// facts reads one card's facts of session S, execution E.
+func facts(t *testing.T, s *Store, tc string) CardFacts {
+	t.Helper()
+	got, err := s.SubagentFacts(t.Context(), "S", "E", tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// A card's facts land in the layer's own table on both engines; a frame
+// without a fact never erases it, and earlier answers are only ever added.
+func TestCardFactsMergeAndNeverErase(t *testing.T) {
+	engines(t, func(t *testing.T, e *env) {
+		s := e.open(hooks{}, WithCardFacts())
+		e.session("S", "T")
+		s.Record(e.ctx, frame("tc1", func(f *Frame) {
+			f.ToolStatus = "error"
+			f.Facts = &CardFacts{ErrorMessage: "API error: 400", EarlierResults: []string{"first"}, ParentSessionID: "P"}
+		}))
+		s.Record(e.ctx, frame("tc1"))                                            // no facts
+		s.Record(e.ctx, frame("tc1", func(f *Frame) { f.Facts = &CardFacts{} })) // zero facts
+		s.Record(e.ctx, frame("tc1", func(f *Frame) { f.Facts = &CardFacts{EarlierResults: []string{"first", "second"}} }))
+		s.Record(e.ctx, frame("tc1", func(f *Frame) { f.Facts = &CardFacts{EarlierResults: []string{"x"}} })) // a replay's shorter list
+		if c := s.Counters(); c.Failed != 0 || c.Persisted != 5 {
+			t.Fatalf("counters %+v", c)
+		}
+		got := facts(t, s, "tc1")
+		if got.ErrorMessage != "API error: 400" || got.ParentSessionID != "P" || !slices.Equal(got.EarlierResults, []string{"first", "second"}) {
+			t.Fatalf("facts %+v", got)
+		}
+		if none := facts(t, s, "tc-absent"); !none.IsZero() {
+			t.Fatalf("facts of a card never stored: %+v", none)
+		}
+	})
+}
+
+// Without WithCardFacts the facts table is neither created nor written.
+func TestCardFactsNeedTheOption(t *testing.T) {
+	engines(t, func(t *testing.T, e *env) {
+		s := e.open(hooks{})
+		e.session("S", "T")
+		s.Record(e.ctx, frame("tc1", func(f *Frame) { f.Facts = &CardFacts{ErrorMessage: "x"} }))
+		has, err := e.eng().hasRelation(e.ctx, e.raw, factsTable)
+		if err != nil || has {
+			t.Fatalf("facts table without the option: %v %v", has, err)
+		}
+		if _, err := s.SubagentFacts(e.ctx, "S", "E", "tc1"); err == nil {
+			t.Fatal("SubagentFacts without the table: no error")
+		}
+	})
+}
+
+// unknown is stored as its own tool status: verbatim, never settling the
+// row (never a finished or failed card), and a later terminal status still
+// settles it, on both engines.
+func TestUnknownToolStatusIsStoredAsItself(t *testing.T) {
+	engines(t, func(t *testing.T, e *env) {
+		s := liveEnv(t, e)
+		s.Record(e.ctx, frame("tc1", func(f *Frame) { f.ToolStatus = "in_progress" }))
+		s.Record(e.ctx, frame("tc1", func(f *Frame) { f.ToolStatus = "unknown" }))
+		rows, err := s.ListBySession(e.ctx, "S")
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("rows %v %v", rows, err)
+		}
+		if r := rows[0]; r.ToolStatus == nil || *r.ToolStatus != "unknown" || r.SettledAt != nil {
+			t.Fatalf("unknown row: status %v settled %v", deref(r.ToolStatus), r.SettledAt)
+		}
+		s.Record(e.ctx, frame("tc1", func(f *Frame) { f.ToolStatus = "complete" }))
+		rows, _ = s.ListBySession(e.ctx, "S")
+		if r := rows[0]; *r.ToolStatus != "complete" || r.SettledAt == nil {
+			t.Fatalf("after complete: %v settled %v", deref(r.ToolStatus), r.SettledAt)
+		}
+	})
+}
+
+// The dry-run plan lists the facts step, and a table of that name the
+// layer did not create is refused.
+func TestCardFactsPlanAndForeignTable(t *testing.T) {
+	engines(t, func(t *testing.T, e *env) {
+		e.exec(`CREATE TABLE ` + factsTable + ` (subagent_id TEXT, notes TEXT)`)
+		s := e.open(hooks{}, WithCardFacts())
+		rep := s.Migrate(e.ctx)
+		found := false
+		for _, st := range rep.Steps {
+			if st.Name == StepFacts {
+				found = st.Err != nil
+			}
+		}
+		if !found {
+			t.Fatalf("a foreign facts table was not refused: %+v", rep)
+		}
+	})
+}
