@@ -118,7 +118,10 @@ type row struct {
 	totalTokens, toolUseCount, durationMs          *int64
 	observedAt                                     time.Time
 	settledAt                                      *time.Time
-	anomalous                                      bool
+	// updatedAt is the latest observation merged into the row: observedAt
+	// for one frame, the later of the two after mergeRows.
+	updatedAt time.Time
+	anomalous bool
 	// prompt and result are the capped texts, with their full lengths;
 	// nil when not reported (written only with WithSubagentText).
 	prompt, result           *string
@@ -168,11 +171,57 @@ func normalise(f *Frame, now func() time.Time) row {
 		r.observedAt = now()
 	}
 	r.observedAt = normTime(r.observedAt)
+	r.updatedAt = r.observedAt
 	if IsTerminalToolStatus(f.ToolStatus) {
 		t := r.observedAt
 		r.settledAt = &t
 	}
 	return r
+}
+
+// mergeRows is the one merge rule, in Go, of two normalised frames of one
+// card, older first: upserting the result has the same effect on any
+// stored row (or none) as upserting older and then newer. It mirrors the
+// conflict clause of upsertSQL column by column, and the texts merge of
+// textsMerge (TestWriterMergeMatchesUpsert proves the equality on both
+// engines). A field added to Frame gets its line here and in the SQL.
+func mergeRows(older, newer row) row {
+	m := older // id, identity, source and observed_at: write-once
+	m.turnID = firstSet(older.turnID, newer.turnID)
+	m.parentToolCallID = firstSet(newer.parentToolCallID, older.parentToolCallID)
+	m.subagentType = firstSet(newer.subagentType, older.subagentType)
+	m.description = firstSet(newer.description, older.description)
+	m.agentID = firstSet(newer.agentID, older.agentID)
+	m.childSessionID = firstSet(newer.childSessionID, older.childSessionID)
+	m.model = firstSet(newer.model, older.model)
+	m.agentStatus = firstSet(newer.agentStatus, older.agentStatus)
+	if older.settledAt == nil { // a settled status is frozen
+		m.toolStatus = firstSet(newer.toolStatus, older.toolStatus)
+	}
+	m.settledAt = firstSet(older.settledAt, newer.settledAt)
+	m.isAsync = max(older.isAsync, newer.isAsync)
+	m.totalTokens = firstSet(newer.totalTokens, older.totalTokens)
+	m.toolUseCount = firstSet(newer.toolUseCount, older.toolUseCount)
+	m.durationMs = firstSet(newer.durationMs, older.durationMs)
+	if newer.updatedAt.After(older.updatedAt) {
+		m.updatedAt = newer.updatedAt
+	}
+	if newer.prompt != nil {
+		m.prompt, m.promptBytes = newer.prompt, newer.promptBytes
+	}
+	if newer.result != nil {
+		m.result, m.resultBytes = newer.result, newer.resultBytes
+	}
+	m.anomalous = older.anomalous || newer.anomalous
+	return m
+}
+
+// firstSet is a when set, else b: SQL's COALESCE(a, b).
+func firstSet[T any](a, b *T) *T {
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 func nonEmpty(s string) *string {

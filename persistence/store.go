@@ -60,6 +60,9 @@ type hooks struct {
 	// betweenHealthQueries runs inside the health transaction after the
 	// key read (which fixes the snapshot) and before the comparison.
 	betweenHealthQueries func()
+	// batch runs at the start of every Writer batch; its error fails the
+	// batch as the database's would.
+	batch func(ctx context.Context) error
 }
 
 // exec runs one migration statement through x, letting the executed hook
@@ -447,20 +450,33 @@ func (s *Store) Upsert(ctx context.Context, f Frame) error {
 }
 
 func (s *Store) write(ctx context.Context, r row) error {
-	var settled any
-	if r.settledAt != nil {
-		settled = s.eng.bindTime(*r.settledAt)
-	}
-	observed := s.eng.bindTime(r.observedAt)
-	args := []any{r.id, r.sessionID, r.taskID, r.turnID, r.toolCallID, r.executionID,
-		r.parentToolCallID, r.subagentType, r.description, r.agentID, r.childSessionID, r.model,
-		r.agentStatus, r.toolStatus, r.isAsync, r.totalTokens, r.toolUseCount, r.durationMs,
-		observed, settled, observed}
-	if (r.prompt != nil || r.result != nil) && s.textsReady.Load() {
+	args := s.upsertArgs(r)
+	if s.writesTexts(r) {
 		return s.writeWithTexts(ctx, args, r)
 	}
 	return s.execPrepared(ctx, &s.upsertStmt, s.upsertSQL, args...)
 }
+
+// upsertArgs are r's values in the order of upsertSQL's placeholders.
+func (s *Store) upsertArgs(r row) []any {
+	var settled any
+	if r.settledAt != nil {
+		settled = s.eng.bindTime(*r.settledAt)
+	}
+	return []any{r.id, r.sessionID, r.taskID, r.turnID, r.toolCallID, r.executionID,
+		r.parentToolCallID, r.subagentType, r.description, r.agentID, r.childSessionID, r.model,
+		r.agentStatus, r.toolStatus, r.isAsync, r.totalTokens, r.toolUseCount, r.durationMs,
+		s.eng.bindTime(r.observedAt), settled, s.eng.bindTime(r.updatedAt)}
+}
+
+// writesTexts reports whether r's write carries texts: it has one and the
+// store keeps them.
+func (s *Store) writesTexts(r row) bool {
+	return (r.prompt != nil || r.result != nil) && s.textsReady.Load()
+}
+
+// textArgs are r's four text values, in the order textsMerge binds them.
+func textArgs(r row) []any { return []any{r.prompt, r.promptBytes, r.result, r.resultBytes} }
 
 // execPrepared runs the write q on the writer, through its statement in
 // slot once prepared.

@@ -190,7 +190,7 @@ RETURNING id
 // statement (writableCTEs) or one transaction, so a card's texts never
 // outlive or precede its row.
 func (s *Store) writeWithTexts(ctx context.Context, args []any, r row) error {
-	texts := []any{r.prompt, r.promptBytes, r.result, r.resultBytes}
+	texts := textArgs(r)
 	if s.eng.writableCTEs() {
 		return s.execPrepared(ctx, &s.textsStmt, s.textsSQL, append(args, texts...)...)
 	}
