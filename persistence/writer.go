@@ -43,9 +43,9 @@ type Writer struct {
 
 	mu       sync.Mutex
 	pending  map[cardKey]*queued
-	order    []cardKey // pending keys, oldest first
-	bytes    int64     // text bytes of pending entries
-	inflight int       // entries of the batch being written
+	order    []cardKey     // pending keys, oldest first
+	bytes    int64         // text bytes of pending entries
+	inflight int           // entries of the batch being written
 	room     chan struct{} // closed and replaced when the queue shrinks
 	idle     chan struct{} // closed and replaced when nothing is pending or in flight
 	shedding bool
