@@ -172,12 +172,13 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	if err != nil {
 		return err
 	}
-	sink, closeStore, err := openSink(ctx, o)
+	sink, err := openSink(ctx, o, e.stderr)
 	if err != nil {
 		return explainDBError(o.dsn(), err)
 	}
-	defer closeStore()
+	defer sink.close()
 
+	start := time.Now()
 	agent, err := startAgent(command, dir, e.stderr)
 	if err != nil {
 		return fmt.Errorf("%w: starting the agent: %v", errTurn, err)
@@ -219,7 +220,8 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 		log: log, subagents: o.subagents,
 	}, toAgent, fromAgent)
 	flushLog()
-	return finishTurn(e, o, term, res, err)
+	err = finishTurn(e, o, term, res, err)
+	return sink.endTurn(ctx, e.stderr, o, start.Add(o.timeout+o.grace), err)
 }
 
 // recordResult reports what went wrong with the --record capture: the first
@@ -289,11 +291,11 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 	}
 	subagentsSet := false
 	fs.Visit(func(f *flag.Flag) { subagentsSet = subagentsSet || f.Name == "subagents" })
-	sink, closeStore, err := openSink(ctx, o)
+	sink, err := openSink(ctx, o, e.stderr)
 	if err != nil {
 		return explainDBError(o.dsn(), err)
 	}
-	defer closeStore()
+	defer sink.close()
 	for i, src := range sources {
 		subagents := o.subagents
 		if recorded, ok := recordedSubagents(src.c); ok {
@@ -325,7 +327,8 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 			term: term, sink: sink.record, timeout: o.timeout, grace: o.grace, log: log, subagents: subagents,
 		})
 		flushLog()
-		if err := finishTurn(e, o, term, res, err); err != nil {
+		err = finishTurn(e, o, term, res, err)
+		if err := sink.endTurn(ctx, e.stderr, o, time.Now().Add(o.grace), err); err != nil {
 			return err
 		}
 	}

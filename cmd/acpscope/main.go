@@ -44,6 +44,9 @@ const (
 	// SIGTERM). It is apart from 1 so that a script can tell "the agent
 	// failed" from "the agent ran out of time or was interrupted".
 	exitCancelled = 3
+	// exitNotStored: the turn went well but subagent cards could not be
+	// stored (the line before it says how many and why).
+	exitNotStored = 4
 )
 
 func main() {
@@ -118,6 +121,9 @@ func exitCode(err error, stderr io.Writer) int {
 	case errors.Is(err, errCancelled):
 		fmt.Fprintf(stderr, "acpscope: %v\n", err)
 		return exitCancelled
+	case errors.As(err, new(*notStoredError)):
+		fmt.Fprintf(stderr, "acpscope: %v\n", err)
+		return exitNotStored
 	case errors.Is(err, errTurn):
 		fmt.Fprintf(stderr, "acpscope: %v\n", err)
 		return exitTurn
@@ -142,7 +148,7 @@ Usage:
 
 Run 'acpscope <command> -h' for the flags of a command.
 Exit codes: 0 ok, 1 agent or turn failure, 2 usage or input error,
-3 turn cancelled (--timeout, SIGINT or SIGTERM).
+3 turn cancelled (--timeout, SIGINT or SIGTERM), 4 subagent cards not stored.
 `)
 }
 
