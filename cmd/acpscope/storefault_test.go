@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kdlbs/acp-go-sdk/internal/faultproxy"
+)
+
+// proxiedPostgres is a fresh schema of the test server reached through a
+// fault-injecting loopback proxy: the DSN through the proxy, the proxy,
+// and a direct handle for checking what was stored.
+func proxiedPostgres(t *testing.T) (string, *faultproxy.Proxy, *sql.DB) {
+	t.Helper()
+	direct := postgresDSN(t)
+	u, err := url.Parse(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := faultproxy.Start(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	db, err := sql.Open("pgx", direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	u.Host = p.Addr()
+	q := u.Query()
+	q.Set("connect_timeout", "2")
+	u.RawQuery = q.Encode()
+	return u.String(), p, db
+}
+
+// waitFile waits until path exists (the fake agent's -ready).
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(hangGuard); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s never appeared", path)
+}
+
+// A PostgreSQL that stops answering mid-turn (the proxy stalls) never
+// holds the turn past its cancellation: --timeout and a signal (the
+// context main cancels on SIGINT or SIGTERM) end the run within
+// --cancel-grace plus a few seconds, the cancelled exit code, and the
+// card that could not be stored is named on standard error.
+func TestRunHungPostgresEndsInTime(t *testing.T) {
+	for _, how := range []string{"timeout", "signal"} {
+		t.Run(how, func(t *testing.T) {
+			dsn, proxy, _ := proxiedPostgres(t)
+			dir := t.TempDir()
+			ready := filepath.Join(dir, "ready")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			timeout := "3s"
+			if how == "signal" {
+				timeout = "10m"
+			}
+			go func() {
+				waitFile(t, ready)
+				proxy.Set(faultproxy.Stall)
+				if how == "signal" {
+					time.Sleep(200 * time.Millisecond)
+					cancel()
+				}
+			}()
+			start := time.Now()
+			code, _, errOut := runGuarded(t, ctx, "run", "--json", "--db", dsn, "--prompt", "x", "--cwd", dir,
+				"--timeout", timeout, "--cancel-grace", "1s", "--", fakeAgent, "-mode", "cancel", "-ready", ready)
+			elapsed := time.Since(start)
+			if code != exitCancelled {
+				t.Fatalf("exit %d, want %d: %s", code, exitCancelled, errOut)
+			}
+			// 3 s of turn, 1 s of grace, a few seconds of slack; a write
+			// waiting out its 10 s timeout would pass it.
+			if elapsed > 9*time.Second {
+				t.Fatalf("the run took %v with the store hung", elapsed)
+			}
+			if !strings.Contains(errOut, "not stored") {
+				t.Fatalf("standard error does not name the cards not stored: %s", errOut)
+			}
+			proxy.Set(faultproxy.Forward)
+		})
+	}
+}
+
+// A PostgreSQL outage during a turn of 200 cards: with the server back
+// within the flush window every card is stored (the writer retried) and
+// the run succeeds; with it gone for good the run says how many cards were
+// not stored and why, in one line, and exits 4. Warnings are throttled.
+func TestRunPostgresOutage(t *testing.T) {
+	for _, back := range []bool{true, false} {
+		t.Run(fmt.Sprint("back=", back), func(t *testing.T) {
+			dsn, proxy, db := proxiedPostgres(t)
+			dir := t.TempDir()
+			ready, start := filepath.Join(dir, "ready"), filepath.Join(dir, "go")
+			go func() {
+				waitFile(t, ready)
+				proxy.Set(faultproxy.Cut)
+				_ = os.WriteFile(start, nil, 0o644)
+				if back {
+					time.Sleep(time.Second)
+					proxy.Set(faultproxy.Forward)
+				}
+			}()
+			code, out, errOut := runGuarded(t, context.Background(), "run", "--json", "--db", dsn, "--prompt", "x", "--cwd", dir,
+				"--timeout", "5s", "--cancel-grace", "1s", "--", fakeAgent, "-mode", "burst", "-updates", "2000", "-per", "10",
+				"-ready", ready, "-go", start)
+			if n := strings.Count(out, "\n"); n != 200 {
+				t.Fatalf("%d cards in --json, want 200", n)
+			}
+			var rows int
+			if err := db.QueryRow(`SELECT COUNT(*) FROM task_session_subagents WHERE settled_at IS NOT NULL`).Scan(&rows); err != nil {
+				t.Fatal(err)
+			}
+			if warns := strings.Count(errOut, "level=WARN"); warns > 3 {
+				t.Fatalf("%d warnings: not throttled\n%s", warns, errOut)
+			}
+			if back {
+				if code != exitOK || rows != 200 {
+					t.Fatalf("exit %d, %d settled rows, want 0 and 200: %s", code, rows, errOut)
+				}
+				return
+			}
+			line := regexp.MustCompile(`stored ([0-9,]+) of 200 subagent cards; ([0-9,]+) not stored: \S`).FindStringSubmatch(errOut)
+			if code != exitNotStored || line == nil {
+				t.Fatalf("exit %d, want %d and the accounting line: %s", code, exitNotStored, errOut)
+			}
+			if line[1] != fmt.Sprint(rows) && rows != 0 {
+				t.Fatalf("the line says %s stored, the database holds %d settled rows", line[1], rows)
+			}
+		})
+	}
+}
+
+// A migration that refuses (task_session_subagents is a host's own table)
+// stops run before the agent starts, exit 2, with migrate's message.
+func TestRunRefusedMigrationStartsNoAgent(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "host.db")
+	raw, err := sql.Open("sqlite3", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`CREATE VIEW task_session_subagents AS SELECT 1 AS id`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	mcode, _, migrateErr := acpscope(t, "", "migrate", "--db", db)
+	if mcode != exitTurn {
+		t.Fatalf("migrate exit %d: %s", mcode, migrateErr)
+	}
+	ready := filepath.Join(dir, "ready")
+	code, _, errOut := acpscope(t, "", "run", "--db", db, "--prompt", "x", "--cwd", dir, "--timeout", "5s",
+		"--", fakeAgent, "-mode", "cancel", "-ready", ready)
+	if code != exitUsage {
+		t.Fatalf("exit %d, want %d: %s", code, exitUsage, errOut)
+	}
+	if _, err := os.Stat(ready); err == nil {
+		t.Fatal("the agent was started")
+	}
+	if want := strings.Replace(migrateErr, "agent or turn failure: ", "", 1); errOut != want {
+		t.Fatalf("run says\n%s\nmigrate says\n%s", errOut, migrateErr)
+	}
+}
