@@ -75,8 +75,8 @@ type agent struct {
 	mode      string
 	ready     string
 	start     string // -go
-	updates   int // -updates, for the burst mode
-	per       int // -per, for the burst mode
+	updates   int    // -updates, for the burst mode
+	per       int    // -per, for the burst mode
 	conn      *acp.AgentSideConnection
 	cancelled chan struct{}
 }
