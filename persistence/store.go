@@ -389,7 +389,7 @@ func sqliteDSN(target, txlock string) string {
 // key, so a frame for an unknown session cannot be stored).
 func (s *Store) EnsureSession(ctx context.Context, sessionID, taskID string) error {
 	q := s.eng.rebind(`INSERT INTO task_sessions (id, task_id) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`)
-	_, err := s.writer.ExecContext(ctx, q, sessionID, taskID)
+	_, err := s.writer.ExecContext(ctx, q, encodeID(sessionID), encodeID(taskID))
 	return err
 }
 
@@ -544,13 +544,13 @@ var selectColumns = strings.Join(finalColumns, ", ")
 // ListBySession returns a session's subagent contexts ordered by
 // observed_at, tool_call_id, agent_execution_id (ascending, byte order).
 func (s *Store) ListBySession(ctx context.Context, sessionID string) ([]SubagentContext, error) {
-	return s.list(ctx, "task_session_id", sessionID)
+	return s.list(ctx, "task_session_id", encodeID(sessionID))
 }
 
 // ListByTurn returns the subagent contexts first observed in a turn, in the
 // same order as ListBySession. A row stays under its first turn.
 func (s *Store) ListByTurn(ctx context.Context, turnID string) ([]SubagentContext, error) {
-	return s.list(ctx, "turn_id", turnID)
+	return s.list(ctx, "turn_id", encodeID(turnID))
 }
 
 func (s *Store) list(ctx context.Context, column, value string) ([]SubagentContext, error) {
@@ -578,8 +578,10 @@ ORDER BY ` + s.eng.canon("observed_at") + `, ` + s.eng.binary("tool_call_id") + 
 			&tokens, &count, &dur, &c.Source, &observed, &settled, &updated); err != nil {
 			return nil, err
 		}
-		c.TurnID, c.ParentToolCallID, c.SubagentType = strPtr(turn), strPtr(parent), strPtr(typ)
-		c.Description, c.AgentID, c.ChildSessionID = strPtr(desc), strPtr(agent), strPtr(child)
+		c.TaskSessionID, c.TaskID = decodeID(c.TaskSessionID), decodeID(c.TaskID)
+		c.ToolCallID, c.AgentExecutionID = decodeID(c.ToolCallID), decodeID(c.AgentExecutionID)
+		c.TurnID, c.ParentToolCallID, c.SubagentType = decodeIDPtr(strPtr(turn)), decodeIDPtr(strPtr(parent)), strPtr(typ)
+		c.Description, c.AgentID, c.ChildSessionID = strPtr(desc), strPtr(agent), decodeIDPtr(strPtr(child))
 		c.Model, c.AgentStatus, c.ToolStatus = strPtr(model), strPtr(astatus), strPtr(tstatus)
 		c.IsAsync = isAsync != 0
 		c.TotalTokens, c.ToolUseCount, c.DurationMs = intPtr(tokens), intPtr(count), intPtr(dur)

@@ -245,7 +245,7 @@ FROM task_session_subagents c JOIN ` + textsTable + ` t ON t.subagent_id = c.id
 WHERE c.task_session_id = ? AND c.agent_execution_id = ? AND c.tool_call_id = ?`)
 	var prompt, result sql.NullString
 	var pn, rn sql.NullInt64
-	err := s.reader.QueryRowContext(ctx, q, sessionID, executionID, toolCallID).Scan(&prompt, &pn, &result, &rn)
+	err := s.reader.QueryRowContext(ctx, q, encodeID(sessionID), encodeID(executionID), encodeID(toolCallID)).Scan(&prompt, &pn, &result, &rn)
 	if errors.Is(err, sql.ErrNoRows) {
 		return out, nil
 	}
