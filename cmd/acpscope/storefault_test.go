@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/internal/faultproxy"
+	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
 // proxiedPostgres is a fresh schema of the test server reached through a
@@ -175,5 +176,65 @@ func TestRunRefusedMigrationStartsNoAgent(t *testing.T) {
 	}
 	if want := strings.Replace(migrateErr, "agent or turn failure: ", "", 1); errOut != want {
 		t.Fatalf("run says\n%s\nmigrate says\n%s", errOut, migrateErr)
+	}
+}
+
+// idsCapture is a Claude session whose id holds a NUL and whose two cards'
+// ids differ only by NUL against U+FFFD: two cards, with their own
+// descriptions and statuses.
+const idsCapture = `{"capture":{"version":1,"agent":"claude"}}
+{"from":"client","msg":{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"@agentclientprotocol/claude-agent-acp","version":"1"},"authMethods":[]}}}
+{"from":"client","msg":{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s\u0000x"}}}
+{"from":"client","msg":{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s\u0000x","prompt":[{"type":"text","text":"go"}]}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s\u0000x","update":{"_meta":{"claudeCode":{"toolName":"Agent"}},"kind":"think","rawInput":{"description":"first","prompt":"p1","subagent_type":"general-purpose"},"sessionUpdate":"tool_call","status":"pending","title":"first","toolCallId":"tc\u0000"}}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s\u0000x","update":{"_meta":{"claudeCode":{"toolName":"Agent"}},"sessionUpdate":"tool_call_update","status":"completed","toolCallId":"tc\u0000"}}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s\u0000x","update":{"_meta":{"claudeCode":{"toolName":"Agent"}},"kind":"think","rawInput":{"description":"second","prompt":"p2","subagent_type":"general-purpose"},"sessionUpdate":"tool_call","status":"pending","title":"second","toolCallId":"tc\ufffd"}}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}}
+`
+
+// Ids are exact from the wire to the store: a NUL session id keeps its
+// cards, and tool call ids "tc\u0000" and "tc\ufffd" are two cards in
+// --json and two rows, each with its own description and status, on both
+// engines.
+func TestIdsExactFromWireToStore(t *testing.T) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			db := filepath.Join(dir, "ids.db")
+			if kind == "postgres" {
+				db = postgresDSN(t)
+			}
+			capture := filepath.Join(dir, "ids.jsonl")
+			if err := os.WriteFile(capture, []byte(idsCapture), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := acpscope(t, "", "replay", "--json", "--db", db, capture)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			cards := parseCards(t, out)
+			if len(cards) != 2 || *cards[0].ToolCallID == *cards[1].ToolCallID {
+				t.Fatalf("want two cards, got:\n%s", out)
+			}
+			s, err := persistence.OpenReadOnly(context.Background(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			rows, err := s.ListBySession(context.Background(), "s\x00x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, r := range rows {
+				got[r.ToolCallID] = *r.Description + "/" + *r.ToolStatus
+			}
+			want := map[string]string{"tc\x00": "first/complete", "tc\ufffd": "second/pending"}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("stored %q, want %q", got, want)
+			}
+		})
 	}
 }
