@@ -2,7 +2,9 @@ package persistence
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -213,4 +215,58 @@ func (e *env) journals() map[string]string {
 		e.t.Fatal(err)
 	}
 	return k
+}
+
+// A SQLite database that fills mid-run (a size-limited file: PRAGMA
+// max_page_count on the writer's one connection) loses cards: the writer
+// counts and names them, and Health then never says healthy, because the
+// writer's journal is not confirmed.
+func TestWriterFullDiskIsNotHealthy(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, SQLite)
+	e.store(WithSubagentText()).Close() // migrated, then the host's handles
+	path := strings.TrimPrefix(e.dsn, "sqlite://")
+	writer, err := sql.Open("sqlite3", sqliteDSN(path, "immediate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	writer.SetMaxOpenConns(1)
+	var pages int
+	if err := writer.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer.Exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, pages+30)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenDB(e.ctx, SQLite, writer, writer, WithSubagentText(), WithLogger(slog.New(slog.NewTextHandler(e.logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.session("S", "T")
+	w := NewWriter(s, WriterOptions{Journal: "full-disk-run"})
+	for i := range 4000 {
+		w.Record(frame(fmt.Sprint("tc", i), func(f *Frame) { f.Prompt = strings.Repeat("p", 512) }))
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 2*time.Second)
+	defer cancel()
+	acc := w.Close(ctx)
+	if acc.NotStored() == 0 || acc.Stored == 0 || acc.Cause == nil || !strings.Contains(acc.Cause.Error(), "full") {
+		t.Fatalf("accounting %+v", acc)
+	}
+	if n := e.count(`SELECT COUNT(*) FROM task_session_subagents`); n != acc.Stored {
+		t.Fatalf("%d rows, accounting says %d stored", n, acc.Stored)
+	}
+	ro, err := OpenReadOnly(e.ctx, e.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	h, err := ro.Health(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Healthy() || h.UnconfirmedWriters["full-disk-run"] == "" {
+		t.Fatalf("a store that lost writes reads healthy: %+v", h)
+	}
 }

@@ -72,14 +72,14 @@ func openStore(ctx context.Context, dsn string, more ...persistence.Option) (*pe
 // openStoreReadOnly opens the database for the read commands: it never
 // migrates or writes, so a read-only file, directory or role serves, and a
 // database that is behind says so.
-func openStoreReadOnly(ctx context.Context, dsn string) (*persistence.Store, error) {
+func openStoreReadOnly(ctx context.Context, dsn string, opts ...persistence.Option) (*persistence.Store, error) {
 	if dsn == "" {
 		var err error
 		if dsn, err = defaultDSN(false); err != nil {
 			return nil, err
 		}
 	}
-	s, err := persistence.OpenReadOnly(ctx, dsn)
+	s, err := persistence.OpenReadOnly(ctx, dsn, opts...)
 	if errors.Is(err, persistence.ErrNeedsMigration) {
 		return nil, fmt.Errorf("database: %w (run 'acpscope migrate' to bring it up to date)", err)
 	}
