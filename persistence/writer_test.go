@@ -270,3 +270,35 @@ func TestWriterFullDiskIsNotHealthy(t *testing.T) {
 		t.Fatalf("a store that lost writes reads healthy: %+v", h)
 	}
 }
+
+// Several processes opening one new PostgreSQL schema at once (4 writers
+// starting together) each migrate without a failed step: the passes take
+// turns under an advisory lock instead of racing on CREATE TABLE.
+func TestConcurrentFirstMigrationsOnPostgres(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Postgres)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			s, err := Open(e.ctx, e.dsn, WithSubagentText(), WithLogger(slog.New(slog.NewTextHandler(e.logs, nil))))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer s.Close()
+			if rep := s.Migrate(e.ctx); !rep.OK() {
+				errs <- fmt.Errorf("%+v", rep)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Contains(e.logs.String(), "migration failed") {
+		t.Fatalf("a pass failed:\n%s", e.logs)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -236,5 +237,113 @@ func TestIdsExactFromWireToStore(t *testing.T) {
 				t.Fatalf("stored %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// Four acpscope processes write 5,000 cards each to one PostgreSQL at
+// once, through a proxy that cuts and stalls the connections while the
+// turns run. After the faults end every card is stored exactly once (one
+// row per process and card, none twice) and none regressed (every row
+// settled complete), and every run succeeds.
+func TestManyWritersOnePostgresThroughFaults(t *testing.T) {
+	const procs, cards = 4, 5000
+	dsn, proxy, db := proxiedPostgres(t)
+	dir := t.TempDir()
+	start := filepath.Join(dir, "go")
+	type result struct {
+		code   int
+		stderr string
+	}
+	results := make(chan result, procs)
+	var readies []string
+	for i := range procs {
+		ready := filepath.Join(dir, fmt.Sprint("ready", i))
+		readies = append(readies, ready)
+		cmd := exec.Command(acpscopeBin, "run", "--plain", "--db", dsn, "--prompt", "x", "--cwd", dir,
+			"--timeout", "90s", "--cancel-grace", "1s", "--",
+			fakeAgent, "-mode", "burst", "-updates", fmt.Sprint(2*cards), "-per", "2", "-ready", ready, "-go", start)
+		var errOut strings.Builder
+		cmd.Stderr = &errOut
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			err := cmd.Wait()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				code = -1
+			}
+			results <- result{code, errOut.String()}
+		}()
+	}
+	for _, r := range readies {
+		for deadline := time.Now().Add(hangGuard); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(r); err == nil {
+				break
+			}
+			select {
+			case res := <-results:
+				t.Fatalf("a run ended before its turn started: exit %d: %s", res.code, res.stderr)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never appeared", r)
+			}
+		}
+	}
+	if err := os.WriteFile(start, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, fault := range []struct {
+		mode faultproxy.Mode
+		d    time.Duration
+	}{
+		{faultproxy.Forward, 300 * time.Millisecond}, {faultproxy.Cut, 400 * time.Millisecond},
+		{faultproxy.Forward, 300 * time.Millisecond}, {faultproxy.Stall, 700 * time.Millisecond},
+		{faultproxy.Forward, 200 * time.Millisecond}, {faultproxy.Cut, 300 * time.Millisecond},
+		{faultproxy.Forward, 200 * time.Millisecond}, {faultproxy.Stall, 400 * time.Millisecond},
+	} {
+		proxy.Set(fault.mode)
+		time.Sleep(fault.d)
+	}
+	proxy.Set(faultproxy.Forward)
+	retried := 0
+	for range procs {
+		select {
+		case r := <-results:
+			if r.code != exitOK {
+				t.Errorf("a run exited %d: %s", r.code, r.stderr)
+			}
+			if strings.Contains(r.stderr, "retrying") {
+				retried++
+			}
+		case <-time.After(hangGuard):
+			t.Fatal("a run did not end")
+		}
+	}
+	t.Logf("%d of %d runs met a fault and retried", retried, procs)
+	rows, err := db.Query(`SELECT agent_execution_id, COUNT(*), COUNT(DISTINCT tool_call_id),
+	SUM(CASE WHEN tool_status = 'complete' AND settled_at IS NOT NULL THEN 1 ELSE 0 END)
+FROM task_session_subagents GROUP BY agent_execution_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	executions := 0
+	for rows.Next() {
+		var exec string
+		var n, distinct, settled int
+		if err := rows.Scan(&exec, &n, &distinct, &settled); err != nil {
+			t.Fatal(err)
+		}
+		executions++
+		if n != cards || distinct != cards || settled != cards {
+			t.Errorf("execution %s: %d rows, %d distinct cards, %d settled complete; want %d of each", exec, n, distinct, settled, cards)
+		}
+	}
+	if err := rows.Err(); err != nil || executions != procs {
+		t.Fatalf("%d executions stored, want %d (%v)", executions, procs, err)
 	}
 }
