@@ -256,8 +256,14 @@ type queryer interface {
 
 // readKeys returns the activation keys present (a present key may be "").
 func readKeys(ctx context.Context, q queryer, e engine) (map[string]string, error) {
-	rows, err := q.QueryContext(ctx, e.rebind(`SELECT key, value FROM kandev_meta WHERE key IN (?, ?, ?)`),
+	return queryKeys(ctx, q, e.rebind(`SELECT key, value FROM kandev_meta WHERE key IN (?, ?, ?)`),
 		KeyCaptureSince, KeyBackfillThrough, KeyExecutionSince)
+}
+
+// queryKeys runs a kandev_meta query of (key, value) rows and returns them
+// as a map.
+func queryKeys(ctx context.Context, q queryer, query string, args ...any) (map[string]string, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -364,8 +364,8 @@ func (w *Writer) accountingLocked() Accounting {
 	return a
 }
 
-// batch is what one write takes: its cards, and the sessions and journal
-// entry that go first.
+// batch is what one write takes: its cards and the sessions they need,
+// or (alone, before any card) the writer's journal key.
 type batch struct {
 	keys     []cardKey
 	entries  []*queued
@@ -385,7 +385,7 @@ func (w *Writer) loop() {
 		}
 		for {
 			b := w.take()
-			if len(b.entries) == 0 {
+			if len(b.entries) == 0 && b.journal == "" {
 				break
 			}
 			err := w.s.writeBatch(w.ctx, b)
@@ -412,11 +412,13 @@ func (w *Writer) loop() {
 func (w *Writer) take() batch {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.journal && len(w.order) > 0 {
+		// The journal goes first, alone: no card is stored before the
+		// store says that this writer has yet to confirm its cards.
+		return batch{journal: WriterJournalPrefix + w.opt.Journal}
+	}
 	n := min(len(w.order), w.opt.MaxBatch)
 	b := batch{keys: w.order[:n:n], entries: make([]*queued, n)}
-	if w.journal {
-		b.journal = WriterJournalPrefix + w.opt.Journal
-	}
 	for i, k := range b.keys {
 		q := w.pending[k]
 		delete(w.pending, k)
@@ -490,10 +492,13 @@ func (w *Writer) settle(b batch, err error) {
 		}
 		w.cause = nil
 	case rejected:
+		if b.journal != "" { // the store cannot keep a journal: write the cards without one
+			w.journal = false
+		}
 		for i, k := range b.keys {
 			w.giveUp(k, b.entries[i].frames, fmt.Errorf("the database refused the write: %w", err))
 		}
-		w.warn(err, b)
+		w.warn("subagent context persist refused; not stored", err, b)
 	default:
 		w.stats.Retried++
 		if w.ctx.Err() == nil || w.cause == nil { // keep the cause of an outage over Close's cancel
@@ -514,7 +519,7 @@ func (w *Writer) settle(b batch, err error) {
 			again = append(again, k)
 		}
 		w.order = append(again, w.order...)
-		w.warn(err, b)
+		w.warn("subagent context persist failed; retrying", err, b)
 	}
 	if len(w.pending) == 0 && w.inflight == 0 {
 		close(w.idle)
@@ -523,14 +528,17 @@ func (w *Writer) settle(b batch, err error) {
 
 // warn logs a failed batch: the first of an outage, then at most one a
 // minute with the number not logged in between.
-func (w *Writer) warn(err error, b batch) {
+func (w *Writer) warn(msg string, err error, b batch) {
 	now := time.Now()
 	if !w.warned.IsZero() && now.Sub(w.warned) < time.Minute {
 		w.muted++
 		return
 	}
-	k := b.keys[0]
-	w.s.log.Warn("subagent context persist failed; retrying", "cards", len(b.keys),
+	var k cardKey
+	if len(b.keys) > 0 {
+		k = b.keys[0]
+	}
+	w.s.log.Warn(msg, "cards", len(b.keys),
 		"session_id", k.session, "tool_call_id", k.toolCall, "error", err, "failures_not_logged", w.muted)
 	w.warned, w.muted = now, 0
 }
@@ -653,19 +661,11 @@ func (postgresEngine) execBatch(ctx context.Context, db *sql.DB, stmts []batchSt
 // readWriterJournals returns the writer journal keys present (the writer's
 // name → its value).
 func readWriterJournals(ctx context.Context, q queryer, e engine) (map[string]string, error) {
-	rows, err := q.QueryContext(ctx, e.rebind(`SELECT key, value FROM kandev_meta WHERE key >= ? AND key < ?`),
-		WriterJournalPrefix, WriterJournalPrefix[:len(WriterJournalPrefix)-1]+";")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
+	keys, err := queryKeys(ctx, q, e.rebind(`SELECT key, value FROM kandev_meta WHERE key LIKE ? ESCAPE '\'`),
+		likeEscape(WriterJournalPrefix)+"%")
 	out := map[string]string{}
-	for rows.Next() {
-		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			return nil, err
-		}
+	for k, v := range keys {
 		out[strings.TrimPrefix(k, WriterJournalPrefix)] = v
 	}
-	return out, rows.Err()
+	return out, err
 }

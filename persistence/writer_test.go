@@ -245,13 +245,17 @@ func TestWriterFullDiskIsNotHealthy(t *testing.T) {
 	}
 	e.session("S", "T")
 	w := NewWriter(s, WriterOptions{Journal: "full-disk-run"})
+	w.Record(frame("first"))
+	if err := w.Flush(e.ctx); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 4000 {
 		w.Record(frame(fmt.Sprint("tc", i), func(f *Frame) { f.Prompt = strings.Repeat("p", 512) }))
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, 2*time.Second)
 	defer cancel()
 	acc := w.Close(ctx)
-	if acc.NotStored() == 0 || acc.Stored == 0 || acc.Cause == nil || !strings.Contains(acc.Cause.Error(), "full") {
+	if acc.Cards != 4001 || acc.NotStored() == 0 || acc.Stored == 0 || acc.Cause == nil || !strings.Contains(acc.Cause.Error(), "full") {
 		t.Fatalf("accounting %+v", acc)
 	}
 	if n := e.count(`SELECT COUNT(*) FROM task_session_subagents`); n != acc.Stored {

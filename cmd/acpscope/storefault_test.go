@@ -347,3 +347,36 @@ FROM task_session_subagents GROUP BY agent_execution_id`)
 		t.Fatalf("%d executions stored, want %d (%v)", executions, procs, err)
 	}
 }
+
+// A SQLite database whose file cannot grow (a file-size limit, as a full
+// disk) during a 4,000-card turn: the run says how many cards were not
+// stored and exits 4, and `acpscope health` then is not healthy, naming
+// the run that did not confirm its cards.
+func TestRunFullDiskThenHealth(t *testing.T) {
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("prlimit (util-linux) not installed")
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "full.db")
+	if code, _, errOut := acpscope(t, "", "migrate", "--db", db); code != exitOK {
+		t.Fatalf("migrate exit %d: %s", code, errOut)
+	}
+	st, err := os.Stat(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(prlimit, fmt.Sprintf("--fsize=%d", st.Size()+64<<10), acpscopeBin, "run", "--plain", "--db", db,
+		"--prompt", "x", "--cwd", dir, "--timeout", "6s", "--", fakeAgent, "-mode", "burst", "-updates", "8000", "-per", "2")
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	err = cmd.Run()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != exitNotStored || !regexp.MustCompile(`stored [0-9,]+ of 4,000 subagent cards; [0-9,]+ not stored: \S`).MatchString(errOut.String()) {
+		t.Fatalf("run: %v, want exit %d and the accounting line: %s", err, exitNotStored, errOut.String())
+	}
+	code, out, herr := acpscope(t, "", "health", "--db", db)
+	if code != exitTurn || !strings.Contains(out, "UNHEALTHY") || !strings.Contains(out, "writer:") {
+		t.Fatalf("health exit %d after lost writes:\n%s%s", code, out, herr)
+	}
+}
