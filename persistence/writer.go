@@ -297,7 +297,8 @@ func (w *Writer) Flush(ctx context.Context) error {
 // Close flushes (until ctx ends), stops the writer and writes its journal.
 // Frames still queued when ctx ends are counted as not stored, with the
 // store's last error as the cause; a write in flight is abandoned (its
-// context cancelled). Close never waits more than about a second past ctx.
+// context cancelled). Close never waits more than about a second past ctx
+// (half for a write in flight to return, half for the journal).
 // It returns the accounting.
 func (w *Writer) Close(ctx context.Context) Accounting {
 	if w == nil {
@@ -312,7 +313,7 @@ func (w *Writer) Close(ctx context.Context) Accounting {
 	w.cancel()
 	select {
 	case <-w.done:
-	case <-time.After(time.Second):
+	case <-time.After(500 * time.Millisecond):
 		// A driver that ignores cancellation: leave its goroutine behind.
 	}
 	w.mu.Lock()
@@ -550,7 +551,7 @@ func (w *Writer) closeJournal(acc Accounting) {
 	if w.opt.Journal == "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), journalCloseWait)
 	defer cancel()
 	key := WriterJournalPrefix + w.opt.Journal
 	var err error
@@ -564,6 +565,10 @@ func (w *Writer) closeJournal(acc Accounting) {
 		w.s.log.Warn("subagent context writer journal not updated", "key", key, "error", err)
 	}
 }
+
+// journalCloseWait bounds Close's journal write: a store that cannot take
+// it in that time keeps the "running" value, which health reports.
+const journalCloseWait = 500 * time.Millisecond
 
 // journalSQL sets one kandev_meta key.
 const journalSQL = `INSERT INTO kandev_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`

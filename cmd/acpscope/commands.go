@@ -322,13 +322,14 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 		}
 		term := o.terminal(e.stdout)
 		log, flushLog := o.logger(e.stderr)
+		start := time.Now()
 		res, err := replayOne(ctx, src.c, turnConfig{
 			dialect: dialect, prompt: recordedPrompt(src.c), cwd: "/", policy: o.permission,
 			term: term, sink: sink.record, timeout: o.timeout, grace: o.grace, log: log, subagents: subagents,
 		})
 		flushLog()
 		err = finishTurn(e, o, term, res, err)
-		if err := sink.endTurn(ctx, e.stderr, o, time.Now().Add(o.grace), err); err != nil {
+		if err := sink.endTurn(ctx, e.stderr, o, start.Add(o.timeout+o.grace), err); err != nil {
 			return err
 		}
 	}

@@ -109,7 +109,7 @@ type storeSink struct {
 // after that gives up at once what is still not written.
 const (
 	storeFlushWait = 10 * time.Second
-	storeCloseWait = time.Second
+	storeCloseWait = 500 * time.Millisecond
 )
 
 // openSink opens the configured database and migrates it before anything

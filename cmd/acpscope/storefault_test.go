@@ -92,6 +92,7 @@ func TestRunHungPostgresEndsInTime(t *testing.T) {
 			if elapsed > 9*time.Second {
 				t.Fatalf("the run took %v with the store hung", elapsed)
 			}
+			t.Logf("the run ended after %v (--timeout %s, --cancel-grace 1s)", elapsed, timeout)
 			if !strings.Contains(errOut, "not stored") {
 				t.Fatalf("standard error does not name the cards not stored: %s", errOut)
 			}
