@@ -326,7 +326,8 @@ func (w *Writer) Close(ctx context.Context) Accounting {
 			w.giveUp(k, q.frames, fmt.Errorf("not written before the end: %w", cause))
 		}
 	}
-	w.pending, w.order, w.bytes = map[cardKey]*queued{}, nil, 0
+	w.pending, w.order, w.bytes, w.inflight = map[cardKey]*queued{}, nil, 0, 0
+	w.markIdle() // nothing is left to wait for
 	acc := w.accountingLocked()
 	w.mu.Unlock()
 	w.closeJournal(acc)
@@ -522,7 +523,16 @@ func (w *Writer) settle(b batch, err error) {
 		w.order = append(again, w.order...)
 		w.warn("subagent context persist failed; retrying", err, b)
 	}
-	if len(w.pending) == 0 && w.inflight == 0 {
+	if len(w.pending) == 0 && w.inflight <= 0 {
+		w.markIdle()
+	}
+}
+
+// markIdle wakes Flush, with w.mu held; it may run more than once.
+func (w *Writer) markIdle() {
+	select {
+	case <-w.idle:
+	default:
 		close(w.idle)
 	}
 }
