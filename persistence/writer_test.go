@@ -210,11 +210,7 @@ func TestWriterShedsWhenFull(t *testing.T) {
 // journals returns the writer journal keys present.
 func (e *env) journals() map[string]string {
 	e.t.Helper()
-	k, err := readWriterJournals(e.ctx, e.raw, e.eng())
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return k
+	return e.readMeta(readWriterJournals)
 }
 
 // A SQLite database that fills mid-run (a size-limited file: PRAGMA
