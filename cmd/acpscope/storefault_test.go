@@ -381,3 +381,29 @@ func TestRunFullDiskThenHealth(t *testing.T) {
 		t.Fatalf("health exit %d after lost writes:\n%s%s", code, out, herr)
 	}
 }
+
+// `acpscope health` answers from incremental health when the store keeps
+// its state, and otherwise reads everything and says so (it opens
+// read-only, so it cannot build the state itself).
+func TestHealthUsesIncrementalState(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "health.db")
+	if code, _, errOut := acpscope(t, "", "replay", "--plain", "--db", db); code != exitOK {
+		t.Fatalf("replay exit %d: %s", code, errOut)
+	}
+	code, out, errOut := acpscope(t, "", "health", "--db", db)
+	if code != exitOK || !strings.Contains(out, "method:            full scan") {
+		t.Fatalf("health exit %d without incremental state:\n%s%s", code, out, errOut)
+	}
+	s, err := persistence.Open(context.Background(), db, persistence.WithIncrementalHealth(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RebuildHealth(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	code, out, errOut = acpscope(t, "", "health", "--db", db)
+	if code != exitOK || !strings.Contains(out, "method:            incremental") || !strings.Contains(out, "status:            healthy") {
+		t.Fatalf("health exit %d with incremental state:\n%s%s", code, out, errOut)
+	}
+}
