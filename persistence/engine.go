@@ -129,6 +129,9 @@ type engine interface {
 	writableCTEs() bool
 	// classify maps a driver error to the package's error classes.
 	classify(err error) errClass
+	// execBatch runs stmts atomically, in as few round trips as the
+	// engine allows (writer.go).
+	execBatch(ctx context.Context, db *sql.DB, stmts []batchStatement) error
 }
 
 // errClass is the one classification every step uses: driver error codes, never message text outside classify.
@@ -143,6 +146,11 @@ const (
 	// errStalePlan: PostgreSQL refused a cached plan after a concurrent
 	// schema change (pgx drops the cached statement; a retry succeeds).
 	errStalePlan
+	// errRejected: the database refused the statement itself (a data
+	// exception, a constraint, an undefined or foreign object): sending it
+	// again cannot succeed, unlike a lost connection, a timeout or a full
+	// disk, which a later attempt may get past.
+	errRejected
 )
 
 // --- SQLite -----------------------------------------------------------------
@@ -275,6 +283,10 @@ func (sqliteEngine) classify(err error) errClass {
 		return errAlreadyExists
 	case strings.Contains(msg, "ON CONFLICT clause does not match any PRIMARY KEY or UNIQUE constraint"):
 		return errNoConflictTarget
+	}
+	if errors.As(err, &se) && (se.Code == sqlite3.ErrConstraint || se.Code == sqlite3.ErrMismatch ||
+		se.Code == sqlite3.ErrTooBig || se.Code == sqlite3.ErrRange || se.Code == sqlite3.ErrError) {
+		return errRejected
 	}
 	return errOther
 }
@@ -448,6 +460,10 @@ func (postgresEngine) classify(err error) errClass {
 		if strings.Contains(pe.Message, "cached plan") {
 			return errStalePlan
 		}
+	}
+	switch pe.Code[:min(2, len(pe.Code))] {
+	case "22", "23", "42": // data exception, integrity constraint, syntax or access rule
+		return errRejected
 	}
 	return errOther
 }

@@ -128,28 +128,59 @@ ON CONFLICT (subagent_id) DO UPDATE SET
 		THEN excluded.earlier_results ELSE ` + factsTable + `.earlier_results END,
 	parent_session_id = COALESCE(excluded.parent_session_id, ` + factsTable + `.parent_session_id)`
 
-// writeFacts stores f's facts after its row was written (Record). Facts
-// are never part of the row's own statement: a failure is logged and
-// counted like a failed write, and the next frame of the card writes them
-// again.
-func (s *Store) writeFacts(ctx context.Context, f *Frame, r row) {
-	if !s.factsReady.Load() || f.Facts == nil || f.Facts.IsZero() {
-		return
-	}
-	var earlier *string
-	if len(f.Facts.EarlierResults) > 0 {
-		clean := make([]string, len(f.Facts.EarlierResults))
-		for i, t := range f.Facts.EarlierResults {
+// normaliseFacts is the stored form of facts: "" → NULL, the parent
+// session an encoded id, each earlier answer capped at MaxSubagentText
+// and the list a JSON array.
+func normaliseFacts(f CardFacts) (errorMessage, earlierResults, parentSessionID *string) {
+	if len(f.EarlierResults) > 0 {
+		clean := make([]string, len(f.EarlierResults))
+		for i, t := range f.EarlierResults {
 			p, _ := capText(t, MaxSubagentText)
 			clean[i] = *p
 		}
 		b, _ := json.Marshal(clean)
 		js := string(b)
-		earlier = &js
+		earlierResults = &js
 	}
-	_, err := s.writer.ExecContext(ctx, s.eng.rebind(factsMergeSQL), nonEmpty(f.Facts.ErrorMessage), earlier,
-		nonEmpty(f.Facts.ParentSessionID), r.sessionID, r.executionID, r.toolCallID)
-	if err != nil {
+	return nonEmpty(f.ErrorMessage), earlierResults, nonEmptyID(f.ParentSessionID)
+}
+
+// longerList is factsMergeSQL's rule for earlier_results in Go (mergeRows):
+// a newer list replaces the older only when it is longer, so a replay that
+// learned fewer answers never erases them.
+func longerList(older, newer *string) *string {
+	if newer != nil && (older == nil || len(*newer) > len(*older)) {
+		return newer
+	}
+	return older
+}
+
+// hasFacts reports whether r carries facts to write.
+func (r row) hasFacts() bool {
+	return r.errorMessage != nil || r.earlierResults != nil || r.parentSessionID != nil
+}
+
+// factsStatement is the statement that merges r's facts into the facts
+// table after r's own row is written (in the same batch or transaction);
+// ok is false when the store keeps no facts or r has none.
+func (s *Store) factsStatement(r row) (st batchStatement, ok bool) {
+	if !s.factsReady.Load() || !r.hasFacts() {
+		return st, false
+	}
+	return batchStatement{s.eng.rebind(factsMergeSQL), []any{r.errorMessage, r.earlierResults, r.parentSessionID,
+		r.sessionID, r.executionID, r.toolCallID}}, true
+}
+
+// writeFacts stores r's facts after its row was written (Record). Facts
+// are never part of the row's own statement: a failure is logged and
+// counted like a failed write, and the next frame of the card writes them
+// again.
+func (s *Store) writeFacts(ctx context.Context, f *Frame, r row) {
+	st, ok := s.factsStatement(r)
+	if !ok {
+		return
+	}
+	if _, err := s.writer.ExecContext(ctx, st.sql, st.args...); err != nil {
 		s.counters.add(CounterFailed)
 		s.log.Warn("subagent card facts persist failed", "session_id", f.TaskSessionID, "tool_call_id", f.ToolCallID, "error", err)
 	}
@@ -174,14 +205,17 @@ func (s *Store) SubagentFacts(ctx context.Context, sessionID, executionID, toolC
 	err = s.reader.QueryRowContext(ctx, s.eng.rebind(`SELECT f.error_message, f.earlier_results, f.parent_session_id
 FROM `+factsTable+` f JOIN task_session_subagents t ON t.id = f.subagent_id
 WHERE t.task_session_id = ? AND t.agent_execution_id = ? AND t.tool_call_id = ?`),
-		cleanText(sessionID), cleanText(executionID), cleanText(toolCallID)).Scan(&msg, &earlier, &parent)
+		encodeID(sessionID), encodeID(executionID), encodeID(toolCallID)).Scan(&msg, &earlier, &parent)
 	if errors.Is(err, sql.ErrNoRows) {
 		return out, nil
 	}
 	if err != nil {
 		return out, err
 	}
-	out.ErrorMessage, out.ParentSessionID = msg.String, parent.String
+	out.ErrorMessage = msg.String
+	if parent.Valid {
+		out.ParentSessionID = decodeID(parent.String)
+	}
 	if earlier.Valid {
 		if err := json.Unmarshal([]byte(earlier.String), &out.EarlierResults); err != nil {
 			return out, fmt.Errorf("card facts: earlier_results: %w", err)

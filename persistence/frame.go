@@ -124,11 +124,18 @@ type row struct {
 	totalTokens, toolUseCount, durationMs          *int64
 	observedAt                                     time.Time
 	settledAt                                      *time.Time
-	anomalous                                      bool
+	// updatedAt is the latest observation merged into the row: observedAt
+	// for one frame, the later of the two after mergeRows.
+	updatedAt time.Time
+	anomalous bool
 	// prompt and result are the capped texts, with their full lengths;
 	// nil when not reported (written only with WithSubagentText).
 	prompt, result           *string
 	promptBytes, resultBytes *int64
+	// The card's facts (facts.go), written only with WithCardFacts:
+	// errorMessage and parentSessionID (an id, encoded) as reported,
+	// earlierResults the JSON array of the capped earlier answers.
+	errorMessage, earlierResults, parentSessionID *string
 }
 
 // normalise applies every field rule that must hold before SQL (docs/persistence.md#normalisation-before-sql):
@@ -138,16 +145,16 @@ type row struct {
 func normalise(f *Frame, now func() time.Time) row {
 	r := row{
 		id:               newUUID(),
-		sessionID:        cleanText(f.TaskSessionID),
-		taskID:           cleanText(f.TaskID),
-		toolCallID:       cleanText(f.ToolCallID),
-		executionID:      cleanText(f.ExecutionID),
-		turnID:           nonEmpty(f.TurnID),
-		parentToolCallID: nonEmpty(f.ParentToolCallID),
+		sessionID:        encodeID(f.TaskSessionID),
+		taskID:           encodeID(f.TaskID),
+		toolCallID:       encodeID(f.ToolCallID),
+		executionID:      encodeID(f.ExecutionID),
+		turnID:           nonEmptyID(f.TurnID),
+		parentToolCallID: nonEmptyID(f.ParentToolCallID),
 		subagentType:     nonEmpty(f.SubagentType),
 		description:      nonEmpty(f.Description),
 		agentID:          nonEmpty(f.AgentID),
-		childSessionID:   nonEmpty(f.ChildSessionID),
+		childSessionID:   nonEmptyID(f.ChildSessionID),
 		model:            nonEmpty(f.Model),
 		agentStatus:      nonEmpty(f.Status),
 		toolStatus:       nonEmpty(f.ToolStatus),
@@ -169,16 +176,68 @@ func normalise(f *Frame, now func() time.Time) row {
 			r.anomalous = true
 		}
 	}
+	if f.Facts != nil {
+		r.errorMessage, r.earlierResults, r.parentSessionID = normaliseFacts(*f.Facts)
+	}
 	r.observedAt = f.ObservedAt
 	if r.observedAt.IsZero() {
 		r.observedAt = now()
 	}
 	r.observedAt = normTime(r.observedAt)
+	r.updatedAt = r.observedAt
 	if IsTerminalToolStatus(f.ToolStatus) {
 		t := r.observedAt
 		r.settledAt = &t
 	}
 	return r
+}
+
+// mergeRows is the one merge rule, in Go, of two normalised frames of one
+// card, older first: upserting the result has the same effect on any
+// stored row (or none) as upserting older and then newer. It mirrors the
+// conflict clause of upsertSQL column by column, and the texts merge of
+// textsMerge (TestWriterMergeMatchesUpsert proves the equality on both
+// engines). A field added to Frame gets its line here and in the SQL.
+func mergeRows(older, newer row) row {
+	m := older // id, identity, source and observed_at: write-once
+	m.turnID = firstSet(older.turnID, newer.turnID)
+	m.parentToolCallID = firstSet(newer.parentToolCallID, older.parentToolCallID)
+	m.subagentType = firstSet(newer.subagentType, older.subagentType)
+	m.description = firstSet(newer.description, older.description)
+	m.agentID = firstSet(newer.agentID, older.agentID)
+	m.childSessionID = firstSet(newer.childSessionID, older.childSessionID)
+	m.model = firstSet(newer.model, older.model)
+	m.agentStatus = firstSet(newer.agentStatus, older.agentStatus)
+	if older.settledAt == nil { // a settled status is frozen
+		m.toolStatus = firstSet(newer.toolStatus, older.toolStatus)
+	}
+	m.settledAt = firstSet(older.settledAt, newer.settledAt)
+	m.isAsync = max(older.isAsync, newer.isAsync)
+	m.totalTokens = firstSet(newer.totalTokens, older.totalTokens)
+	m.toolUseCount = firstSet(newer.toolUseCount, older.toolUseCount)
+	m.durationMs = firstSet(newer.durationMs, older.durationMs)
+	if newer.updatedAt.After(older.updatedAt) {
+		m.updatedAt = newer.updatedAt
+	}
+	if newer.prompt != nil {
+		m.prompt, m.promptBytes = newer.prompt, newer.promptBytes
+	}
+	if newer.result != nil {
+		m.result, m.resultBytes = newer.result, newer.resultBytes
+	}
+	m.anomalous = older.anomalous || newer.anomalous
+	m.errorMessage = firstSet(newer.errorMessage, older.errorMessage)
+	m.parentSessionID = firstSet(newer.parentSessionID, older.parentSessionID)
+	m.earlierResults = longerList(older.earlierResults, newer.earlierResults)
+	return m
+}
+
+// firstSet is a when set, else b: SQL's COALESCE(a, b).
+func firstSet[T any](a, b *T) *T {
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 func nonEmpty(s string) *string {
@@ -187,6 +246,85 @@ func nonEmpty(s string) *string {
 	}
 	s = cleanText(s)
 	return &s
+}
+
+// nonEmptyID is an optional id as stored: nil for "", else encodeID.
+func nonEmptyID(s string) *string {
+	if s == "" {
+		return nil
+	}
+	s = encodeID(s)
+	return &s
+}
+
+// Ids are opaque: any Go string (a JSON string an agent sent, NUL
+// included) is an id, and two ids that differ are two ids. PostgreSQL text
+// holds neither NUL nor invalid UTF-8, so an id is stored through one
+// encoding on both engines, used for every id column (session, task,
+// tool call, execution, turn, parent tool call, child session) and every
+// id a read binds: the id itself when it is valid UTF-8 without NUL and
+// does not begin with idMark (every id a well-behaved agent sends, stored
+// as before); otherwise idMark followed by the id with NUL, '%' and each
+// byte of invalid UTF-8 written %XX. The encoding is injective and
+// decodeID inverts it, so the session row, the card rows and the texts
+// agree, and a read returns the id it was given.
+const idMark = "\uFFFF" // a Unicode noncharacter: reserved for internal use
+
+// encodeID is id as stored.
+func encodeID(id string) string {
+	if utf8.ValidString(id) && !strings.Contains(id, "\x00") && !strings.HasPrefix(id, idMark) {
+		return id
+	}
+	var b strings.Builder
+	b.WriteString(idMark)
+	for i := 0; i < len(id); {
+		r, size := utf8.DecodeRuneInString(id[i:])
+		switch {
+		case r == 0 || r == '%' || (r == utf8.RuneError && size == 1):
+			fmt.Fprintf(&b, "%%%02X", id[i])
+		default:
+			b.WriteString(id[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// decodeID is the id a stored value encodes (encodeID's inverse); a value
+// not written by encodeID is returned as it is.
+func decodeID(stored string) string {
+	rest, ok := strings.CutPrefix(stored, idMark)
+	if !ok {
+		return stored
+	}
+	var b strings.Builder
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == '%' && i+2 < len(rest) && isHex(rest[i+1]) && isHex(rest[i+2]) {
+			b.WriteByte(unhex(rest[i+1])<<4 | unhex(rest[i+2]))
+			i += 2
+			continue
+		}
+		b.WriteByte(rest[i])
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'A' && c <= 'F' }
+
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c - 'A' + 10
+}
+
+// decodeIDPtr is decodeID of an optional id.
+func decodeIDPtr(p *string) *string {
+	if p == nil {
+		return nil
+	}
+	d := decodeID(*p)
+	return &d
 }
 
 // cleanText makes agent text storable identically on both engines:

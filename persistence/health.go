@@ -46,6 +46,16 @@ type HealthReport struct {
 	ExecutionIDsReliable bool
 	// Problem describes an unparseable or inconsistent key; "" if none.
 	Problem string
+	// UnconfirmedWriters are the Writers (WriterOptions.Journal) that
+	// have not confirmed every card stored, by name: one still running,
+	// one that ended without confirming (a crash, a full disk: "running
+	// since …"), or one that recorded what it lost ("lost N of M …").
+	// Such a store is never Healthy: it lost writes, or cannot know.
+	UnconfirmedWriters map[string]string
+	// Incremental is true when the counts came from the stored part of
+	// incremental health and what is newer (WithIncrementalHealth), false
+	// when Health read everything.
+	Incremental bool
 
 	// Compared is true when the anti-joins ran (capture_since present and
 	// valid). The counts below are meaningful only then.
@@ -65,7 +75,9 @@ type HealthReport struct {
 }
 
 // Healthy reports whether the comparison ran and found no shortfall.
-func (h HealthReport) Healthy() bool { return h.Compared && h.Problem == "" && h.Shortfall == 0 }
+func (h HealthReport) Healthy() bool {
+	return h.Compared && h.Problem == "" && h.Shortfall == 0 && len(h.UnconfirmedWriters) == 0
+}
 
 // healthCountsSQL computes, in one statement and one read of each table,
 // both directed anti-joins, the collisions and MAX(observed_at).
@@ -174,6 +186,12 @@ func (s *Store) Health(ctx context.Context) (HealthReport, error) {
 	if err != nil {
 		return h, err
 	}
+	if h.UnconfirmedWriters, err = readWriterJournals(ctx, tx, s.eng); err != nil {
+		return h, err
+	}
+	if len(h.UnconfirmedWriters) == 0 {
+		h.UnconfirmedWriters = nil
+	}
 	capture, hasCapture := keys[KeyCaptureSince]
 	through, hasThrough := keys[KeyBackfillThrough]
 	exec, hasExec := keys[KeyExecutionSince]
@@ -232,7 +250,7 @@ func (s *Store) Health(ctx context.Context) (HealthReport, error) {
 			if err := s.incrementalHealth(ctx, tx, &h, st, pairColumn); err != nil {
 				return h, err
 			}
-			h.Compared = true
+			h.Compared, h.Incremental = true, true
 			return h, tx.Commit()
 		}
 	}

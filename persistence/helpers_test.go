@@ -318,7 +318,13 @@ func (e *env) allRows() []string { return e.dump(finalColumns) }
 // keys returns the activation keys present, raw.
 func (e *env) keys() map[string]string {
 	e.t.Helper()
-	k, err := readKeys(e.ctx, e.raw, e.eng())
+	return e.readMeta(readKeys)
+}
+
+// readMeta runs a kandev_meta reader on the raw handle.
+func (e *env) readMeta(read func(context.Context, queryer, engine) (map[string]string, error)) map[string]string {
+	e.t.Helper()
+	k, err := read(e.ctx, e.raw, e.eng())
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -80,6 +80,12 @@ func (s *Store) Migrate(ctx context.Context) MigrationReport {
 		rep.Steps = append(rep.Steps, StepResult{Name: StepMeta, Err: errReadOnly})
 		return rep
 	}
+	if unlock, err := s.migrationLock(ctx); err != nil {
+		rep.Steps = append(rep.Steps, StepResult{Name: StepMeta, Err: fmt.Errorf("migration lock: %w", err)})
+		return rep
+	} else {
+		defer unlock()
+	}
 	run := func(name string, f func() (skipped bool, note string, err error)) StepResult {
 		skipped, note, err := safeStep(f)
 		res := StepResult{Name: name, Err: err, Skipped: skipped, Note: note}
@@ -253,8 +259,14 @@ type queryer interface {
 
 // readKeys returns the activation keys present (a present key may be "").
 func readKeys(ctx context.Context, q queryer, e engine) (map[string]string, error) {
-	rows, err := q.QueryContext(ctx, e.rebind(`SELECT key, value FROM kandev_meta WHERE key IN (?, ?, ?)`),
+	return queryKeys(ctx, q, e.rebind(`SELECT key, value FROM kandev_meta WHERE key IN (?, ?, ?)`),
 		KeyCaptureSince, KeyBackfillThrough, KeyExecutionSince)
+}
+
+// queryKeys runs a kandev_meta query of (key, value) rows and returns them
+// as a map.
+func queryKeys(ctx context.Context, q queryer, query string, args ...any) (map[string]string, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -268,6 +280,37 @@ func readKeys(ctx context.Context, q queryer, e engine) (map[string]string, erro
 		keys[k] = v
 	}
 	return keys, rows.Err()
+}
+
+// migrationLockSQL takes (or releases) the lock that makes concurrent
+// passes on one PostgreSQL schema run one after another (two processes
+// opening a new database at once would otherwise race on CREATE TABLE IF
+// NOT EXISTS). It is an advisory lock, keyed by the schema: no object is
+// created or touched.
+const migrationLockSQL = `SELECT %s(hashtext(current_schema() || '.subagent_context_migration'))`
+
+// migrationLock holds the PostgreSQL migration lock on a connection of
+// its own until unlock. SQLite needs none (its writer transactions are
+// immediate), nor does a pool of one connection (the host's: the pass
+// would wait for the connection the lock holds).
+func (s *Store) migrationLock(ctx context.Context) (unlock func(), err error) {
+	if s.eng.kind() != Postgres || s.writer.Stats().MaxOpenConnections == 1 {
+		return func() {}, nil
+	}
+	conn, err := s.writer.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf(migrationLockSQL, "pg_advisory_lock")); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_, _ = conn.ExecContext(uctx, fmt.Sprintf(migrationLockSQL, "pg_advisory_unlock"))
+		conn.Close()
+	}, nil
 }
 
 // --- DDL ----------------------------------------------------------------------

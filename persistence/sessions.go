@@ -108,7 +108,7 @@ func (s *Store) ListSessions(ctx context.Context, f SessionFilter) ([]SessionSum
 // Session returns the summary of one session; ok is false when no
 // task_sessions row has that id.
 func (s *Store) Session(ctx context.Context, id string) (sum SessionSummary, ok bool, err error) {
-	out, err := s.summaries(ctx, []string{"s.id = ?"}, []any{id}, 1)
+	out, err := s.summaries(ctx, []string{"s.id = ?"}, []any{encodeID(id)}, 1)
 	if err != nil || len(out) == 0 {
 		return SessionSummary{}, false, err
 	}
@@ -166,16 +166,17 @@ LIMIT ?`)
 	}
 	err = s.eachPair(ctx, `SELECT DISTINCT task_session_id, agent_execution_id FROM task_session_subagents
 WHERE task_session_id IN (%s)`, slices.Sorted(maps.Keys(index)), func(session, value string) {
-		out[index[session]].Executions = append(out[index[session]].Executions, value)
+		out[index[session]].Executions = append(out[index[session]].Executions, decodeID(value))
 	})
 	if err != nil {
 		return nil, err
 	}
 	err = s.eachPair(ctx, `SELECT DISTINCT task_session_id, child_session_id FROM task_session_subagents
 WHERE task_session_id IN (%s) AND child_session_id IS NOT NULL`, slices.Sorted(maps.Keys(index)), func(session, value string) {
-		out[index[session]].ChildSessions = append(out[index[session]].ChildSessions, value)
+		out[index[session]].ChildSessions = append(out[index[session]].ChildSessions, decodeID(value))
 	})
 	for i := range out {
+		out[i].ID, out[i].TaskID = decodeID(out[i].ID), decodeID(out[i].TaskID)
 		slices.Sort(out[i].Executions)
 		slices.Sort(out[i].ChildSessions)
 	}
@@ -229,6 +230,7 @@ func likeEscape(s string) string {
 // through its cards' child_session_id, breadth first, each once (a cycle
 // stops), at most 1,000 sessions.
 func (s *Store) SessionFamily(ctx context.Context, id string) ([]string, error) {
+	id = encodeID(id)
 	family := []string{id}
 	seen := map[string]bool{id: true}
 	for frontier := []string{id}; len(frontier) > 0 && len(family) < maxFamilySessions; {
@@ -246,6 +248,9 @@ WHERE task_session_id IN (%s) AND child_session_id IS NOT NULL`, frontier, func(
 		}
 		slices.Sort(next)
 		frontier = next
+	}
+	for i, f := range family {
+		family[i] = decodeID(f)
 	}
 	return family, nil
 }
@@ -287,7 +292,7 @@ func (s *Store) Changes(ctx context.Context, sessionIDs ...string) (ChangeMark, 
 	q := `SELECT COUNT(*), MAX(` + s.eng.canon("updated_at") + `) FROM task_session_subagents`
 	args := make([]any, len(sessionIDs))
 	for i, id := range sessionIDs {
-		args[i] = id
+		args[i] = encodeID(id)
 	}
 	if len(sessionIDs) > 0 {
 		q += ` WHERE task_session_id IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(sessionIDs)), ", ") + `)`

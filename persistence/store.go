@@ -63,6 +63,9 @@ type hooks struct {
 	// betweenHealthQueries runs inside the health transaction after the
 	// key read (which fixes the snapshot) and before the comparison.
 	betweenHealthQueries func()
+	// batch runs at the start of every Writer batch; its error fails the
+	// batch as the database's would.
+	batch func(ctx context.Context) error
 }
 
 // exec runs one migration statement through x, letting the executed hook
@@ -389,7 +392,7 @@ func sqliteDSN(target, txlock string) string {
 // key, so a frame for an unknown session cannot be stored).
 func (s *Store) EnsureSession(ctx context.Context, sessionID, taskID string) error {
 	q := s.eng.rebind(`INSERT INTO task_sessions (id, task_id) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`)
-	_, err := s.writer.ExecContext(ctx, q, sessionID, taskID)
+	_, err := s.writer.ExecContext(ctx, q, encodeID(sessionID), encodeID(taskID))
 	return err
 }
 
@@ -451,20 +454,33 @@ func (s *Store) Upsert(ctx context.Context, f Frame) error {
 }
 
 func (s *Store) write(ctx context.Context, r row) error {
-	var settled any
-	if r.settledAt != nil {
-		settled = s.eng.bindTime(*r.settledAt)
-	}
-	observed := s.eng.bindTime(r.observedAt)
-	args := []any{r.id, r.sessionID, r.taskID, r.turnID, r.toolCallID, r.executionID,
-		r.parentToolCallID, r.subagentType, r.description, r.agentID, r.childSessionID, r.model,
-		r.agentStatus, r.toolStatus, r.isAsync, r.totalTokens, r.toolUseCount, r.durationMs,
-		observed, settled, observed}
-	if (r.prompt != nil || r.result != nil) && s.textsReady.Load() {
+	args := s.upsertArgs(r)
+	if s.writesTexts(r) {
 		return s.writeWithTexts(ctx, args, r)
 	}
 	return s.execPrepared(ctx, &s.upsertStmt, s.upsertSQL, args...)
 }
+
+// upsertArgs are r's values in the order of upsertSQL's placeholders.
+func (s *Store) upsertArgs(r row) []any {
+	var settled any
+	if r.settledAt != nil {
+		settled = s.eng.bindTime(*r.settledAt)
+	}
+	return []any{r.id, r.sessionID, r.taskID, r.turnID, r.toolCallID, r.executionID,
+		r.parentToolCallID, r.subagentType, r.description, r.agentID, r.childSessionID, r.model,
+		r.agentStatus, r.toolStatus, r.isAsync, r.totalTokens, r.toolUseCount, r.durationMs,
+		s.eng.bindTime(r.observedAt), settled, s.eng.bindTime(r.updatedAt)}
+}
+
+// writesTexts reports whether r's write carries texts: it has one and the
+// store keeps them.
+func (s *Store) writesTexts(r row) bool {
+	return (r.prompt != nil || r.result != nil) && s.textsReady.Load()
+}
+
+// textArgs are r's four text values, in the order textsMerge binds them.
+func textArgs(r row) []any { return []any{r.prompt, r.promptBytes, r.result, r.resultBytes} }
 
 // execPrepared runs the write q on the writer, through its statement in
 // slot once prepared.
@@ -532,13 +548,13 @@ var selectColumns = strings.Join(finalColumns, ", ")
 // ListBySession returns a session's subagent contexts ordered by
 // observed_at, tool_call_id, agent_execution_id (ascending, byte order).
 func (s *Store) ListBySession(ctx context.Context, sessionID string) ([]SubagentContext, error) {
-	return s.list(ctx, "task_session_id", sessionID)
+	return s.list(ctx, "task_session_id", encodeID(sessionID))
 }
 
 // ListByTurn returns the subagent contexts first observed in a turn, in the
 // same order as ListBySession. A row stays under its first turn.
 func (s *Store) ListByTurn(ctx context.Context, turnID string) ([]SubagentContext, error) {
-	return s.list(ctx, "turn_id", turnID)
+	return s.list(ctx, "turn_id", encodeID(turnID))
 }
 
 func (s *Store) list(ctx context.Context, column, value string) ([]SubagentContext, error) {
@@ -566,8 +582,10 @@ ORDER BY ` + s.eng.canon("observed_at") + `, ` + s.eng.binary("tool_call_id") + 
 			&tokens, &count, &dur, &c.Source, &observed, &settled, &updated); err != nil {
 			return nil, err
 		}
-		c.TurnID, c.ParentToolCallID, c.SubagentType = strPtr(turn), strPtr(parent), strPtr(typ)
-		c.Description, c.AgentID, c.ChildSessionID = strPtr(desc), strPtr(agent), strPtr(child)
+		c.TaskSessionID, c.TaskID = decodeID(c.TaskSessionID), decodeID(c.TaskID)
+		c.ToolCallID, c.AgentExecutionID = decodeID(c.ToolCallID), decodeID(c.AgentExecutionID)
+		c.TurnID, c.ParentToolCallID, c.SubagentType = decodeIDPtr(strPtr(turn)), decodeIDPtr(strPtr(parent)), strPtr(typ)
+		c.Description, c.AgentID, c.ChildSessionID = strPtr(desc), strPtr(agent), decodeIDPtr(strPtr(child))
 		c.Model, c.AgentStatus, c.ToolStatus = strPtr(model), strPtr(astatus), strPtr(tstatus)
 		c.IsAsync = isAsync != 0
 		c.TotalTokens, c.ToolUseCount, c.DurationMs = intPtr(tokens), intPtr(count), intPtr(dur)

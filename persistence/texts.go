@@ -190,7 +190,7 @@ RETURNING id
 // statement (writableCTEs) or one transaction, so a card's texts never
 // outlive or precede its row.
 func (s *Store) writeWithTexts(ctx context.Context, args []any, r row) error {
-	texts := []any{r.prompt, r.promptBytes, r.result, r.resultBytes}
+	texts := textArgs(r)
 	if s.eng.writableCTEs() {
 		return s.execPrepared(ctx, &s.textsStmt, s.textsSQL, append(args, texts...)...)
 	}
@@ -245,7 +245,7 @@ FROM task_session_subagents c JOIN ` + textsTable + ` t ON t.subagent_id = c.id
 WHERE c.task_session_id = ? AND c.agent_execution_id = ? AND c.tool_call_id = ?`)
 	var prompt, result sql.NullString
 	var pn, rn sql.NullInt64
-	err := s.reader.QueryRowContext(ctx, q, sessionID, executionID, toolCallID).Scan(&prompt, &pn, &result, &rn)
+	err := s.reader.QueryRowContext(ctx, q, encodeID(sessionID), encodeID(executionID), encodeID(toolCallID)).Scan(&prompt, &pn, &result, &rn)
 	if errors.Is(err, sql.ErrNoRows) {
 		return out, nil
 	}

@@ -426,13 +426,14 @@ WHERE (settled_at IS NOT NULL) <> (tool_status IS NOT NULL AND tool_status IN ` 
 }
 
 // Agent text that PostgreSQL cannot hold (NUL, invalid UTF-8) is stored
-// the same way on both engines, and the frame is not lost.
+// the same way on both engines, and the frame is not lost; ids are kept
+// exactly (TestOpaqueIDsRoundTrip).
 func TestAgentTextCleaned(t *testing.T) {
 	engines(t, func(t *testing.T, e *env) {
 		s := liveEnv(t, e)
 		s.Record(e.ctx, frame("tc\x001", func(f *Frame) { f.Model, f.ExecutionID = "m\xff", "E\x00" }))
 		r := one(t, s, "S")
-		if r.ToolCallID != "tc\uFFFD1" || *r.Model != "m\uFFFD" || r.AgentExecutionID != "E\uFFFD" || s.Counters().Failed != 0 {
+		if r.ToolCallID != "tc\x001" || *r.Model != "m\uFFFD" || r.AgentExecutionID != "E\x00" || s.Counters().Failed != 0 {
 			t.Fatalf("row %q %q %q counters %+v", r.ToolCallID, *r.Model, r.AgentExecutionID, s.Counters())
 		}
 	})

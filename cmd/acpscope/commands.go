@@ -117,7 +117,8 @@ func (o *outputFlags) validate() error {
 // working directory, abort).
 func (o *outputFlags) sessionConfig(term *view.Terminal, sink *storeSink, log *slog.Logger) session.Config {
 	return session.Config{
-		Dialect: o.agent, Policy: o.permission, Term: term, Sink: sink.record, TurnStarted: sink.beginTurn,
+		Dialect: o.agent, Policy: o.permission, Term: term, Sink: sink.record,
+		TurnStarted: sink.beginTurn, TurnEnded: func(_ int, _ acp.StopReason, err error) { sink.flushTurn(*o, err) },
 		Timeout: o.timeout, Grace: o.grace, Log: log, Subagents: o.subagents, ClientVersion: version,
 	}
 }
@@ -180,11 +181,11 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	if err != nil {
 		return err
 	}
-	sink, closeStore, err := openSink(ctx, o)
+	sink, err := openSink(ctx, o, e.stderr)
 	if err != nil {
 		return explainDBError(o.dsn(), err)
 	}
-	defer closeStore()
+	defer sink.close()
 
 	agent, err := session.StartAgent(command, dir, e.stderr)
 	if err != nil {
@@ -228,14 +229,19 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	}
 	cfg := o.sessionConfig(term, sink, log)
 	cfg.Requests, cfg.Cwd, cfg.Abort = session.Turns(open, turns), dir, agent.Kill
+	stored := cfg.TurnEnded // the store's flush of the turn's cards
 	switch {
 	case interactive:
-		cfg.TurnEnded = func(n int, stop acp.StopReason, err error) { reportTurn(e, term, n, stop, err) }
+		cfg.TurnEnded = func(n int, stop acp.StopReason, err error) {
+			stored(n, stop, err)
+			reportTurn(e, term, n, stop, err)
+		}
 		cfg.TurnContext = e.interrupts.turnContext
 	case len(prompts) > 1:
 		// The exit reports the worst turn; each failed turn is named as
 		// it ends, so none goes unsaid.
-		cfg.TurnEnded = func(n int, _ acp.StopReason, err error) {
+		cfg.TurnEnded = func(n int, stop acp.StopReason, err error) {
+			stored(n, stop, err)
 			if err != nil {
 				fmt.Fprintf(e.stderr, "acpscope: turn %d: %v\n", n, err)
 			}
@@ -243,7 +249,8 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	}
 	res, err := session.Run(ctx, cfg, toAgent, fromAgent)
 	flushLog()
-	return finishTurn(e, o, term, res, err)
+	err = finishTurn(e, o, term, res, err)
+	return sink.endTurn(ctx, e.stderr, o, err)
 }
 
 // recordResult reports what went wrong with the --record capture: the first
@@ -313,11 +320,11 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 	}
 	subagentsSet := false
 	fs.Visit(func(f *flag.Flag) { subagentsSet = subagentsSet || f.Name == "subagents" })
-	sink, closeStore, err := openSink(ctx, o)
+	sink, err := openSink(ctx, o, e.stderr)
 	if err != nil {
 		return explainDBError(o.dsn(), err)
 	}
-	defer closeStore()
+	defer sink.close()
 	for i, src := range sources {
 		subagents := o.subagents
 		if recorded, ok := recordedSubagents(src.c); ok {
@@ -346,7 +353,8 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 		res, err := session.Replay(ctx, src.c, cfg, func(now func() time.Time) { sink.clock = now })
 		sink.clock = nil
 		flushLog()
-		if err := finishTurn(e, o, term, res, err); err != nil {
+		err = finishTurn(e, o, term, res, err)
+		if err := sink.endTurn(ctx, e.stderr, o, err); err != nil {
 			return err
 		}
 	}

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/adapter/cursor/cli"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
+	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
 // cmdHealth implements `acpscope health [--db DSN]`: the persistence
@@ -24,7 +27,9 @@ func cmdHealth(ctx context.Context, e env, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("health takes no arguments")
 	}
-	s, err := openStoreReadOnly(ctx, *dsn)
+	// Incremental when the store keeps its state (a writing store builds
+	// it); health opens read-only, so without one it reads everything.
+	s, err := openStoreReadOnly(ctx, *dsn, persistence.WithIncrementalHealth(time.Hour))
 	if err != nil {
 		return err
 	}
@@ -52,6 +57,14 @@ func cmdHealth(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(w, "excess:            %d (stored contexts with no message; attribution only)\n", h.Excess)
 		fmt.Fprintf(w, "collisions:        %d\n", h.Collisions)
 		fmt.Fprintf(w, "last observed:     %s\n", timeOrNone(h.MaxObserved))
+		if h.Incremental {
+			fmt.Fprintln(w, "method:            incremental (the stored counts, and what is newer read in full)")
+		} else {
+			fmt.Fprintln(w, "method:            full scan (the store keeps no incremental state for this capture; health opens read-only and builds none)")
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(h.UnconfirmedWriters)) {
+		fmt.Fprintf(w, "writer:            %s %s (its cards are not confirmed stored)\n", name, h.UnconfirmedWriters[name])
 	}
 	if h.Problem != "" {
 		fmt.Fprintf(w, "problem:           %s\n", h.Problem)

@@ -52,6 +52,9 @@ const (
 	exitHangup       = 128 + int(syscall.SIGHUP)
 	exitQuit         = 128 + int(syscall.SIGQUIT)
 	exitOutputClosed = 128 + int(syscall.SIGPIPE)
+	// exitNotStored: the turn went well but subagent cards could not be
+	// stored (the line before it says how many and why).
+	exitNotStored = 4
 )
 
 func main() {
@@ -142,6 +145,9 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 	case errors.Is(err, session.ErrCancelled):
 		fmt.Fprintf(stderr, "acpscope: %v\n", err)
 		return exitCancelled
+	case errors.As(err, new(*notStoredError)):
+		fmt.Fprintf(stderr, "acpscope: %v\n", err)
+		return exitNotStored
 	case errors.Is(err, session.ErrTurn):
 		fmt.Fprintf(stderr, "acpscope: %v\n", err)
 		return exitTurn
@@ -166,8 +172,9 @@ Usage:
 
 Run 'acpscope <command> -h' for the flags of a command.
 Exit codes: 0 ok, 1 agent or turn failure, 2 usage or input error,
-3 turn cancelled (--timeout, SIGINT or SIGTERM), 129 SIGHUP, 131 SIGQUIT,
-141 standard output closed (the running turn cancelled first).
+3 turn cancelled (--timeout, SIGINT or SIGTERM), 4 subagent cards not stored,
+129 SIGHUP, 131 SIGQUIT, 141 standard output closed (the running turn
+cancelled first).
 `)
 }
 

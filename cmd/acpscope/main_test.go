@@ -285,7 +285,7 @@ func TestReplayFollowsRecordedClientCapabilities(t *testing.T) {
 
 // postgresDSN returns a DSN on a fresh schema of the test server, or skips
 // (fails under CI=true) when none is reachable.
-func postgresDSN(t *testing.T) string {
+func postgresDSN(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv("ACP_TEST_POSTGRES_DSN")
 	if base == "" {

@@ -57,17 +57,22 @@ func cmdMigrate(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("database: %w", err)
 	}
 	defer s.Close()
-	rep := s.Migrate(ctx)
+	failed := failedSteps(s.Migrate(ctx))
+	if len(failed) == 0 {
+		fmt.Fprintln(e.stdout, "the database is up to date")
+	}
+	return refusals(failed)
+}
+
+// failedSteps are the steps of rep that failed or refused.
+func failedSteps(rep persistence.MigrationReport) []persistence.StepResult {
 	var failed []persistence.StepResult
 	for _, st := range rep.Steps {
 		if st.Err != nil {
 			failed = append(failed, st)
 		}
 	}
-	if len(failed) == 0 {
-		fmt.Fprintln(e.stdout, "the database is up to date")
-	}
-	return refusals(failed)
+	return failed
 }
 
 // refusals turns failed or refused migration steps into the command's
@@ -76,9 +81,15 @@ func refusals(steps []persistence.StepResult) error {
 	if len(steps) == 0 {
 		return nil
 	}
+	return fmt.Errorf("%w: %s", session.ErrTurn, migrationFailure(steps))
+}
+
+// migrationFailure is the message naming each failed or refused step, the
+// same for migrate and for the run and replay that refuse to start.
+func migrationFailure(steps []persistence.StepResult) string {
 	msg := "migration incomplete:"
 	for _, st := range steps {
 		msg += fmt.Sprintf("\n  %s: %v", st.Name, st.Err)
 	}
-	return fmt.Errorf("%w: %s", session.ErrTurn, msg)
+	return msg
 }

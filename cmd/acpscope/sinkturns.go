@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web"
 )
@@ -16,6 +17,7 @@ func (s *storeSink) beginTurn(string) {
 	}
 	s.mu.Lock()
 	s.turns = map[string]string{}
+	s.turnStart = time.Now()
 	s.mu.Unlock()
 }
 

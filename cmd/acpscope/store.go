@@ -7,14 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
@@ -52,14 +56,14 @@ func storeOptions(more ...persistence.Option) []persistence.Option {
 
 // openStore opens the database named by dsn ("" = the default) and
 // migrates it.
-func openStore(ctx context.Context, dsn string) (*persistence.Store, error) {
+func openStore(ctx context.Context, dsn string, more ...persistence.Option) (*persistence.Store, error) {
 	if dsn == "" {
 		var err error
 		if dsn, err = defaultDSN(true); err != nil {
 			return nil, err
 		}
 	}
-	s, err := persistence.Open(ctx, dsn, storeOptions()...)
+	s, err := persistence.Open(ctx, dsn, storeOptions(more...)...)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
@@ -69,14 +73,14 @@ func openStore(ctx context.Context, dsn string) (*persistence.Store, error) {
 // openStoreReadOnly opens the database for the read commands: it never
 // migrates or writes, so a read-only file, directory or role serves, and a
 // database that is behind says so.
-func openStoreReadOnly(ctx context.Context, dsn string) (*persistence.Store, error) {
+func openStoreReadOnly(ctx context.Context, dsn string, opts ...persistence.Option) (*persistence.Store, error) {
 	if dsn == "" {
 		var err error
 		if dsn, err = defaultDSN(false); err != nil {
 			return nil, err
 		}
 	}
-	s, err := persistence.OpenReadOnly(ctx, dsn)
+	s, err := persistence.OpenReadOnly(ctx, dsn, opts...)
 	if errors.Is(err, persistence.ErrNeedsMigration) {
 		return nil, fmt.Errorf("database: %w (run 'acpscope migrate' to bring it up to date)", err)
 	}
@@ -86,42 +90,68 @@ func openStoreReadOnly(ctx context.Context, dsn string) (*persistence.Store, err
 	return s, nil
 }
 
-// storeSink records the subagent events of one connection.
+// storeSink records the subagent events of one run: a persistence.Writer
+// takes them off the turn's path (the store can neither stall nor fail the
+// turn), and the end of each turn flushes it and accounts for what could
+// not be stored.
 type storeSink struct {
-	store *persistence.Store
-	ctx   context.Context
-	runID string // one agent execution per acpscope process and dialect
+	store  *persistence.Store
+	writer *persistence.Writer
+	runID  string // one agent execution per acpscope process and dialect
+	log    *slog.Logger
 
-	mu       sync.Mutex
-	sessions map[string]bool
-	turns    map[string]string // session id → current turn id
-	adopted  map[string]string // session id → the execution id a --resume reuses (see sinkturns.go)
-	clock    func() time.Time  // observation times; nil = now (a replay sets the capture's)
+	mu      sync.Mutex
+	turns   map[string]string // session id → current turn id
+	adopted map[string]string // session id → the execution id a --resume reuses (see sinkturns.go)
+	clock   func() time.Time  // observation times; nil = now (a replay sets the capture's)
+	// turnStart is when the current turn began: its flush is bounded by
+	// that plus --timeout and --cancel-grace.
+	turnStart time.Time
 }
 
-// openSink opens the configured database, or returns a sink that stores
-// nothing under --no-db.
-func openSink(ctx context.Context, o outputFlags) (*storeSink, func(), error) {
+// Bounds of the store's flushes. A finished turn waits up to
+// storeFlushWait for its cards (a store that is down is retried that
+// long), a cancelled one only its --cancel-grace; closing the writer
+// after that gives up at once what is still not written.
+const (
+	storeFlushWait = 10 * time.Second
+	storeCloseWait = 500 * time.Millisecond
+)
+
+// openSink opens the configured database and migrates it before anything
+// else runs: a migration step that fails or refuses ends the run with
+// migrate's message (exit 2), before the agent is started. Under --no-db
+// the sink stores nothing. Store warnings go to stderr, throttled.
+func openSink(ctx context.Context, o outputFlags, stderr io.Writer) (*storeSink, error) {
 	if o.noDB {
-		return &storeSink{}, func() {}, nil
+		return &storeSink{}, nil
 	}
-	s, err := openStore(ctx, o.db)
+	// The migration's own warnings are held back: its report says the same.
+	gate := gatedHandler{next: newThrottle(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}), time.Now), open: new(atomic.Bool)}
+	log := slog.New(gate)
+	s, err := openStore(ctx, o.db, persistence.WithLogger(log))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	sink := &storeSink{
-		store: s, ctx: context.WithoutCancel(ctx), runID: randomID(),
-		sessions: map[string]bool{}, turns: map[string]string{},
+	if failed := failedSteps(s.Migrate(ctx)); len(failed) > 0 {
+		s.Close()
+		return nil, errors.New(migrationFailure(failed))
 	}
-	return sink, func() { s.Close() }, nil
+	gate.open.Store(true)
+	runID := randomID()
+	return &storeSink{
+		store: s, runID: runID, log: log, turns: map[string]string{},
+		writer: persistence.NewWriter(s, persistence.WriterOptions{EnsureSessions: true, Journal: "acpscope-" + runID}),
+	}, nil
 }
 
-// record stores ev, sent by an agent of the given dialect, when it is a
-// subagent card. It never fails the turn: the store logs and counts its
-// own write failures. The dialect goes into the execution id, the only
-// place the store keeps it (web.ExecutionID).
+// record queues ev, sent by an agent of the given dialect, when it is a
+// subagent card. It never fails the turn and waits only while the store
+// is behind by the writer's whole queue (persistence.Writer). The dialect
+// goes into the execution id, the only place the store keeps it
+// (web.ExecutionID).
 func (s *storeSink) record(dialect string, ev adapter.Event) {
-	if s == nil || s.store == nil {
+	if s == nil || s.writer == nil {
 		return
 	}
 	f := frameOf(ev)
@@ -129,11 +159,6 @@ func (s *storeSink) record(dialect string, ev adapter.Event) {
 		return
 	}
 	s.mu.Lock()
-	if !s.sessions[f.TaskSessionID] {
-		if err := s.store.EnsureSession(s.ctx, f.TaskSessionID, f.TaskID); err == nil {
-			s.sessions[f.TaskSessionID] = true
-		}
-	}
 	turn, ok := s.turns[f.TaskSessionID]
 	if !ok {
 		turn = "turn-" + randomID()
@@ -145,7 +170,128 @@ func (s *storeSink) record(dialect string, ev adapter.Event) {
 	if s.clock != nil {
 		f.ObservedAt = s.clock()
 	}
-	s.store.Record(s.ctx, f)
+	s.writer.Record(f)
+}
+
+// notStoredError is a run whose turn went well but some of whose subagent
+// cards could not be stored (exit code 4); it reads as the accounting line.
+type notStoredError struct{ line string }
+
+func (e *notStoredError) Error() string { return e.line }
+
+// flushTurn flushes the cards of the turn that just ended to the store:
+// until the end of the turn's time (its start plus --timeout and
+// --cancel-grace) or storeFlushWait, whichever is first; for a turn that
+// was cancelled, only --cancel-grace. A store that is down is retried that
+// long; what it still lacks is counted (see endTurn).
+func (s *storeSink) flushTurn(o outputFlags, turnErr error) {
+	if s == nil || s.writer == nil {
+		return
+	}
+	s.mu.Lock()
+	start := s.turnStart
+	s.mu.Unlock()
+	if start.IsZero() {
+		start = time.Now()
+	}
+	wait := min(storeFlushWait, time.Until(start.Add(o.timeout+o.grace)))
+	if errors.Is(turnErr, session.ErrCancelled) {
+		wait = o.grace
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), max(wait, 0))
+	defer cancel()
+	_ = s.writer.Flush(ctx)
+}
+
+// endTurn flushes what the session left after its last turn (history, the
+// cards a cancel ended) as flushTurn does, only --cancel-grace when ctx
+// ended (a signal), and accounts for the run: when cards are missing it
+// returns an error naming how many and why as a *notStoredError, unless
+// turnErr is set: that keeps its own exit code and the line is printed to
+// stderr here.
+func (s *storeSink) endTurn(ctx context.Context, stderr io.Writer, o outputFlags, turnErr error) error {
+	if s == nil || s.writer == nil {
+		return turnErr
+	}
+	flushErr := turnErr
+	if ctx.Err() != nil {
+		flushErr = session.ErrCancelled
+	}
+	s.flushTurn(o, flushErr)
+	acc := s.writer.Accounting()
+	if acc.NotStored() == 0 {
+		return turnErr
+	}
+	line := accountingLine(acc)
+	if turnErr != nil {
+		fmt.Fprintf(stderr, "acpscope: %s\n", line)
+		return turnErr
+	}
+	return &notStoredError{line}
+}
+
+// accountingLine is the one line that says what the store lost:
+// "stored 17,532 of 20,000 subagent cards; 2,468 not stored: <cause>",
+// with the writer's frame counters after it.
+func accountingLine(a persistence.Accounting) string {
+	st := a.Stats
+	return fmt.Sprintf("stored %s of %s subagent cards; %s not stored: %v (frames: %s recorded, %s stored, %s not stored; %s batches retried)",
+		thousands(a.Stored), thousands(a.Cards), thousands(a.NotStored()), a.Cause,
+		thousands(st.Frames), thousands(st.StoredFrames), thousands(st.NotStoredFrames), thousands(st.Retried))
+}
+
+// thousands writes n with comma separators: 17,532.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// close gives the writer storeCloseWait more for what is still queued,
+// then closes it (what it could not write is counted) and the store.
+func (s *storeSink) close() {
+	if s == nil || s.writer == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeCloseWait)
+	defer cancel()
+	s.writer.Close(ctx)
+	s.store.Close()
+}
+
+// gatedHandler drops records until open is set, then passes them to
+// next. Derived handlers share the gate.
+type gatedHandler struct {
+	next slog.Handler
+	open *atomic.Bool
+}
+
+// Enabled reports whether the gate is open and next takes the level.
+func (h gatedHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.open.Load() && h.next.Enabled(ctx, l)
+}
+
+// Handle passes r on once the gate is open.
+func (h gatedHandler) Handle(ctx context.Context, r slog.Record) error {
+	if !h.open.Load() {
+		return nil
+	}
+	return h.next.Handle(ctx, r)
+}
+
+// WithAttrs derives a handler behind the same gate.
+func (h gatedHandler) WithAttrs(a []slog.Attr) slog.Handler {
+	return gatedHandler{next: h.next.WithAttrs(a), open: h.open}
+}
+
+// WithGroup derives a handler behind the same gate.
+func (h gatedHandler) WithGroup(name string) slog.Handler {
+	return gatedHandler{next: h.next.WithGroup(name), open: h.open}
 }
 
 // frameOf maps an adapter event onto the persistence frame; nil for events

@@ -50,7 +50,8 @@ func main() {
 	mode := flag.String("mode", "ok", "ok, error, exit, burst, turns, cancel, hang, mute, junk, deaf or foreign")
 	updates := flag.Int("updates", 20000, "how many updates the burst mode sends")
 	per := flag.Int("per", 100, "how many of the burst's updates go to each subagent")
-	ready := flag.String("ready", "", "create this file once the turn's card is open")
+	ready := flag.String("ready", "", "create this file once the turn's card is open (burst: once the prompt arrived)")
+	start := flag.String("go", "", "burst: wait until this file exists before sending")
 	file := flag.String("file", "", "the file the deaf mode asks the client to read")
 	state := flag.String("state", "", "the turns mode's session state file")
 	reopen := flag.String("reopen", "load", "how the turns mode reopens a session: load, resume or none")
@@ -70,7 +71,7 @@ func main() {
 		_, _ = os.Stdout.WriteString(junk)
 		return
 	}
-	a := &agent{mode: *mode, ready: *ready, updates: *updates, per: *per, state: *state, reopen: *reopen, cancelled: make(chan struct{})}
+	a := &agent{mode: *mode, ready: *ready, start: *start, updates: *updates, per: *per, state: *state, reopen: *reopen, cancelled: make(chan struct{})}
 	conn := acp.NewAgentSideConnection(a, os.Stdout, os.Stdin)
 	a.conn = conn
 	<-conn.Done()
@@ -79,6 +80,7 @@ func main() {
 type agent struct {
 	mode      string
 	ready     string
+	start     string // -go
 	updates   int    // -updates, for the burst mode
 	per       int    // -per, for the burst mode
 	state     string // -state, for the turns mode
@@ -139,6 +141,13 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 		<-a.cancelled
 		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
 	case "burst":
+		markReady(a.ready)
+		for a.start != "" {
+			if _, err := os.Stat(a.start); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 		if err := burst(ctx, a.conn, req.SessionId, a.updates, a.per); err != nil {
 			return acp.PromptResponse{}, err
 		}
