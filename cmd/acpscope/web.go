@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web"
+	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
 // defaultWebAddr is where `acpscope web` listens without --addr: loopback.
@@ -39,9 +41,18 @@ func cmdWeb(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--addr: %v", err)
 	}
+	return serveWeb(ctx, e.stdout, "acpscope web", s, ln, web.Options{PollInterval: *poll})
+}
+
+// serveWeb serves the read-only pages of s on ln until ctx ends, then
+// closes ln; the address is announced on out, under the name of the
+// command serving. opts.LoopbackOnly is set from the address. `acpscope
+// web` and `acpscope tap --web` both serve through it.
+func serveWeb(ctx context.Context, out io.Writer, name string, s *persistence.Store, ln net.Listener, opts web.Options) error {
 	loopback := isLoopbackAddr(ln.Addr())
+	opts.LoopbackOnly = loopback
 	srv := &http.Server{
-		Handler:           web.Handler(s, web.Options{LoopbackOnly: loopback, PollInterval: *poll}),
+		Handler:           web.Handler(s, opts),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -49,9 +60,9 @@ func cmdWeb(ctx context.Context, e env, args []string) error {
 		MaxHeaderBytes:    64 << 10,
 	}
 	if loopback {
-		fmt.Fprintf(e.stdout, "acpscope web: %s (loopback only; read-only; Ctrl-C stops)\n", web.URL(ln.Addr()))
+		fmt.Fprintf(out, "%s: %s (loopback only; read-only; Ctrl-C stops)\n", name, web.URL(ln.Addr()))
 	} else {
-		fmt.Fprintf(e.stdout, "acpscope web: %s (read-only; NOT loopback: anyone who can reach this address can read the store; Ctrl-C stops)\n", web.URL(ln.Addr()))
+		fmt.Fprintf(out, "%s: %s (read-only; NOT loopback: anyone who can reach this address can read the store; Ctrl-C stops)\n", name, web.URL(ln.Addr()))
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
