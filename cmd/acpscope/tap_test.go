@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -321,4 +325,113 @@ func TestTapForwardsSignalsAndLeavesNoAgent(t *testing.T) {
 	if !strings.Contains(string(stderr.Bytes()), "acpscope tap: passed") {
 		t.Errorf("the tap's report is not on standard error:\n%s", stderr.Bytes())
 	}
+}
+
+// `acpscope tap --web` serves the tap's store while the editor works:
+// the session the editor opened is on the page before the editor closes,
+// behind the same loopback Host check as `acpscope web`.
+func TestTapWebServesTheStoreLive(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "tap.db")
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	logR, logW := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(context.Background(), []string{"tap", "--db", db, "--web", "127.0.0.1:0", "--", fakeAgent}, inR, outW, logW)
+		outW.Close()
+		logW.Close()
+	}()
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(logR)
+		for sc.Scan() {
+			if u := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(sc.Text()); u != "" {
+				urls <- u
+			}
+		}
+	}()
+	send := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answered := make(chan struct{})
+	go func() { // the editor: answers the permission request, waits for the turn's end
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			_ = json.Unmarshal(sc.Bytes(), &m)
+			switch {
+			case m.Method == "session/request_permission":
+				_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`+"\n")
+			case m.Method == "" && string(m.ID) == "3":
+				close(answered)
+			}
+		}
+	}()
+	var u string
+	select {
+	case u = <-urls:
+	case <-time.After(hangGuard):
+		t.Fatal("the tap printed no web address")
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}`)
+	send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"fake-session","prompt":[{"type":"text","text":"go"}]}}`)
+	select {
+	case <-answered:
+	case <-time.After(hangGuard):
+		t.Fatal("the turn did not end")
+	}
+	deadline := time.Now().Add(hangGuard)
+	for {
+		body := httpGet(t, u+"api/session?id=fake-session", "")
+		if strings.Contains(body, `"tool_call_id":"toolu_A"`) && strings.Contains(body, "a1b2") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the live page never showed the turn's card:\n%s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if body := httpGet(t, u+"api/sessions", "rebinding.example"); strings.Contains(body, "fake-session") {
+		t.Errorf("a request for another Host read the store:\n%s", body)
+	}
+	inW.Close() // the editor closes: the tap ends, and its web server with it
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("tap exit %d", code)
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("the tap did not end after the editor closed its side")
+	}
+	if _, err := http.Get(u); err == nil {
+		t.Error("the web server still answers after the tap ended")
+	}
+}
+
+// httpGet returns the body of a GET of u, sent with the given Host header
+// when host is not empty.
+func httpGet(t *testing.T, u, host string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return string(body)
 }
