@@ -88,17 +88,9 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 	}
 	var rec *capture.Writer
 	if *record != "" {
-		f, err := os.Create(*record)
-		if err != nil {
-			return fmt.Errorf("--record: %v", err)
-		}
-		var hdr *capture.Header
-		if o.agent != "" {
-			hdr = &capture.Header{Agent: o.agent}
-		}
-		if rec, err = capture.NewWriter(f, hdr); err != nil {
-			f.Close()
-			return fmt.Errorf("--record: %v", err)
+		var f *os.File
+		if rec, f, err = createRecord(*record, o.agent); err != nil {
+			return err
 		}
 		defer func() { tapErr = recordResult(e, *record, rec, f, tapErr) }()
 	}

@@ -356,8 +356,10 @@ func TestTapWebServesTheStoreLive(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	answered := make(chan struct{})
-	go func() { // the editor: answers the permission request, waits for the turn's end
+	// The editor waits for each answer before it sends the next request,
+	// as editors do (the dialect is known from initialize's answer).
+	answered := map[string]chan struct{}{"1": make(chan struct{}), "2": make(chan struct{}), "3": make(chan struct{})}
+	go func() { // the editor: answers the permission request, notes the answers
 		sc := bufio.NewScanner(outR)
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
@@ -369,8 +371,8 @@ func TestTapWebServesTheStoreLive(t *testing.T) {
 			switch {
 			case m.Method == "session/request_permission":
 				_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`+"\n")
-			case m.Method == "" && string(m.ID) == "3":
-				close(answered)
+			case m.Method == "" && answered[string(m.ID)] != nil:
+				close(answered[string(m.ID)])
 			}
 		}
 	}()
@@ -380,13 +382,17 @@ func TestTapWebServesTheStoreLive(t *testing.T) {
 	case <-time.After(hangGuard):
 		t.Fatal("the tap printed no web address")
 	}
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
-	send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}`)
-	send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"fake-session","prompt":[{"type":"text","text":"go"}]}}`)
-	select {
-	case <-answered:
-	case <-time.After(hangGuard):
-		t.Fatal("the turn did not end")
+	for id, req := range []string{
+		`"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}`,
+		`"method":"session/new","params":{"cwd":"/","mcpServers":[]}`,
+		`"method":"session/prompt","params":{"sessionId":"fake-session","prompt":[{"type":"text","text":"go"}]}`,
+	} {
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,%s}`, id+1, req))
+		select {
+		case <-answered[fmt.Sprint(id+1)]:
+		case <-time.After(hangGuard):
+			t.Fatalf("request %d was not answered", id+1)
+		}
 	}
 	deadline := time.Now().Add(hangGuard)
 	for {

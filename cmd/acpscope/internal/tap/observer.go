@@ -223,40 +223,40 @@ func (a permissionAsked) answer(m *capture.Message) string {
 }
 
 // tracked is a bounded map of requests awaiting their answers, keyed by
-// canonical id; past maxTracked the oldest is forgotten.
+// canonical id. Each entry carries the order it came in; past maxTracked
+// the oldest is forgotten (a scan, paid only by a peer that leaves
+// thousands of requests unanswered).
 type tracked[V any] struct {
-	m     map[string]V
-	order []string
+	m    map[string]trackedEntry[V]
+	next uint64
 }
 
-func newTracked[V any]() tracked[V] { return tracked[V]{m: map[string]V{}} }
+type trackedEntry[V any] struct {
+	v   V
+	seq uint64
+}
+
+func newTracked[V any]() tracked[V] { return tracked[V]{m: map[string]trackedEntry[V]{}} }
 
 func (t *tracked[V]) put(key string, v V) {
-	if _, dup := t.m[key]; !dup {
-		t.order = append(t.order, key)
+	t.next++
+	t.m[key] = trackedEntry[V]{v, t.next}
+	if len(t.m) <= maxTracked {
+		return
 	}
-	t.m[key] = v
-	for len(t.m) > maxTracked {
-		delete(t.m, t.order[0])
-		t.order = t.order[1:]
-	}
-	if len(t.order) > 2*maxTracked {
-		kept := t.order[:0:0]
-		for _, k := range t.order {
-			if _, ok := t.m[k]; ok {
-				kept = append(kept, k)
-			}
+	oldest, least := "", t.next
+	for k, e := range t.m {
+		if e.seq < least {
+			oldest, least = k, e.seq
 		}
-		t.order = kept
 	}
+	delete(t.m, oldest)
 }
 
 func (t *tracked[V]) take(key string) (V, bool) {
-	v, ok := t.m[key]
-	if ok {
-		delete(t.m, key)
-	}
-	return v, ok
+	e, ok := t.m[key]
+	delete(t.m, key)
+	return e.v, ok
 }
 
 func (t *tracked[V]) len() int { return len(t.m) }
