@@ -512,12 +512,19 @@ func startAgent(command []string, dir string, stderr io.Writer) (*agentProcess, 
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	// Not cmd.StdoutPipe: the guard's Wait closes that as soon as the
+	// process exits, and the output still in the pipe would be lost. The
+	// read end of our own pipe ends at the agent's last byte.
+	stdout, agentOut, err := os.Pipe()
 	if err != nil {
+		stdin.Close()
 		return nil, err
 	}
+	cmd.Stdout = agentOut
 	proc, err := procguard.Start(cmd, procguard.Options{TermGrace: 3 * time.Second})
+	agentOut.Close() // the agent holds its own copy
 	if err != nil {
+		stdout.Close()
 		return nil, err
 	}
 	return &agentProcess{proc: proc, stdin: stdin, stdout: stdout}, nil

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/kdlbs/acp-go-sdk/adapter"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/tap"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/proctest"
@@ -90,148 +92,210 @@ func storedCards(t *testing.T, dsn string, sessions ...string) string {
 	return b.String()
 }
 
-// An editor with two sessions and three turns, through the tap to a real
-// agent process: every byte passes unchanged both ways, and the tap's
-// cards and stored rows are the ones the client itself (run's client
-// stack) shows and stores.
-func TestTapMultiSessionCardsMatchTheClient(t *testing.T) {
-	dir := t.TempDir()
-	clientDB, tapDB := filepath.Join(dir, "client.db"), filepath.Join(dir, "tap.db")
-	ctx := context.Background()
-	clientSink, closeClient, err := openSink(ctx, outputFlags{db: clientDB})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tapSink, closeTap, err := openSink(ctx, outputFlags{db: tapDB})
-	if err != nil {
-		t.Fatal(err)
-	}
+// tappedEditor is an editor (run's client stack) talking through an
+// in-process tap to a real agent process, with the bytes recorded at both
+// ends and a store on each side of the tap.
+type tappedEditor struct {
+	t               *testing.T
+	conn            *acp.ClientSideConnection
+	tracker         *adapter.Tracker
+	clientTerm      *view.Terminal
+	tapTerm         *view.Terminal
+	obs             *tap.Observer
+	tapLog          lockedBuffer
+	w               wire
+	clientDB, tapDB string
+	closeStores     func()
+	toTap           io.Closer
+	tapped          chan tap.Stats
+	sessions        []string
+}
 
-	proc, err := startAgent([]string{fakeAgent}, dir, io.Discard)
+// newTappedEditor starts the agent command under the tap and connects an
+// editor to it.
+func newTappedEditor(t *testing.T, command ...string) *tappedEditor {
+	dir := t.TempDir()
+	ed := &tappedEditor{t: t, clientDB: filepath.Join(dir, "client.db"), tapDB: filepath.Join(dir, "tap.db"), tapped: make(chan tap.Stats, 1)}
+	ctx := context.Background()
+	clientSink, closeClient, err := openSink(ctx, outputFlags{db: ed.clientDB})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer proc.proc.Terminate()
-	var w wire
-	var tapLog lockedBuffer
-	tapTerm := view.NewTerminal(&tapLog, false)
-	obs, err := tap.NewObserver(tap.ObserverConfig{View: tapTerm, Sink: tapSink.record})
+	tapSink, closeTap, err := openSink(ctx, outputFlags{db: ed.tapDB})
 	if err != nil {
+		t.Fatal(err)
+	}
+	ed.closeStores = func() { closeClient(); closeTap() }
+	proc, err := startAgent(command, dir, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proc.proc.Terminate)
+	ed.tapTerm = view.NewTerminal(&ed.tapLog, false)
+	if ed.obs, err = tap.NewObserver(tap.ObserverConfig{View: ed.tapTerm, Sink: tapSink.record}); err != nil {
 		t.Fatal(err)
 	}
 	toTapR, toTapW := io.Pipe()
 	fromTapR, fromTapW := io.Pipe()
-	tapped := make(chan tap.Stats, 1)
+	ed.toTap = toTapW
 	go func() {
-		st, err := tap.Run(ctx, tap.Config{EditorIn: toTapR, EditorOut: fromTapW, Observer: obs}, tap.Agent{
+		st, err := tap.Run(ctx, tap.Config{EditorIn: toTapR, EditorOut: fromTapW, Observer: ed.obs}, tap.Agent{
 			Stdin: struct {
 				io.Writer
 				io.Closer
-			}{io.MultiWriter(&w.agentGot, proc.stdin), proc.stdin},
-			Stdout: io.TeeReader(proc.stdout, &w.agentSent),
+			}{io.MultiWriter(&ed.w.agentGot, proc.stdin), proc.stdin},
+			Stdout: io.TeeReader(proc.stdout, &ed.w.agentSent),
 			Exited: proc.proc.Exited(), Signal: proc.proc.Signal, Stop: proc.proc.Terminate,
 		}, nil)
 		if err != nil {
 			t.Errorf("tap: %v", err)
 		}
 		fromTapW.Close()
-		tapped <- st
+		ed.tapped <- st
 	}()
-
-	clientTerm := view.NewTerminal(io.Discard, false)
-	tracker, conn, err := newClientStack(turnConfig{term: clientTerm, sink: clientSink.record, policy: PolicyAllow, cwd: dir},
-		io.MultiWriter(toTapW, &w.clientSent), io.TeeReader(fromTapR, &w.clientGot))
+	ed.clientTerm = view.NewTerminal(io.Discard, false)
+	ed.tracker, ed.conn, err = newClientStack(turnConfig{term: ed.clientTerm, sink: clientSink.record, policy: PolicyAllow, cwd: dir},
+		io.MultiWriter(toTapW, &ed.w.clientSent), io.TeeReader(fromTapR, &ed.w.clientGot))
 	if err != nil {
 		t.Fatal(err)
 	}
 	initReq := acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber, ClientInfo: &acp.Implementation{Name: "editor", Version: "1"}}
-	initResp, err := conn.Initialize(ctx, initReq)
+	initResp, err := ed.conn.Initialize(ctx, initReq)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tracker.Initialize(&initReq, &initResp)
-	var sessions []string
-	for range 2 {
-		s, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: dir, McpServers: []acp.McpServer{}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sessions = append(sessions, string(s.SessionId))
-		tracker.SessionStarted(string(s.SessionId))
+	ed.tracker.Initialize(&initReq, &initResp)
+	return ed
+}
+
+// newSession opens a session, as the editor's client stack records it.
+func (ed *tappedEditor) newSession() string {
+	s, err := ed.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: "/", McpServers: []acp.McpServer{}})
+	if err != nil {
+		ed.t.Fatal(err)
 	}
-	for _, sid := range []string{sessions[0], sessions[1], sessions[0]} {
-		tracker.PromptStarted(sid)
-		if _, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: acp.SessionId(sid), Prompt: []acp.ContentBlock{acp.TextBlock("fan out")}}); err != nil {
-			t.Fatal(err)
-		}
-		tracker.PromptEnded(sid)
+	ed.sessions = append(ed.sessions, string(s.SessionId))
+	ed.tracker.SessionStarted(string(s.SessionId))
+	return string(s.SessionId)
+}
+
+// loadSession loads a session (its history arrives before the answer).
+func (ed *tappedEditor) loadSession(sid string) {
+	ed.tracker.SessionLoaded(sid)
+	_, err := ed.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: acp.SessionId(sid), Cwd: "/", McpServers: []acp.McpServer{}})
+	ed.tracker.SessionLoadFinished(sid, err == nil)
+	if err != nil {
+		ed.t.Fatal(err)
 	}
-	tracker.Flush()
-	toTapW.Close() // the editor closes its side: the tap ends the agent
+	ed.sessions = append(ed.sessions, sid)
+}
+
+// prompt runs one turn in the session.
+func (ed *tappedEditor) prompt(sid string) {
+	ed.tracker.PromptStarted(sid)
+	if _, err := ed.conn.Prompt(context.Background(), acp.PromptRequest{SessionId: acp.SessionId(sid), Prompt: []acp.ContentBlock{acp.TextBlock("fan out")}}); err != nil {
+		ed.t.Fatal(err)
+	}
+	ed.tracker.PromptEnded(sid)
+}
+
+// finish closes the editor's side and checks the tapped connection: every
+// byte passed unchanged, every line observed, and the tap's cards and
+// stored rows are the client's. It returns the tap's cards.
+func (ed *tappedEditor) finish() string {
+	t := ed.t
+	t.Helper()
+	ed.tracker.Flush()
+	ed.toTap.Close() // the editor closes its side: the tap ends the agent
 	var st tap.Stats
 	select {
-	case st = <-tapped:
+	case st = <-ed.tapped:
 	case <-time.After(hangGuard):
 		t.Fatal("the tap did not end after the editor closed its side")
 	}
-	_ = conn.Close()
-	closeClient()
-	closeTap()
-
-	w.check(t)
+	_ = ed.conn.Close()
+	ed.closeStores()
+	ed.w.check(t)
 	if !st.EditorClosed || st.Dropped+st.TooLong+st.Unparsed+st.Unobserved != 0 {
 		t.Errorf("stats: %s (editor closed first: %v)", st, st.EditorClosed)
 	}
 	var clientCards, tapCards bytes.Buffer
-	if err := clientTerm.WriteJSON(&clientCards, tracker.Dialect()); err != nil {
+	if err := ed.clientTerm.WriteJSON(&clientCards, ed.tracker.Dialect()); err != nil {
 		t.Fatal(err)
 	}
-	if err := tapTerm.WriteJSON(&tapCards, obs.Dialect()); err != nil {
+	if err := ed.tapTerm.WriteJSON(&tapCards, ed.obs.Dialect()); err != nil {
 		t.Fatal(err)
 	}
 	if clientCards.String() != tapCards.String() || clientCards.Len() == 0 {
 		t.Errorf("the tap's cards differ from the client's:\n--- client\n%s--- tap\n%s", clientCards.String(), tapCards.String())
 	}
-	if got := len(parseCards(t, tapCards.String())); got != 4 {
-		t.Errorf("want 2 subagent cards in each of 2 sessions, got %d:\n%s", got, tapCards.String())
-	}
-	want, got := storedCards(t, clientDB, sessions...), storedCards(t, tapDB, sessions...)
+	want, got := storedCards(t, ed.clientDB, ed.sessions...), storedCards(t, ed.tapDB, ed.sessions...)
 	if want != got || want == "" {
 		t.Errorf("the tap stored other rows than the client:\n--- client\n%s--- tap\n%s", want, got)
 	}
-	if !strings.Contains(string(tapLog.Bytes()), "Allow (allow_once)") {
-		t.Errorf("the tap's log does not show the editor's permission answer:\n%s", tapLog.Bytes())
+	return tapCards.String()
+}
+
+// An editor with two sessions and three turns, through the tap to a real
+// agent process: every byte passes unchanged both ways, and the tap's
+// cards and stored rows are the ones the client itself (run's client
+// stack) shows and stores.
+func TestTapMultiSessionCardsMatchTheClient(t *testing.T) {
+	ed := newTappedEditor(t, fakeAgent)
+	a, b := ed.newSession(), ed.newSession()
+	ed.prompt(a)
+	ed.prompt(b)
+	ed.prompt(a)
+	if got := len(parseCards(t, ed.finish())); got != 4 {
+		t.Errorf("want 2 subagent cards in each of 2 sessions, got %d", got)
+	}
+	if !strings.Contains(string(ed.tapLog.Bytes()), "Allow (allow_once)") {
+		t.Errorf("the tap's log does not show the editor's permission answer:\n%s", ed.tapLog.Bytes())
 	}
 }
 
-// `acpscope run` driving an agent through `acpscope tap` (both real
-// processes as an editor would run them): run's cards are what it shows
-// without a tap, the tap's capture replays to the same cards, the tap
-// stores the same rows as run, and standard output carries nothing of
-// the tap's own.
-func TestTapUnderRunStoresRunsCards(t *testing.T) {
+// A loaded session's history (a burst of 600 updates before the
+// answer) and a turn after it: the tap keeps up, observes every line and
+// stores what the client stores.
+func TestTapLoadedSessionCardsMatchTheClient(t *testing.T) {
+	ed := newTappedEditor(t, fakeAgent, "-mode", "burst", "-updates", "600", "-per", "30")
+	ed.loadSession("fake-session")
+	ed.prompt("fake-session")
+	if got := len(parseCards(t, ed.finish())); got != 20 {
+		t.Errorf("want the 20 subagents of the burst, got %d", got)
+	}
+}
+
+// runUnderTap runs `acpscope run --json` with flags and the agent command,
+// once directly and once through `acpscope tap` (both real processes, as
+// an editor would run them), wanting exit code want from both. Run must
+// show the same cards either way, the tap's capture must replay to them,
+// and the tap must store the rows run stores. It returns the tap's log.
+func runUnderTap(t *testing.T, want int, flags []string, agent ...string) string {
+	t.Helper()
 	dir := t.TempDir()
 	runDB, tapDB := filepath.Join(dir, "run.db"), filepath.Join(dir, "tap.db")
-	runCapture, tapCapture := filepath.Join(dir, "run.jsonl"), filepath.Join(dir, "tap.jsonl")
-	logPath := filepath.Join(dir, "tap.log")
-	code, direct, errOut := acpscope(t, "", "run", "--json", "--no-db", "--permission", "allow", "--prompt", "go", "--", fakeAgent)
-	if code != exitOK {
-		t.Fatalf("run without the tap: exit %d: %s", code, errOut)
+	tapCapture, logPath := filepath.Join(dir, "tap.jsonl"), filepath.Join(dir, "tap.log")
+	args := append([]string{"run", "--json", "--prompt", "go"}, flags...)
+	direct := append(append(slices.Clone(args), "--no-db", "--"), agent...)
+	code, directCards, errOut := acpscope(t, "", direct...)
+	if code != want {
+		t.Fatalf("run without the tap: exit %d, want %d: %s", code, want, errOut)
 	}
-	code, tapped, errOut := acpscope(t, "", "run", "--json", "--db", runDB, "--record", runCapture, "--permission", "allow", "--prompt", "go", "--",
-		acpscopeBin, "tap", "--db", tapDB, "--record", tapCapture, "--log", logPath, "--", fakeAgent)
-	if code != exitOK {
-		t.Fatalf("run through the tap: exit %d: %s", code, errOut)
+	tapped := append(slices.Clone(args), "--db", runDB, "--", acpscopeBin, "tap", "--db", tapDB, "--record", tapCapture, "--log", logPath, "--")
+	code, tappedCards, errOut := acpscope(t, "", append(tapped, agent...)...)
+	if code != want {
+		t.Fatalf("run through the tap: exit %d, want %d: %s", code, want, errOut)
 	}
-	if tapped != direct {
-		t.Errorf("run shows other cards through the tap:\n--- direct\n%s--- tapped\n%s", direct, tapped)
+	if tappedCards != directCards || directCards == "" {
+		t.Errorf("run shows other cards through the tap:\n--- direct\n%s--- tapped\n%s", directCards, tappedCards)
 	}
-	code, replayed, errOut := acpscope(t, "", "replay", "--json", "--no-db", "--permission", "allow", tapCapture)
-	if code != exitOK {
+	code, replayed, errOut := acpscope(t, "", append(append([]string{"replay", "--json", "--no-db"}, flags...), tapCapture)...)
+	if code != exitOK { // a replay plays the agent's answers, cancelled or not
 		t.Fatalf("replay of the tap's capture: exit %d: %s", code, errOut)
 	}
-	if replayed != tapped {
-		t.Errorf("the tap's capture replays to other cards:\n--- run\n%s--- replay\n%s", tapped, replayed)
+	if replayed != tappedCards {
+		t.Errorf("the tap's capture replays to other cards:\n--- run\n%s--- replay\n%s", tappedCards, replayed)
 	}
 	if want, got := storedCards(t, runDB, "fake-session"), storedCards(t, tapDB, "fake-session"); want != got || want == "" {
 		t.Errorf("the tap stored other rows than run:\n--- run\n%s--- tap\n%s", want, got)
@@ -240,10 +304,26 @@ func TestTapUnderRunStoresRunsCards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Subagents (2)", "acpscope tap: passed", "0 dropped"} {
-		if !strings.Contains(string(log), want) {
-			t.Errorf("the tap's log lacks %q:\n%s", want, log)
-		}
+	if !strings.Contains(string(log), "acpscope tap: passed") || !strings.Contains(string(log), "not observed: 0 dropped (observer busy), 0 too long, 0 not JSON-RPC, 0 left") {
+		t.Errorf("the tap's log lacks its report of every line observed:\n%s", log)
+	}
+	return string(log)
+}
+
+// The tap under run shows, records and stores run's cards.
+func TestTapUnderRunStoresRunsCards(t *testing.T) {
+	if log := runUnderTap(t, exitOK, []string{"--permission", "allow"}, fakeAgent); !strings.Contains(log, "Subagents (2)") {
+		t.Errorf("the tap's log does not show the cards:\n%s", log)
+	}
+}
+
+// A turn cancelled by run (--timeout: session/cancel, the agent answers
+// cancelled): the tap ends the open card cancelled as run does, in its
+// store and in its capture's replay.
+func TestTapCancelledTurnMatchesRun(t *testing.T) {
+	log := runUnderTap(t, exitCancelled, []string{"--timeout", "1s", "--cancel-grace", "10s"}, fakeAgent, "-mode", "cancel")
+	if !strings.Contains(log, "[cancelled]") {
+		t.Errorf("the tap's log does not show the card cancelled:\n%s", log)
 	}
 }
 
@@ -440,4 +520,18 @@ func httpGet(t *testing.T, u, host string) string {
 	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
 	return string(body)
+}
+
+// An agent that writes and exits at once: everything it wrote reaches the
+// editor, the tail still in the pipe when it exited included.
+func TestTapForwardsTheAgentsLastOutput(t *testing.T) {
+	const size = 4 << 20
+	for i := range 5 {
+		var out bytes.Buffer
+		code := run(context.Background(), []string{"tap", "--no-db", "--", "sh", "-c", fmt.Sprintf("head -c %d /dev/zero", size)},
+			strings.NewReader(""), &out, io.Discard)
+		if code != exitOK || out.Len() != size {
+			t.Fatalf("run %d: exit %d, the editor got %d of the agent's %d bytes", i, code, out.Len(), size)
+		}
+	}
 }

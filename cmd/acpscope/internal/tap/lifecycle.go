@@ -138,18 +138,26 @@ wait:
 			upDone = nil
 			st.EditorClosed = !st.AgentExited
 			_ = agent.Stdin.Close() // an ACP agent ends at the end of its input
-			if err != nil && !isClosedPipe(err) {
+			var werr *WriteError
+			if err != nil && !errors.As(err, &werr) && !isClosedPipe(err) {
+				// A failed write means the agent is gone: its output
+				// ends the tap. A failed read is the editor's side.
 				runErr = fmt.Errorf("reading from the editor: %w", err)
 			}
 			startGrace()
 		case err := <-downDone:
 			st.AgentExited = !st.EditorClosed
-			if err != nil {
-				if errors.Is(err, syscall.EPIPE) || isClosedPipe(err) {
-					err = ErrOutputClosed
-				}
+			var werr *WriteError
+			switch {
+			case err == nil, isClosedPipe(err) && !errors.As(err, &werr):
+				// The agent's output ended.
+			case errors.As(err, &werr):
 				if runErr == nil {
-					runErr = err
+					runErr = fmt.Errorf("%w: %v", ErrOutputClosed, werr.Err)
+				}
+			default:
+				if runErr == nil {
+					runErr = fmt.Errorf("reading from the agent: %w", err)
 				}
 			}
 			break wait

@@ -55,9 +55,9 @@ type Pump struct {
 }
 
 // Copy forwards everything src yields to dst until src ends (nil on
-// io.EOF) or a read or write fails (that error). A final line without a
-// newline is offered when src ends. A write error stops the copy at once:
-// the other side is gone.
+// io.EOF) or a read or write fails (that error; a *WriteError for a
+// write). A final line without a newline is offered when src ends. A write
+// error stops the copy at once: the other side is gone.
 func (p *Pump) Copy(dst io.Writer, src io.Reader) error {
 	buf := make([]byte, readChunk)
 	for {
@@ -70,7 +70,7 @@ func (p *Pump) Copy(dst io.Writer, src io.Reader) error {
 				werr = io.ErrShortWrite
 			}
 			if werr != nil {
-				return werr
+				return &WriteError{Err: werr}
 			}
 		}
 		if rerr == io.EOF {
@@ -155,6 +155,15 @@ func (p *Pump) reset() {
 	}
 	p.pending = p.pending[:0]
 }
+
+// WriteError is a pump's failed write: the receiving side is gone.
+type WriteError struct{ Err error }
+
+// Error says that the write failed, and why.
+func (e *WriteError) Error() string { return "write: " + e.Err.Error() }
+
+// Unwrap returns the write's error.
+func (e *WriteError) Unwrap() error { return e.Err }
 
 func (p *Pump) offer(line []byte) {
 	if p.Queue != nil {

@@ -3,6 +3,7 @@ package tap
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"strings"
@@ -254,5 +255,27 @@ func TestSignalsAreForwarded(t *testing.T) {
 	}
 	if !st.AgentExited {
 		t.Errorf("stats %+v: the agent should have ended first", st)
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, syscall.EPIPE }
+
+// An editor that stops reading ends the tap with ErrOutputClosed, and the
+// agent is stopped.
+func TestEditorGoneEndsTheTap(t *testing.T) {
+	editorR, editorW := io.Pipe()
+	defer editorW.Close()
+	a, agent := newFakeAgent([]byte("{}\n"), nil)
+	_, err := Run(context.Background(), Config{EditorIn: editorR, EditorOut: failingWriter{}},
+		agent, func() bool { return editorR.CloseWithError(io.ErrClosedPipe) == nil })
+	if !errors.Is(err, ErrOutputClosed) {
+		t.Fatalf("Run: %v, want ErrOutputClosed", err)
+	}
+	select {
+	case <-a.exited:
+	default:
+		t.Fatal("the agent was not stopped")
 	}
 }
