@@ -80,7 +80,7 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 		served := make(chan struct{})
 		go func() {
 			defer close(served)
-			if err := serveWeb(wctx, logw, "acpscope tap --web", sink.store, ln, web.Options{}); err != nil {
+			if err := serveWeb(wctx, logw, "acpscope tap --web", "ends with the tap", sink.store, ln, web.Options{}); err != nil {
 				fmt.Fprintf(logw, "acpscope tap --web: %v\n", err)
 			}
 		}()

@@ -41,14 +41,14 @@ func cmdWeb(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--addr: %v", err)
 	}
-	return serveWeb(ctx, e.stdout, "acpscope web", s, ln, web.Options{PollInterval: *poll})
+	return serveWeb(ctx, e.stdout, "acpscope web", "Ctrl-C stops", s, ln, web.Options{PollInterval: *poll})
 }
 
 // serveWeb serves the read-only pages of s on ln until ctx ends, then
 // closes ln; the address is announced on out, under the name of the
-// command serving. opts.LoopbackOnly is set from the address. `acpscope
-// web` and `acpscope tap --web` both serve through it.
-func serveWeb(ctx context.Context, out io.Writer, name string, s *persistence.Store, ln net.Listener, opts web.Options) error {
+// command serving, with what stops it. opts.LoopbackOnly is set from the
+// address. `acpscope web` and `acpscope tap --web` both serve through it.
+func serveWeb(ctx context.Context, out io.Writer, name, stops string, s *persistence.Store, ln net.Listener, opts web.Options) error {
 	loopback := isLoopbackAddr(ln.Addr())
 	opts.LoopbackOnly = loopback
 	srv := &http.Server{
@@ -60,9 +60,9 @@ func serveWeb(ctx context.Context, out io.Writer, name string, s *persistence.St
 		MaxHeaderBytes:    64 << 10,
 	}
 	if loopback {
-		fmt.Fprintf(out, "%s: %s (loopback only; read-only; Ctrl-C stops)\n", name, web.URL(ln.Addr()))
+		fmt.Fprintf(out, "%s: %s (loopback only; read-only; %s)\n", name, web.URL(ln.Addr()), stops)
 	} else {
-		fmt.Fprintf(out, "%s: %s (read-only; NOT loopback: anyone who can reach this address can read the store; Ctrl-C stops)\n", name, web.URL(ln.Addr()))
+		fmt.Fprintf(out, "%s: %s (read-only; NOT loopback: anyone who can reach this address can read the store; %s)\n", name, web.URL(ln.Addr()), stops)
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

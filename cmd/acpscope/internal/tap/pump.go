@@ -106,6 +106,14 @@ func (p *Pump) scan(chunk []byte) {
 			p.reset()
 			continue
 		}
+		if p.Queue == nil || !p.Queue.room(len(p.pending)+len(part)) {
+			// No copy for a line that would not be queued.
+			if p.Queue != nil {
+				p.Queue.Dropped.Add(1)
+			}
+			p.reset()
+			continue
+		}
 		line := make([]byte, len(p.pending)+len(part))
 		copy(line, p.pending)
 		copy(line[len(p.pending):], part)

@@ -72,6 +72,12 @@ func (q *Queue) Offer(from capture.Direction, line []byte) bool {
 	}
 }
 
+// room reports whether a line of n bytes would fit now, so that a pump
+// need not copy a line the queue would drop. Offer decides for good.
+func (q *Queue) room(n int) bool {
+	return len(q.ch) < cap(q.ch) && q.held.Load()+int64(n) <= q.maxBytes
+}
+
 // Lines yields the queued lines until the queue is closed and empty. Only
 // one goroutine may read it.
 func (q *Queue) Lines() <-chan Line { return q.ch }
