@@ -49,7 +49,7 @@ func newPathObserved(b *testing.B, tapped, observed bool) *path {
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
-		for l := range q.Lines() {
+		for l, ok := q.Next(); ok; l, ok = q.Next() {
 			obs.Observe(l.From, l.Bytes)
 			q.Done(l)
 		}

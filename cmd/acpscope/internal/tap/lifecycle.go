@@ -206,7 +206,7 @@ wait:
 	select {
 	case st.Unobserved = <-observed:
 	case <-time.After(cfg.DrainWait):
-		st.Unobserved = int64(len(q.ch))
+		st.Unobserved = int64(q.Len())
 	}
 	st.FromEditor, st.FromAgent = up.Bytes.Load(), down.Bytes.Load()
 	st.Lines = up.Lines.Load() + down.Lines.Load()
@@ -221,7 +221,7 @@ wait:
 // observe drains q into obs until q is closed, and returns 0 (no line was
 // left unobserved).
 func observe(obs *Observer, q *Queue) int64 {
-	for l := range q.Lines() {
+	for l, ok := q.Next(); ok; l, ok = q.Next() {
 		obs.Observe(l.From, l.Bytes)
 		q.Done(l)
 	}

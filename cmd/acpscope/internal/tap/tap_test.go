@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -181,7 +182,7 @@ func TestQueueByteBound(t *testing.T) {
 	if q.Offer(capture.FromClient, []byte("1")) {
 		t.Fatal("a line past the byte bound was queued")
 	}
-	l := <-q.Lines()
+	l, _ := q.Next()
 	q.Done(l)
 	if !q.Offer(capture.FromClient, []byte("1")) {
 		t.Fatal("freed bytes were not reused")
@@ -190,6 +191,14 @@ func TestQueueByteBound(t *testing.T) {
 	q.Close()
 	if q.Offer(capture.FromClient, []byte("1")) {
 		t.Fatal("a closed queue took a line")
+	}
+	for _, want := range []string{"12345", "1"} {
+		if l, ok := q.Next(); !ok || string(l.Bytes) != want {
+			t.Fatalf("after Close: got %q, %v; want the queued %q", l.Bytes, ok, want)
+		}
+	}
+	if _, ok := q.Next(); ok {
+		t.Fatal("a closed, empty queue yielded a line")
 	}
 }
 
@@ -277,5 +286,32 @@ func TestEditorGoneEndsTheTap(t *testing.T) {
 	case <-a.exited:
 	default:
 		t.Fatal("the agent was not stopped")
+	}
+}
+
+// A burst (a long session's history on session/load) that arrives while
+// the observer is busy waits in the queue, in order: none of it is lost.
+func TestBurstWaitsForABusyObserver(t *testing.T) {
+	q := NewQueue(0, 0)
+	p := &Pump{From: capture.FromAgent, Queue: q}
+	var burst bytes.Buffer
+	const n = 50000
+	for i := range n {
+		fmt.Fprintf(&burst, `{"jsonrpc":"2.0","method":"session/update","params":{"n":%d}}`+"\n", i)
+	}
+	if err := p.Copy(io.Discard, bytes.NewReader(burst.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	i := 0
+	for l, ok := q.Next(); ok; l, ok = q.Next() {
+		if want := fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"n":%d}}`, i); string(l.Bytes) != want {
+			t.Fatalf("line %d is %q, want %q", i, l.Bytes, want)
+		}
+		q.Done(l)
+		i++
+	}
+	if i != n || q.Dropped.Load() != 0 {
+		t.Fatalf("observed %d of %d lines, %d dropped", i, n, q.Dropped.Load())
 	}
 }
