@@ -309,6 +309,20 @@ func describeCards(cards []Card) string {
 	return strings.Join(parts, "; ")
 }
 
+// acpscopeCommand is acpscope with args, run in env's working directory
+// and environment, bounded by the turn timeout and a margin, its output
+// collected.
+func acpscopeCommand(t *testing.T, bin string, env *Env, args []string) (cmd *exec.Cmd, stdout, stderr *bytes.Buffer) {
+	ctx, cancel := context.WithTimeout(context.Background(), turnTimeout+30*time.Second)
+	t.Cleanup(cancel)
+	cmd = exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = env.Work
+	cmd.Env = env.environ()
+	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	return cmd, stdout, stderr
+}
+
 // turnTimeout bounds one agent turn (acpscope --timeout);
 // $ACP_AGENTS_TURN_TIMEOUT overrides it.
 var turnTimeout = envDuration("ACP_AGENTS_TURN_TIMEOUT", 240*time.Second)
@@ -359,13 +373,7 @@ func runScenario(t *testing.T, modules string, a Agent, sc Scenario, o *outcome)
 	args = append(args, sc.Flags...)
 	args = append(args, "--")
 	args = append(args, a.Command(env)...)
-	ctx, cancel := context.WithTimeout(context.Background(), turnTimeout+30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = env.Work
-	cmd.Env = env.environ()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd, stdout, stderr := acpscopeCommand(t, bin, env, args)
 	started := make(chan *os.Process, 1)
 	var interrupted atomic.Bool
 	if sc.Interrupt {

@@ -2,16 +2,13 @@ package agents
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
@@ -124,13 +121,7 @@ func runTapScenario(t *testing.T, modules string, a Agent, sc Scenario) {
 	args = append(append(args, dialect...), "--", at("wire.sh"), at("agent.in"), at("agent.out"))
 	args = append(args, a.Command(env)...)
 
-	ctx, cancel := context.WithTimeout(context.Background(), turnTimeout+30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = env.Work
-	cmd.Env = env.environ()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd, stdout, stderr := acpscopeCommand(t, bin, env, args)
 	runErr := cmd.Run()
 	defer func() {
 		if t.Failed() || os.Getenv("ACP_AGENTS_DEBUG") == "1" {
