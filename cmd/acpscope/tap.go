@@ -114,6 +114,7 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 		return fmt.Errorf("%w: starting the agent: %v", errTurn, err)
 	}
 	defer agent.proc.Terminate()
+	defer agent.stdout.Close() // read to its end by then, or given up on
 	st, err := tap.Run(context.WithoutCancel(ctx), tap.Config{
 		EditorIn: e.stdin, EditorOut: e.stdout, Observer: obs, Signals: sigs, Grace: *grace,
 	}, tap.Agent{

@@ -43,9 +43,12 @@ type Config struct {
 	// (or SIGTERM or SIGHUP came) before it is stopped (default 3s).
 	Grace time.Duration
 	// DrainWait bounds how long the tap waits, once the agent is gone,
-	// for the editor to take the rest of the agent's output and for the
-	// observer to finish its queue (default 5s).
+	// for the editor to take the rest of the agent's output (default 5s).
 	DrainWait time.Duration
+	// ObserveWait bounds how long the tap waits at the end for the
+	// observer to finish what is queued (default 30s); what is left is
+	// reported as Unobserved.
+	ObserveWait time.Duration
 	// QueueLines and QueueBytes bound the observer's queue (defaults
 	// DefaultQueueLines, DefaultQueueBytes); MaxLineBytes bounds one
 	// observed line (default DefaultMaxLineBytes).
@@ -99,6 +102,9 @@ func Run(ctx context.Context, cfg Config, agent Agent, interrupt func() bool) (S
 	}
 	if cfg.DrainWait <= 0 {
 		cfg.DrainWait = 5 * time.Second
+	}
+	if cfg.ObserveWait <= 0 {
+		cfg.ObserveWait = 30 * time.Second
 	}
 	q := NewQueue(cfg.QueueLines, cfg.QueueBytes)
 	up := &Pump{From: capture.FromClient, MaxLineBytes: cfg.MaxLineBytes}
@@ -205,7 +211,7 @@ wait:
 	q.Close()
 	select {
 	case st.Unobserved = <-observed:
-	case <-time.After(cfg.DrainWait):
+	case <-time.After(cfg.ObserveWait):
 		st.Unobserved = int64(q.Len())
 	}
 	st.FromEditor, st.FromAgent = up.Bytes.Load(), down.Bytes.Load()
