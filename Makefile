@@ -23,7 +23,7 @@ MODULES := sdk . conformance/wire conformance/consumer conformance/bench patches
 FUZZTIME ?= 30s
 
 .PHONY: all test generate generate-check lint vet staticcheck apicheck bench \
-        bench-compare fuzz-short conformance patches-check publish-check agents web-test web-bench tools clean
+        bench-compare fuzz-short conformance patches-check publish-check agents agents-tap web-test web-bench tools clean
 
 all: lint test
 
@@ -78,6 +78,12 @@ conformance:
 ## test binary (e.g. AGENTS_ARGS="-test.run TestAgents/copilot").
 agents:
 	./conformance/agents/run.sh $(AGENTS_ARGS)
+
+## agents-tap: the tap conformance cases only (conformance/agents/tap_test.go):
+## acpscope run drives the published agents and a Cursor-style fake through
+## acpscope tap, bytes recorded on both sides.
+agents-tap:
+	./conformance/agents/run.sh -test.run '^TestTap$$' $(AGENTS_ARGS)
 
 ## patches-check: apply patches/ to upstream v0.13.5 and run its tests.
 patches-check:

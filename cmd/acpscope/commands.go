@@ -194,17 +194,9 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	defer agent.Stop()
 	toAgent, fromAgent := io.Writer(agent.Stdin), io.Reader(agent.Stdout)
 	if *record != "" {
-		f, err := os.Create(*record)
+		w, f, err := createRecord(*record, o.agent)
 		if err != nil {
-			return fmt.Errorf("--record: %v", err)
-		}
-		var hdr *capture.Header
-		if o.agent != "" {
-			hdr = &capture.Header{Agent: o.agent, Explicit: true}
-		}
-		w, err := capture.NewWriter(f, hdr)
-		if err != nil {
-			return fmt.Errorf("--record: %v", err)
+			return err
 		}
 		defer func() { runErr = recordResult(e, *record, w, f, runErr) }()
 		// The tap records a client message before the agent can see it, so
@@ -251,6 +243,25 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	flushLog()
 	err = finishTurn(e, o, term, res, err)
 	return sink.endTurn(ctx, e.stderr, o, err)
+}
+
+// createRecord creates the --record capture at path, with a header naming
+// the dialect when one was given.
+func createRecord(path, dialect string) (*capture.Writer, *os.File, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--record: %v", err)
+	}
+	var hdr *capture.Header
+	if dialect != "" {
+		hdr = &capture.Header{Agent: dialect, Explicit: true}
+	}
+	w, err := capture.NewWriter(f, hdr)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("--record: %v", err)
+	}
+	return w, f, nil
 }
 
 // recordResult reports what went wrong with the --record capture: the first

@@ -6,6 +6,7 @@
 //
 //	acpscope run [flags] -- <agent command…>   drive an ACP agent over stdio, turn by turn
 //	acpscope replay [flags] [CAPTURE]          replay a capture (the bundled demo without one)
+//	acpscope tap [flags] -- <agent command…>   stand between an editor and its agent, observing
 //	acpscope subagents --session ID [--db DSN] list stored subagent contexts
 //	acpscope sessions [--db DSN] [--json]      list recent stored sessions
 //	acpscope web [--db DSN] [--addr ADDR]      browse stored sessions in a browser
@@ -102,6 +103,8 @@ func runEnv(ctx context.Context, args []string, e env) int {
 		err = cmdRun(ctx, e, args[1:])
 	case "replay":
 		err = cmdReplay(ctx, e, args[1:])
+	case "tap":
+		err = cmdTap(ctx, e, args[1:])
 	case "subagents":
 		err = cmdSubagents(ctx, e, args[1:])
 	case "sessions":
@@ -163,6 +166,7 @@ func usage(w io.Writer) {
 Usage:
   acpscope run [flags] -- <agent command…>    drive an ACP agent over stdio, turn by turn
   acpscope replay [flags] [CAPTURE]           replay a capture (the bundled demo without one)
+  acpscope tap [flags] -- <agent command…>    the editor's agent command: pass the connection through, observing it
   acpscope subagents --session ID [--db DSN]  list stored subagent contexts of a session
   acpscope sessions [--db DSN] [--json]       list recent stored sessions (id, agent, started, cards, status)
   acpscope web [--db DSN] [--addr ADDR]       browse stored sessions as subagent trees and timelines

@@ -194,7 +194,10 @@ func (s *storeSink) flushTurn(o outputFlags, turnErr error) {
 	if start.IsZero() {
 		start = time.Now()
 	}
-	wait := min(storeFlushWait, time.Until(start.Add(o.timeout+o.grace)))
+	wait := storeFlushWait
+	if o.timeout > 0 { // the tap has no turn time of its own
+		wait = min(wait, time.Until(start.Add(o.timeout+o.grace)))
+	}
 	if errors.Is(turnErr, session.ErrCancelled) {
 		wait = o.grace
 	}

@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web"
+	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
 // defaultWebAddr is where `acpscope web` listens without --addr: loopback.
@@ -25,14 +28,7 @@ func cmdWeb(ctx context.Context, e env, args []string) error {
 	dsn := fs.String("db", "", "database (default: $ACPSCOPE_DB, else the embedded SQLite database)")
 	addr := fs.String("addr", defaultWebAddr, "listen address; a non-loopback address exposes the store to the network")
 	poll := fs.Duration("poll", 2*time.Second, "how often an open page checks the store for changes")
-	var allow []string
-	fs.Func("allow-host", "a host name or address, besides loopback and the bound address, that requests may be addressed to (repeatable)", func(v string) error {
-		if err := web.CheckAllowHost(v); err != nil {
-			return err
-		}
-		allow = append(allow, v)
-		return nil
-	})
+	allow := allowHostFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -51,7 +47,32 @@ func cmdWeb(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--addr: %v", err)
 	}
-	opts := web.Options{AllowHosts: allow, PollInterval: *poll}
+	return serveWeb(ctx, e.stdout, "acpscope web", "Ctrl-C stops", s, ln, *allow, *poll)
+}
+
+// allowHostFlag defines the repeatable --allow-host flag on fs: the host
+// names and addresses, besides loopback and the bound address, that
+// requests may be addressed to.
+func allowHostFlag(fs *flag.FlagSet) *[]string {
+	allow := new([]string)
+	fs.Func("allow-host", "a host name or address, besides loopback and the bound address, that requests may be addressed to (repeatable)", func(v string) error {
+		if err := web.CheckAllowHost(v); err != nil {
+			return err
+		}
+		*allow = append(*allow, v)
+		return nil
+	})
+	return allow
+}
+
+// serveWeb serves the read-only pages of s on ln until ctx ends, then
+// closes ln; the address is announced on out, under the name of the
+// command serving, with what stops it. Every request's Host is checked:
+// loopback names (when the listener covers loopback), the bound address
+// and the allow names pass. poll 0 keeps the pages' default. `acpscope
+// web` and `acpscope tap --web` both serve through it.
+func serveWeb(ctx context.Context, out io.Writer, name, stops string, s *persistence.Store, ln net.Listener, allow []string, poll time.Duration) error {
+	opts := web.Options{AllowHosts: allow, PollInterval: poll}
 	loopback, wildcard := isLoopbackAddr(ln.Addr()), isWildcardAddr(ln.Addr())
 	if !loopback {
 		// The bound address itself passes; on a specific non-loopback
@@ -70,12 +91,12 @@ func cmdWeb(ctx context.Context, e env, args []string) error {
 	}
 	switch {
 	case loopback && len(allow) == 0:
-		fmt.Fprintf(e.stdout, "acpscope web: %s (loopback only; read-only; Ctrl-C stops)\n", web.URL(ln.Addr()))
+		fmt.Fprintf(out, "%s: %s (loopback only; read-only; %s)\n", name, web.URL(ln.Addr()), stops)
 	case loopback:
-		fmt.Fprintf(e.stdout, "acpscope web: %s (loopback only, also addressed as %s; read-only; Ctrl-C stops)\n",
-			web.URL(ln.Addr()), strings.Join(allow, ", "))
+		fmt.Fprintf(out, "%s: %s (loopback only, also addressed as %s; read-only; %s)\n",
+			name, web.URL(ln.Addr()), strings.Join(allow, ", "), stops)
 	default:
-		fmt.Fprintf(e.stdout, "acpscope web: %s (read-only; NOT loopback: anyone who can reach this address can read the store; Ctrl-C stops)\n", web.URL(ln.Addr()))
+		fmt.Fprintf(out, "%s: %s (read-only; NOT loopback: anyone who can reach this address can read the store; %s)\n", name, web.URL(ln.Addr()), stops)
 		names := "loopback names only"
 		if !wildcard {
 			names = "only " + ln.Addr().(*net.TCPAddr).IP.String()
@@ -83,10 +104,10 @@ func cmdWeb(ctx context.Context, e env, args []string) error {
 		if len(allow) > 0 {
 			names += " and " + strings.Join(allow, ", ")
 			for _, h := range allow {
-				fmt.Fprintf(e.stdout, "acpscope web: also %s\n", web.HostURL(h, ln.Addr()))
+				fmt.Fprintf(out, "%s: also %s\n", name, web.HostURL(h, ln.Addr()))
 			}
 		}
-		fmt.Fprintf(e.stdout, "acpscope web: requests must be addressed to %s (--allow-host adds a name)\n", names)
+		fmt.Fprintf(out, "%s: requests must be addressed to %s (--allow-host adds a name)\n", name, names)
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

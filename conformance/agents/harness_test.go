@@ -206,21 +206,26 @@ func acpscopeBin(t *testing.T) string {
 			acpscope, buildError = filepath.Abs(p)
 			return
 		}
-		dir, err := os.MkdirTemp("", "acp-agents")
-		if err != nil {
-			buildError = err
-			return
-		}
-		acpscope = filepath.Join(dir, "acpscope")
-		out, err := exec.Command("go", "build", "-o", acpscope, "github.com/kdlbs/acp-go-sdk/cmd/acpscope").CombinedOutput()
-		if err != nil {
-			buildError = fmt.Errorf("building acpscope: %v\n%s", err, out)
-		}
+		acpscope, buildError = goBuild("github.com/kdlbs/acp-go-sdk/cmd/acpscope", "acpscope")
 	})
 	if buildError != nil {
 		t.Fatal(buildError)
 	}
 	return acpscope
+}
+
+// goBuild builds the package pkg into a new temporary directory and
+// returns the binary's path.
+func goBuild(pkg, name string) (string, error) {
+	dir, err := os.MkdirTemp("", "acp-agents")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, name)
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %v\n%s", name, err, out)
+	}
+	return bin, nil
 }
 
 // TestAgents runs every registered agent in every scenario.
@@ -307,13 +312,29 @@ func describeCards(cards []Card) string {
 	return strings.Join(parts, "; ")
 }
 
+// acpscopeCommand is acpscope with args, run in env's working directory
+// and environment, bounded by the turn timeout and a margin, its output
+// collected.
+func acpscopeCommand(t *testing.T, bin string, env *Env, args []string) (cmd *exec.Cmd, stdout, stderr *bytes.Buffer) {
+	ctx, cancel := context.WithTimeout(context.Background(), turnTimeout+30*time.Second)
+	t.Cleanup(cancel)
+	cmd = exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = env.Work
+	cmd.Env = env.environ()
+	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	return cmd, stdout, stderr
+}
+
 // turnTimeout bounds one agent turn (acpscope --timeout);
 // $ACP_AGENTS_TURN_TIMEOUT overrides it.
 var turnTimeout = envDuration("ACP_AGENTS_TURN_TIMEOUT", 240*time.Second)
 
-func runScenario(t *testing.T, modules string, a Agent, sc Scenario, o *outcome) {
-	bin := acpscopeBin(t)
-	dir := t.TempDir()
+// newEnv makes a run's throwaway environment under dir, starts the
+// scenario's model server (closed when the test ends) and runs the agent's
+// and the scenario's Setup.
+func newEnv(t *testing.T, dir, modules string, a Agent, sc Scenario) *Env {
+	t.Helper()
 	env := &Env{
 		Home: filepath.Join(dir, "home"), Work: filepath.Join(dir, "work"), Bin: filepath.Join(dir, "bin"),
 		Modules: modules, vars: map[string]string{},
@@ -330,12 +351,20 @@ func runScenario(t *testing.T, modules string, a Agent, sc Scenario, o *outcome)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() })
 	env.Server = srv
 	a.Setup(t, env)
 	if sc.Setup != nil {
 		sc.Setup(t, env)
 	}
+	return env
+}
+
+func runScenario(t *testing.T, modules string, a Agent, sc Scenario, o *outcome) {
+	bin := acpscopeBin(t)
+	dir := t.TempDir()
+	env := newEnv(t, dir, modules, a, sc)
+	srv := env.Server
 
 	capturePath := filepath.Join(dir, "capture.jsonl")
 	db := filepath.Join(dir, "acpscope.db")
@@ -347,13 +376,7 @@ func runScenario(t *testing.T, modules string, a Agent, sc Scenario, o *outcome)
 	args = append(args, sc.Flags...)
 	args = append(args, "--")
 	args = append(args, a.Command(env)...)
-	ctx, cancel := context.WithTimeout(context.Background(), turnTimeout+30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = env.Work
-	cmd.Env = env.environ()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd, stdout, stderr := acpscopeCommand(t, bin, env, args)
 	started := make(chan *os.Process, 1)
 	var interrupted atomic.Bool
 	if sc.Interrupt {

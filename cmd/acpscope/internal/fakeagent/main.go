@@ -41,6 +41,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -87,6 +88,7 @@ type agent struct {
 	reopen    string // -reopen, for the turns mode
 	conn      *acp.AgentSideConnection
 	cancelled chan struct{}
+	sessions  atomic.Int64 // sessions opened so far
 }
 
 // openCard sends a subagent card that stays in progress, then marks the
@@ -123,7 +125,12 @@ func (a *agent) Initialize(context.Context, acp.InitializeRequest) (acp.Initiali
 	}, nil
 }
 
+// NewSession names the first session fake-session and each later one
+// fake-session-N, so a client can hold several at once.
 func (a *agent) NewSession(context.Context, acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	if n := a.sessions.Add(1); n > 1 {
+		return acp.NewSessionResponse{SessionId: acp.SessionId(fmt.Sprintf("fake-session-%d", n))}, nil
+	}
 	return acp.NewSessionResponse{SessionId: "fake-session"}, nil
 }
 

@@ -114,6 +114,10 @@ func (o *agentOutput) closeAfterExit(exited <-chan struct{}) {
 	}
 }
 
+// Process is the agent's guarded process: its exit, signals and
+// termination (the tap forwards signals and watches the exit itself).
+func (a *Agent) Process() *procguard.Process { return a.proc }
+
 // Kill ends the agent and every descendant at once (SIGKILL to the whole
 // tree, through the process guard) and closes its stdio, so that a write
 // blocked on an agent that stopped reading ends.

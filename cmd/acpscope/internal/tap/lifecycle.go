@@ -1,0 +1,242 @@
+package tap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/kdlbs/acp-go-sdk/internal/capture"
+)
+
+// Agent is the agent process the tap passes to, started by the caller
+// under the process guard.
+type Agent struct {
+	// Stdin and Stdout are the agent's standard input and output.
+	Stdin  io.WriteCloser
+	Stdout io.Reader
+	// Exited is closed once the agent process has exited.
+	Exited <-chan struct{}
+	// Signal forwards a signal to the agent (and its process group).
+	Signal func(syscall.Signal)
+	// Stop ends the agent and everything it started (SIGTERM, then
+	// SIGKILL) and returns once none of them runs; it is safe to call
+	// after the agent exited, and more than once.
+	Stop func()
+}
+
+// Config configures Run.
+type Config struct {
+	// EditorIn is what the editor writes (our standard input); EditorOut
+	// is what it reads (our standard output).
+	EditorIn  io.Reader
+	EditorOut io.Writer
+	// Observer follows the connection; nil passes the bytes only.
+	Observer *Observer
+	// Signals are forwarded to the agent. SIGTERM and SIGHUP also end the
+	// tap: the agent has Grace to exit, then it is stopped.
+	Signals <-chan os.Signal
+	// Grace is how long the agent may take to exit once its input ended
+	// (or SIGTERM or SIGHUP came) before it is stopped (default 3s).
+	Grace time.Duration
+	// DrainWait bounds how long the tap waits, once the agent is gone,
+	// for the editor to take the rest of the agent's output (default 5s).
+	DrainWait time.Duration
+	// ObserveWait bounds how long the tap waits at the end for the
+	// observer to finish what is queued (default 30s); what is left is
+	// reported as Unobserved.
+	ObserveWait time.Duration
+	// QueueLines and QueueBytes bound the observer's queue (defaults
+	// DefaultQueueLines, DefaultQueueBytes); MaxLineBytes bounds one
+	// observed line (default DefaultMaxLineBytes).
+	QueueLines   int
+	QueueBytes   int64
+	MaxLineBytes int
+}
+
+// Stats is what a tap passed and observed.
+type Stats struct {
+	// FromEditor and FromAgent count the bytes forwarded each way.
+	FromEditor, FromAgent int64
+	// Lines counts the complete lines seen both ways.
+	Lines int64
+	// Dropped counts lines not observed because the observer's queue was
+	// full; TooLong lines over the observer's line limit; Unparsed lines
+	// that are not JSON-RPC messages; Unobserved lines still queued when
+	// the observer was given up on. All of them were forwarded unchanged.
+	Dropped, TooLong, Unparsed, Unobserved int64
+	// EditorClosed reports that the editor ended its side first;
+	// AgentExited that the agent ended its output first.
+	EditorClosed, AgentExited bool
+}
+
+// String is the one-line report the tap logs at the end.
+func (s Stats) String() string {
+	return fmt.Sprintf("passed %d bytes from the editor and %d from the agent (%d lines); not observed: %d dropped (observer busy), %d too long, %d not JSON-RPC, %d left when the observer was given up",
+		s.FromEditor, s.FromAgent, s.Lines, s.Dropped, s.TooLong, s.Unparsed, s.Unobserved)
+}
+
+// ErrOutputClosed reports that the editor stopped reading the agent's
+// output.
+var ErrOutputClosed = errors.New("tap: writing to the editor failed")
+
+// errDrain reports output the agent left that never reached its end.
+var errDrain = errors.New("tap: the agent exited, and the editor did not take the rest of its output")
+
+// Run passes the connection through until the editor closes its side or
+// the agent ends its output, and ends the agent either way: no agent
+// process outlives Run. When the editor closes, the agent's input is
+// closed and it has Grace to exit before it is stopped; the agent's output
+// is forwarded to its end. When the agent ends its output, it is stopped
+// (whatever it left running) and Run returns without waiting for the
+// editor's side: interrupt, when set, is called to end its pending read,
+// and reports whether it will end (then Run waits up to DrainWait for it);
+// otherwise the read is abandoned to end with the process. ctx ending
+// stops the agent at once.
+func Run(ctx context.Context, cfg Config, agent Agent, interrupt func() bool) (Stats, error) {
+	if cfg.Grace <= 0 {
+		cfg.Grace = 3 * time.Second
+	}
+	if cfg.DrainWait <= 0 {
+		cfg.DrainWait = 5 * time.Second
+	}
+	if cfg.ObserveWait <= 0 {
+		cfg.ObserveWait = 30 * time.Second
+	}
+	q := NewQueue(cfg.QueueLines, cfg.QueueBytes)
+	up := &Pump{From: capture.FromClient, MaxLineBytes: cfg.MaxLineBytes}
+	down := &Pump{From: capture.FromAgent, MaxLineBytes: cfg.MaxLineBytes}
+	observed := make(chan int64, 1)
+	if cfg.Observer != nil {
+		up.Queue, down.Queue = q, q
+		go func() { observed <- observe(cfg.Observer, q) }()
+	} else {
+		q.Close()
+		observed <- 0
+	}
+
+	upDone := make(chan error, 1)
+	downDone := make(chan error, 1)
+	go func() { upDone <- up.Copy(agent.Stdin, cfg.EditorIn) }()
+	go func() { downDone <- down.Copy(cfg.EditorOut, agent.Stdout) }()
+
+	var st Stats
+	var runErr error
+	stopping := false // the agent was told to end: stop it after the grace
+	var grace <-chan time.Time
+	startGrace := func() {
+		if !stopping {
+			stopping = true
+			grace = time.After(cfg.Grace)
+		}
+	}
+	finishedUp := false
+	exited := agent.Exited
+	var drain <-chan time.Time // the agent is gone: how long its output may take
+wait:
+	for {
+		select {
+		case err := <-upDone:
+			finishedUp = true
+			upDone = nil
+			st.EditorClosed = !st.AgentExited
+			_ = agent.Stdin.Close() // an ACP agent ends at the end of its input
+			var werr *WriteError
+			if err != nil && !errors.As(err, &werr) && !isClosedPipe(err) {
+				// A failed write means the agent is gone: its output
+				// ends the tap. A failed read is the editor's side.
+				runErr = fmt.Errorf("reading from the editor: %w", err)
+			}
+			startGrace()
+		case err := <-downDone:
+			st.AgentExited = !st.EditorClosed
+			var werr *WriteError
+			switch {
+			case err == nil, isClosedPipe(err) && !errors.As(err, &werr):
+				// The agent's output ended.
+			case errors.As(err, &werr):
+				if runErr == nil {
+					runErr = fmt.Errorf("%w: %v", ErrOutputClosed, werr.Err)
+				}
+			default:
+				if runErr == nil {
+					runErr = fmt.Errorf("reading from the agent: %w", err)
+				}
+			}
+			break wait
+		case sig := <-cfg.Signals:
+			if s, ok := sig.(syscall.Signal); ok {
+				agent.Signal(s)
+				if s == syscall.SIGTERM || s == syscall.SIGHUP {
+					startGrace()
+				}
+			}
+		case <-exited:
+			// What the agent left running goes too, so that its output
+			// ends once the editor has taken what is in the pipe.
+			exited = nil
+			go agent.Stop()
+			drain = time.After(cfg.DrainWait)
+		case <-drain:
+			// The agent is gone and its output has not ended: the editor
+			// does not read it.
+			st.AgentExited = !st.EditorClosed
+			if runErr == nil {
+				runErr = errDrain
+			}
+			break wait
+		case <-grace:
+			grace = nil
+			// The agent had its grace: end it, and with it its output.
+			go agent.Stop()
+		case <-ctx.Done():
+			go agent.Stop()
+			ctx = context.Background() // once
+		}
+	}
+	// The agent's output ended: whatever it left running goes too.
+	agent.Stop()
+	if !finishedUp {
+		_ = agent.Stdin.Close()
+		if interrupt != nil && interrupt() {
+			select {
+			case <-upDone:
+			case <-time.After(cfg.DrainWait):
+			}
+		}
+	}
+	q.Close()
+	select {
+	case st.Unobserved = <-observed:
+	case <-time.After(cfg.ObserveWait):
+		st.Unobserved = int64(q.Len())
+	}
+	st.FromEditor, st.FromAgent = up.Bytes.Load(), down.Bytes.Load()
+	st.Lines = up.Lines.Load() + down.Lines.Load()
+	st.TooLong = up.TooLong.Load() + down.TooLong.Load()
+	st.Dropped = q.Dropped.Load()
+	if cfg.Observer != nil {
+		st.Unparsed = cfg.Observer.Unparsed.Load()
+	}
+	return st, runErr
+}
+
+// observe drains q into obs until q is closed, and returns 0 (no line was
+// left unobserved).
+func observe(obs *Observer, q *Queue) int64 {
+	for l, ok := q.Next(); ok; l, ok = q.Next() {
+		obs.Observe(l.From, l.Bytes)
+		q.Done(l)
+	}
+	obs.Finish()
+	return 0
+}
+
+// isClosedPipe reports the errors of a pipe or file closed under a read or
+// write: the other side is gone, which is how a tap ends.
+func isClosedPipe(err error) bool {
+	return errors.Is(err, io.ErrClosedPipe) || errors.Is(err, os.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded)
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/tap"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
+	"github.com/kdlbs/acp-go-sdk/internal/capture"
+)
+
+// cmdTap implements `acpscope tap [flags] -- <agent command…>`: configured
+// in an editor as its agent command, it starts the agent and passes the
+// connection through unchanged, observing it into the same tracker, view
+// and store as run (see package tap). Standard output carries the agent's
+// bytes only; every message of the tap goes to standard error or --log.
+func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
+	fs := newFlagSet("tap", e.stderr)
+	var o outputFlags
+	fs.StringVar(&o.agent, "agent", "", "agent dialect (default: from the agent's initialize answer)")
+	fs.StringVar(&o.db, "db", "", "database for subagent contexts: a SQLite path or postgres://… (default: $ACPSCOPE_DB, else the embedded SQLite database)")
+	fs.BoolVar(&o.noDB, "no-db", false, "do not persist subagent contexts")
+	record := fs.String("record", "", "record the connection to this capture file (acpscope replay FILE shows its cards)")
+	allow := allowHostFlag(fs)
+	webAddr := fs.String("web", "", "serve the store's read-only pages on this address while the tap runs (e.g. 127.0.0.1:8765; a non-loopback address exposes the store)")
+	logPath := fs.String("log", "", "write the tap's messages (cards, web address, the closing report) to this file, appended, instead of standard error")
+	grace := fs.Duration("grace", 3*time.Second, "how long the agent may take to exit once the editor closed its side (or SIGTERM or SIGHUP came) before it is stopped")
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "Usage: acpscope tap [flags] -- <agent command…>")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := checkDSN(o.db); err != nil {
+		return err
+	}
+	if o.agent != "" && !validDialect(o.agent) {
+		return fmt.Errorf("--agent %q is not a dialect (%s)", o.agent, strings.Join(adapter.Registered(), ", "))
+	}
+	if *grace <= 0 {
+		return fmt.Errorf("--grace must be positive")
+	}
+	if *webAddr != "" && o.noDB {
+		return fmt.Errorf("--web serves the tap's store: it cannot go with --no-db")
+	}
+	command := fs.Args()
+	if len(command) == 0 {
+		return fmt.Errorf("tap needs the agent command after --")
+	}
+	logw := e.stderr
+	if *logPath != "" {
+		f, err := os.OpenFile(*logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("--log: %v", err)
+		}
+		defer f.Close()
+		logw = f
+	}
+
+	sink, err := openSink(ctx, o, logw)
+	if err != nil {
+		return explainDBError(o.dsn(), err)
+	}
+	defer sink.close()
+	if *webAddr != "" {
+		ln, err := net.Listen("tcp", *webAddr)
+		if err != nil {
+			return fmt.Errorf("--web: %v", err)
+		}
+		wctx, stopWeb := context.WithCancel(context.WithoutCancel(ctx))
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			if err := serveWeb(wctx, logw, "acpscope tap --web", "ends with the tap", sink.store, ln, *allow, 0); err != nil {
+				fmt.Fprintf(logw, "acpscope tap --web: %v\n", err)
+			}
+		}()
+		defer func() { stopWeb(); <-served }()
+	}
+	var rec *capture.Writer
+	if *record != "" {
+		var f *os.File
+		if rec, f, err = createRecord(*record, o.agent); err != nil {
+			return err
+		}
+		defer func() { tapErr = recordResult(e, *record, rec, f, tapErr) }()
+	}
+	term := view.NewTerminal(logw, false)
+	obs, err := tap.NewObserver(tap.ObserverConfig{Dialect: o.agent, View: term, Sink: sink.record, Record: rec})
+	if err != nil {
+		return err
+	}
+
+	// The tap forwards these to the agent; a broken standard output is
+	// then an error of the write, not the end of acpscope.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
+
+	agent, err := session.StartAgent(command, "", e.stderr)
+	if err != nil {
+		return fmt.Errorf("%w: starting the agent: %v", session.ErrTurn, err)
+	}
+	proc := agent.Process()
+	defer proc.Terminate()
+	defer agent.Stdout.Close() // read to its end by then, or given up on
+	st, err := tap.Run(context.WithoutCancel(ctx), tap.Config{
+		EditorIn: e.stdin, EditorOut: e.stdout, Observer: obs, Signals: sigs, Grace: *grace,
+	}, tap.Agent{
+		Stdin: agent.Stdin, Stdout: agent.Stdout, Exited: proc.Exited(),
+		Signal: proc.Signal, Stop: proc.Terminate,
+	}, func() bool { return interruptRead(e.stdin) })
+	if st.Unobserved == 0 {
+		term.Summary()
+	}
+	fmt.Fprintf(logw, "acpscope tap: %s\n", st)
+	if err != nil {
+		err = fmt.Errorf("%w: %v", session.ErrTurn, err)
+	} else if code, signaled, _ := proc.ExitCode(); st.AgentExited && code != 0 && !signaled && !proc.SignalledBeforeExit() {
+		err = fmt.Errorf("%w: the agent exited with code %d", session.ErrTurn, code)
+	}
+	// The observed cards are flushed to the store and accounted for
+	// (exit code 4 when some could not be stored), as after run's turns.
+	return sink.endTurn(context.WithoutCancel(ctx), logw, o, err)
+}
+
+// interruptRead ends a read blocked on r when r is a file that takes a
+// deadline, and reports whether it did; otherwise the read is left to end
+// with the process.
+func interruptRead(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && f.SetReadDeadline(time.Now()) == nil
+}

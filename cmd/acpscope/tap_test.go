@@ -1,0 +1,546 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/tap"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
+	"github.com/kdlbs/acp-go-sdk/internal/proctest"
+	"github.com/kdlbs/acp-go-sdk/persistence"
+)
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]byte(nil), b.buf.Bytes()...)
+}
+
+// wire records the bytes at both ends of a tapped connection: what the
+// client sent and received, what the agent process received and sent.
+type wire struct {
+	clientSent, clientGot, agentGot, agentSent lockedBuffer
+}
+
+// check fails unless each side received exactly what the other sent.
+func (w *wire) check(t *testing.T) {
+	t.Helper()
+	if !bytes.Equal(w.clientSent.Bytes(), w.agentGot.Bytes()) {
+		t.Errorf("the agent received other bytes than the client sent:\nsent %q\n got %q", w.clientSent.Bytes(), w.agentGot.Bytes())
+	}
+	if !bytes.Equal(w.agentSent.Bytes(), w.clientGot.Bytes()) {
+		t.Errorf("the client received other bytes than the agent sent:\nsent %q\n got %q", w.agentSent.Bytes(), w.clientGot.Bytes())
+	}
+	if len(w.clientGot.Bytes()) == 0 {
+		t.Error("nothing crossed the tap")
+	}
+}
+
+// storedCards is every stored row of the sessions, as comparable text
+// (times and the execution id, which differ between two processes, left
+// out).
+func storedCards(t *testing.T, dsn string, sessions ...string) string {
+	t.Helper()
+	s, err := persistence.OpenReadOnly(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var b strings.Builder
+	for _, id := range sessions {
+		rows, err := s.ListBySession(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			fmt.Fprintf(&b, "%s %s parent=%s type=%s desc=%s tool=%s agent=%s model=%s tokens=%s tools=%s ms=%s async=%v child=%s\n",
+				r.TaskSessionID, r.ToolCallID, deref(r.ParentToolCallID), deref(r.SubagentType), deref(r.Description),
+				deref(r.ToolStatus), deref(r.AgentStatus), deref(r.Model), num(r.TotalTokens), num(r.ToolUseCount),
+				num(r.DurationMs), r.IsAsync, deref(r.ChildSessionID))
+		}
+	}
+	return b.String()
+}
+
+// tappedEditor is an editor (run's client stack) talking through an
+// in-process tap to a real agent process, with the bytes recorded at both
+// ends and a store on each side of the tap.
+type tappedEditor struct {
+	t               *testing.T
+	conn            *acp.ClientSideConnection
+	tracker         *adapter.Tracker
+	clientTerm      *view.Terminal
+	tapTerm         *view.Terminal
+	obs             *tap.Observer
+	tapLog          lockedBuffer
+	w               wire
+	clientDB, tapDB string
+	closeStores     func()
+	toTap           io.Closer
+	tapped          chan tap.Stats
+	sessions        []string
+}
+
+// newTappedEditor starts the agent command under the tap and connects an
+// editor to it.
+func newTappedEditor(t *testing.T, command ...string) *tappedEditor {
+	dir := t.TempDir()
+	ed := &tappedEditor{t: t, clientDB: filepath.Join(dir, "client.db"), tapDB: filepath.Join(dir, "tap.db"), tapped: make(chan tap.Stats, 1)}
+	ctx := context.Background()
+	clientSink, err := openSink(ctx, outputFlags{db: ed.clientDB}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tapSink, err := openSink(ctx, outputFlags{db: ed.tapDB}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both sinks write asynchronously: each is flushed and closed before
+	// the stores are compared.
+	ed.closeStores = func() {
+		clientSink.flushTurn(outputFlags{}, nil)
+		clientSink.close()
+		tapSink.flushTurn(outputFlags{}, nil)
+		tapSink.close()
+	}
+	agent, err := session.StartAgent(command, dir, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc := agent.Process()
+	t.Cleanup(proc.Terminate)
+	ed.tapTerm = view.NewTerminal(&ed.tapLog, false)
+	if ed.obs, err = tap.NewObserver(tap.ObserverConfig{View: ed.tapTerm, Sink: tapSink.record}); err != nil {
+		t.Fatal(err)
+	}
+	toTapR, toTapW := io.Pipe()
+	fromTapR, fromTapW := io.Pipe()
+	ed.toTap = toTapW
+	go func() {
+		st, err := tap.Run(ctx, tap.Config{EditorIn: toTapR, EditorOut: fromTapW, Observer: ed.obs}, tap.Agent{
+			Stdin: struct {
+				io.Writer
+				io.Closer
+			}{io.MultiWriter(&ed.w.agentGot, agent.Stdin), agent.Stdin},
+			Stdout: io.TeeReader(agent.Stdout, &ed.w.agentSent),
+			Exited: proc.Exited(), Signal: proc.Signal, Stop: proc.Terminate,
+		}, nil)
+		if err != nil {
+			t.Errorf("tap: %v", err)
+		}
+		fromTapW.Close()
+		ed.tapped <- st
+	}()
+	ed.clientTerm = view.NewTerminal(io.Discard, false)
+	ed.tracker, ed.conn, err = session.NewClientStack(session.Config{Term: ed.clientTerm, Sink: clientSink.record, Policy: session.PolicyAllow, Cwd: dir},
+		io.MultiWriter(toTapW, &ed.w.clientSent), io.TeeReader(fromTapR, &ed.w.clientGot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	initReq := acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber, ClientInfo: &acp.Implementation{Name: "editor", Version: "1"}}
+	initResp, err := ed.conn.Initialize(ctx, initReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ed.tracker.Initialize(&initReq, &initResp)
+	return ed
+}
+
+// newSession opens a session, as the editor's client stack records it.
+func (ed *tappedEditor) newSession() string {
+	s, err := ed.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: "/", McpServers: []acp.McpServer{}})
+	if err != nil {
+		ed.t.Fatal(err)
+	}
+	ed.sessions = append(ed.sessions, string(s.SessionId))
+	ed.tracker.SessionStarted(string(s.SessionId))
+	return string(s.SessionId)
+}
+
+// loadSession loads a session (its history arrives before the answer).
+func (ed *tappedEditor) loadSession(sid string) {
+	ed.tracker.SessionLoaded(sid)
+	_, err := ed.conn.LoadSession(context.Background(), acp.LoadSessionRequest{SessionId: acp.SessionId(sid), Cwd: "/", McpServers: []acp.McpServer{}})
+	ed.tracker.SessionLoadFinished(sid, err == nil)
+	if err != nil {
+		ed.t.Fatal(err)
+	}
+	ed.sessions = append(ed.sessions, sid)
+}
+
+// prompt runs one turn in the session.
+func (ed *tappedEditor) prompt(sid string) {
+	ed.tracker.PromptStarted(sid)
+	if _, err := ed.conn.Prompt(context.Background(), acp.PromptRequest{SessionId: acp.SessionId(sid), Prompt: []acp.ContentBlock{acp.TextBlock("fan out")}}); err != nil {
+		ed.t.Fatal(err)
+	}
+	ed.tracker.PromptEnded(sid)
+}
+
+// finish closes the editor's side and checks the tapped connection: every
+// byte passed unchanged, every line observed, and the tap's cards and
+// stored rows are the client's. It returns the tap's cards.
+func (ed *tappedEditor) finish() string {
+	t := ed.t
+	t.Helper()
+	ed.tracker.Flush()
+	ed.toTap.Close() // the editor closes its side: the tap ends the agent
+	var st tap.Stats
+	select {
+	case st = <-ed.tapped:
+	case <-time.After(hangGuard):
+		t.Fatal("the tap did not end after the editor closed its side")
+	}
+	_ = ed.conn.Close()
+	ed.closeStores()
+	ed.w.check(t)
+	if !st.EditorClosed || st.Dropped+st.TooLong+st.Unparsed+st.Unobserved != 0 {
+		t.Errorf("stats: %s (editor closed first: %v)", st, st.EditorClosed)
+	}
+	var clientCards, tapCards bytes.Buffer
+	if err := ed.clientTerm.WriteJSON(&clientCards, ed.tracker.Dialect()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ed.tapTerm.WriteJSON(&tapCards, ed.obs.Dialect()); err != nil {
+		t.Fatal(err)
+	}
+	if clientCards.String() != tapCards.String() || clientCards.Len() == 0 {
+		t.Errorf("the tap's cards differ from the client's:\n--- client\n%s--- tap\n%s", clientCards.String(), tapCards.String())
+	}
+	want, got := storedCards(t, ed.clientDB, ed.sessions...), storedCards(t, ed.tapDB, ed.sessions...)
+	if want != got || want == "" {
+		t.Errorf("the tap stored other rows than the client:\n--- client\n%s--- tap\n%s", want, got)
+	}
+	return tapCards.String()
+}
+
+// An editor with two sessions and three turns, through the tap to a real
+// agent process: every byte passes unchanged both ways, and the tap's
+// cards and stored rows are the ones the client itself (run's client
+// stack) shows and stores.
+func TestTapMultiSessionCardsMatchTheClient(t *testing.T) {
+	ed := newTappedEditor(t, fakeAgent)
+	a, b := ed.newSession(), ed.newSession()
+	ed.prompt(a)
+	ed.prompt(b)
+	ed.prompt(a)
+	if got := len(parseCards(t, ed.finish())); got != 4 {
+		t.Errorf("want 2 subagent cards in each of 2 sessions, got %d", got)
+	}
+	if !strings.Contains(string(ed.tapLog.Bytes()), "Allow (allow_once)") {
+		t.Errorf("the tap's log does not show the editor's permission answer:\n%s", ed.tapLog.Bytes())
+	}
+}
+
+// A loaded session's history (a burst of 600 updates before the
+// answer) and a turn after it: the tap keeps up, observes every line and
+// stores what the client stores.
+func TestTapLoadedSessionCardsMatchTheClient(t *testing.T) {
+	ed := newTappedEditor(t, fakeAgent, "-mode", "burst", "-updates", "600", "-per", "30")
+	ed.loadSession("fake-session")
+	ed.prompt("fake-session")
+	if got := len(parseCards(t, ed.finish())); got != 20 {
+		t.Errorf("want the 20 subagents of the burst, got %d", got)
+	}
+}
+
+// runUnderTap runs `acpscope run --json` with flags and the agent command,
+// once directly and once through `acpscope tap` (both real processes, as
+// an editor would run them), wanting exit code want from both. Run must
+// show the same cards either way, the tap's capture must replay to them,
+// and the tap must store the rows run stores. It returns the tap's log.
+func runUnderTap(t *testing.T, want int, flags []string, agent ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	runDB, tapDB := filepath.Join(dir, "run.db"), filepath.Join(dir, "tap.db")
+	tapCapture, logPath := filepath.Join(dir, "tap.jsonl"), filepath.Join(dir, "tap.log")
+	args := append([]string{"run", "--json", "--prompt", "go"}, flags...)
+	direct := append(append(slices.Clone(args), "--no-db", "--"), agent...)
+	code, directCards, errOut := acpscope(t, "", direct...)
+	if code != want {
+		t.Fatalf("run without the tap: exit %d, want %d: %s", code, want, errOut)
+	}
+	tapped := append(slices.Clone(args), "--db", runDB, "--", acpscopeBin, "tap", "--db", tapDB, "--record", tapCapture, "--log", logPath, "--")
+	code, tappedCards, errOut := acpscope(t, "", append(tapped, agent...)...)
+	if code != want {
+		t.Fatalf("run through the tap: exit %d, want %d: %s", code, want, errOut)
+	}
+	if tappedCards != directCards || directCards == "" {
+		t.Errorf("run shows other cards through the tap:\n--- direct\n%s--- tapped\n%s", directCards, tappedCards)
+	}
+	code, replayed, errOut := acpscope(t, "", append(append([]string{"replay", "--json", "--no-db"}, flags...), tapCapture)...)
+	if code != exitOK { // a replay plays the agent's answers, cancelled or not
+		t.Fatalf("replay of the tap's capture: exit %d: %s", code, errOut)
+	}
+	if replayed != tappedCards {
+		t.Errorf("the tap's capture replays to other cards:\n--- run\n%s--- replay\n%s", tappedCards, replayed)
+	}
+	if want, got := storedCards(t, runDB, "fake-session"), storedCards(t, tapDB, "fake-session"); want != got || want == "" {
+		t.Errorf("the tap stored other rows than run:\n--- run\n%s--- tap\n%s", want, got)
+	}
+	log, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "acpscope tap: passed") || !strings.Contains(string(log), "not observed: 0 dropped (observer busy), 0 too long, 0 not JSON-RPC, 0 left") {
+		t.Errorf("the tap's log lacks its report of every line observed:\n%s", log)
+	}
+	return string(log)
+}
+
+// The tap under run shows, records and stores run's cards.
+func TestTapUnderRunStoresRunsCards(t *testing.T) {
+	if log := runUnderTap(t, exitOK, []string{"--permission", "allow"}, fakeAgent); !strings.Contains(log, "Subagents (2)") {
+		t.Errorf("the tap's log does not show the cards:\n%s", log)
+	}
+}
+
+// A turn cancelled by run (--timeout: session/cancel, the agent answers
+// cancelled): the tap ends the open card cancelled as run does, in its
+// store and in its capture's replay.
+func TestTapCancelledTurnMatchesRun(t *testing.T) {
+	log := runUnderTap(t, exitCancelled, []string{"--timeout", "1s", "--cancel-grace", "10s"}, fakeAgent, "-mode", "cancel")
+	if !strings.Contains(log, "[cancelled]") {
+		t.Errorf("the tap's log does not show the card cancelled:\n%s", log)
+	}
+}
+
+// A tap whose agent exits in the middle of a turn passes the end on: it
+// ends, and the client's turn fails as it would without the tap.
+func TestTapEndsWhenTheAgentExits(t *testing.T) {
+	code, _, errOut := acpscope(t, "", "run", "--no-db", "--prompt", "go", "--", acpscopeBin, "tap", "--no-db", "--", fakeAgent, "-mode", "exit")
+	if code != exitTurn {
+		t.Fatalf("exit %d, want %d: %s", code, exitTurn, errOut)
+	}
+	if !strings.Contains(errOut, "agent exited with code 3") {
+		t.Errorf("the tap did not report the agent's exit:\n%s", errOut)
+	}
+}
+
+// SIGTERM to the tap reaches the agent, and no agent process outlives
+// the tap; standard output holds the agent's bytes only.
+func TestTapForwardsSignalsAndLeavesNoAgent(t *testing.T) {
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	pidFile := filepath.Join(dir, "pid")
+	// The agent is a shell that records its pid, then runs the fake agent
+	// in the hang mode (it never answers the prompt).
+	script := fmt.Sprintf(`echo $$ > %s; exec %s -mode hang -ready %s`, pidFile, fakeAgent, ready)
+	cmd := exec.Command(acpscopeBin, "tap", "--no-db", "--grace", "200ms", "--", "sh", "-c", script)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr lockedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"fake-session","prompt":[{"type":"text","text":"go"}]}}`,
+	} {
+		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(hangGuard)
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent never opened its card; stderr:\n%s", stderr.Bytes())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(data), &pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(hangGuard):
+		t.Fatal("the tap did not end after SIGTERM")
+	}
+	proctest.AwaitGone(t, []int{pid})
+	for _, line := range bytes.Split(bytes.TrimSpace(stdout.Bytes()), []byte("\n")) {
+		if !bytes.HasPrefix(line, []byte(`{"jsonrpc":"2.0"`)) {
+			t.Errorf("standard output holds something the agent did not send: %q", line)
+		}
+	}
+	if !strings.Contains(string(stderr.Bytes()), "acpscope tap: passed") {
+		t.Errorf("the tap's report is not on standard error:\n%s", stderr.Bytes())
+	}
+}
+
+// `acpscope tap --web` serves the tap's store while the editor works:
+// the session the editor opened is on the page before the editor closes,
+// behind the same loopback Host check as `acpscope web`.
+func TestTapWebServesTheStoreLive(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "tap.db")
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	logR, logW := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(context.Background(), []string{"tap", "--db", db, "--web", "127.0.0.1:0", "--", fakeAgent}, inR, outW, logW)
+		outW.Close()
+		logW.Close()
+	}()
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(logR)
+		for sc.Scan() {
+			if u := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(sc.Text()); u != "" {
+				urls <- u
+			}
+		}
+	}()
+	send := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The editor waits for each answer before it sends the next request,
+	// as editors do (the dialect is known from initialize's answer).
+	answered := map[string]chan struct{}{"1": make(chan struct{}), "2": make(chan struct{}), "3": make(chan struct{})}
+	go func() { // the editor: answers the permission request, notes the answers
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			_ = json.Unmarshal(sc.Bytes(), &m)
+			switch {
+			case m.Method == "session/request_permission":
+				_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`+"\n")
+			case m.Method == "" && answered[string(m.ID)] != nil:
+				close(answered[string(m.ID)])
+			}
+		}
+	}()
+	var u string
+	select {
+	case u = <-urls:
+	case <-time.After(hangGuard):
+		t.Fatal("the tap printed no web address")
+	}
+	for id, req := range []string{
+		`"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}`,
+		`"method":"session/new","params":{"cwd":"/","mcpServers":[]}`,
+		`"method":"session/prompt","params":{"sessionId":"fake-session","prompt":[{"type":"text","text":"go"}]}`,
+	} {
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,%s}`, id+1, req))
+		select {
+		case <-answered[fmt.Sprint(id+1)]:
+		case <-time.After(hangGuard):
+			t.Fatalf("request %d was not answered", id+1)
+		}
+	}
+	deadline := time.Now().Add(hangGuard)
+	for {
+		body := httpGet(t, u+"api/session?id=fake-session", "")
+		if strings.Contains(body, `"tool_call_id":"toolu_A"`) && strings.Contains(body, "a1b2") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the live page never showed the turn's card:\n%s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if body := httpGet(t, u+"api/sessions", "rebinding.example"); strings.Contains(body, "fake-session") {
+		t.Errorf("a request for another Host read the store:\n%s", body)
+	}
+	inW.Close() // the editor closes: the tap ends, and its web server with it
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("tap exit %d", code)
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("the tap did not end after the editor closed its side")
+	}
+	if _, err := http.Get(u); err == nil {
+		t.Error("the web server still answers after the tap ended")
+	}
+}
+
+// httpGet returns the body of a GET of u, sent with the given Host header
+// when host is not empty.
+func httpGet(t *testing.T, u, host string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return string(body)
+}
+
+// An agent that writes and exits at once: everything it wrote reaches the
+// editor, the tail still in the pipe when it exited included.
+func TestTapForwardsTheAgentsLastOutput(t *testing.T) {
+	const size = 4 << 20
+	for i := range 5 {
+		var out bytes.Buffer
+		code := run(context.Background(), []string{"tap", "--no-db", "--", "sh", "-c", fmt.Sprintf("head -c %d /dev/zero", size)},
+			strings.NewReader(""), &out, io.Discard)
+		if code != exitOK || out.Len() != size {
+			t.Fatalf("run %d: exit %d, the editor got %d of the agent's %d bytes", i, code, out.Len(), size)
+		}
+	}
+}
