@@ -164,8 +164,8 @@ func FuzzEncodeMessage(f *testing.F) {
 		if len(params) > 0 {
 			p = json.RawMessage(params)
 		}
-		e := getEncodeBuffer()
-		defer putEncodeBuffer(e)
+		var free freeLists
+		e := free.getEncodeBuffer()
 		gotErr := encodeMessage(e, uint64(id), method, p)
 
 		ref := referenceEnvelope{JSONRPC: "2.0", Method: method}
