@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,24 +17,30 @@ import (
 // floodResult is what a pipelining peer saw of its requests' replies.
 type floodResult struct {
 	answered, refused, other int
-	peakHeapMiB              float64
+	peakHeapMiB, peakLiveMiB float64
 }
 
-// heapPeak samples HeapAlloc every few milliseconds until stop is closed
-// and returns the largest value seen, in MiB.
-func heapPeak(stop <-chan struct{}) <-chan float64 {
-	out := make(chan float64, 1)
+// heapPeak samples the heap every few milliseconds until stop is closed
+// and returns the largest values seen, in MiB: HeapAlloc (garbage not yet
+// collected included) and the live heap as of the last collection.
+func heapPeak(stop <-chan struct{}) <-chan [2]float64 {
+	out := make(chan [2]float64, 1)
 	go func() {
-		var peak uint64
+		var peak, live uint64
 		var ms runtime.MemStats
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			runtime.ReadMemStats(&ms)
+			metrics.Read(sample)
 			peak = max(peak, ms.HeapAlloc)
+			if sample[0].Value.Kind() == metrics.KindUint64 {
+				live = max(live, sample[0].Value.Uint64())
+			}
 			select {
 			case <-stop:
-				out <- float64(peak) / (1 << 20)
+				out <- [2]float64{float64(peak) / (1 << 20), float64(live) / (1 << 20)}
 				return
 			case <-tick.C:
 			}
@@ -98,7 +105,8 @@ func flood(t *testing.T, n int, handler MethodHandler, request func(i int) strin
 		t.Fatal("flood: replies stopped")
 	}
 	close(stop)
-	res.peakHeapMiB = <-peak
+	p := <-peak
+	res.peakHeapMiB, res.peakLiveMiB = p[0], p[1]
 	return res
 }
 
@@ -119,8 +127,8 @@ func TestWhyPipelinedRequestsNeverRefused(t *testing.T) {
 	}, func(reply string) bool {
 		return strings.Contains(reply, `"code":-32601`)
 	})
-	t.Logf("%d pipelined unknown-method requests: %d answered -32601, %d refused, %d other; peak heap %.1f MiB",
-		n, res.answered, res.refused, res.other, res.peakHeapMiB)
+	t.Logf("%d pipelined unknown-method requests: %d answered -32601, %d refused, %d other; peak heap %.1f MiB (live %.1f MiB)",
+		n, res.answered, res.refused, res.other, res.peakHeapMiB, res.peakLiveMiB)
 	if res.answered != n || res.refused != 0 {
 		t.Fatalf("%d of %d answered, %d refused", res.answered, n, res.refused)
 	}
@@ -140,8 +148,8 @@ func TestWhyCursorTaskFloodAlwaysAnswered(t *testing.T) {
 	}, func(reply string) bool {
 		return strings.HasSuffix(reply, `"result":{}}`)
 	})
-	t.Logf("%d pipelined cursor/task requests: %d answered {}, %d refused, %d other; peak heap %.1f MiB",
-		n, res.answered, res.refused, res.other, res.peakHeapMiB)
+	t.Logf("%d pipelined cursor/task requests: %d answered {}, %d refused, %d other; peak heap %.1f MiB (live %.1f MiB)",
+		n, res.answered, res.refused, res.other, res.peakHeapMiB, res.peakLiveMiB)
 	if res.answered != n || res.refused != 0 {
 		t.Fatalf("%d of %d answered {}, %d refused", res.answered, n, res.refused)
 	}
