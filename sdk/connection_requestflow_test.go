@@ -81,10 +81,17 @@ func flood(t *testing.T, n int, handler MethodHandler, request func(i int) strin
 	var res floodResult
 	sc := bufio.NewScanner(outR)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	// The guard is on progress, not on the whole flood: it fails only when
+	// no reply came for hangGuard.
+	progress := make(chan struct{}, 1)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for seen := 0; seen < n && sc.Scan(); seen++ {
+			select {
+			case progress <- struct{}{}:
+			default:
+			}
 			line := sc.Text()
 			switch {
 			case want(line):
@@ -99,10 +106,14 @@ func flood(t *testing.T, n int, handler MethodHandler, request func(i int) strin
 			}
 		}
 	}()
-	select {
-	case <-done:
-	case <-time.After(3 * hangGuard):
-		t.Fatal("flood: replies stopped")
+	for waiting := true; waiting; {
+		select {
+		case <-done:
+			waiting = false
+		case <-progress:
+		case <-time.After(hangGuard):
+			t.Fatal("flood: replies stopped")
+		}
 	}
 	close(stop)
 	p := <-peak
