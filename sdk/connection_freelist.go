@@ -24,9 +24,38 @@ const (
 // freeLists holds a connection's spare encode buffers and write-result
 // channels.
 type freeLists struct {
-	mu      sync.Mutex
-	buffers []*encodeBuffer
-	results []chan error
+	buffers freeList[*encodeBuffer]
+	results freeList[chan error]
+}
+
+// freeList is a bounded stack of spare items, safe for concurrent use.
+type freeList[T any] struct {
+	mu    sync.Mutex
+	items []T
+}
+
+// take pops a spare item; ok is false when there is none.
+func (f *freeList[T]) take() (item T, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := len(f.items)
+	if n == 0 {
+		return item, false
+	}
+	item = f.items[n-1]
+	var zero T
+	f.items[n-1] = zero
+	f.items = f.items[:n-1]
+	return item, true
+}
+
+// put keeps item unless limit items are kept already.
+func (f *freeList[T]) put(item T, limit int) {
+	f.mu.Lock()
+	if len(f.items) < limit {
+		f.items = append(f.items, item)
+	}
+	f.mu.Unlock()
 }
 
 // encodeBuffer is a recycled buffer for laying out one outbound message.
@@ -37,15 +66,9 @@ type encodeBuffer struct {
 
 // getEncodeBuffer returns an empty encode buffer.
 func (f *freeLists) getEncodeBuffer() *encodeBuffer {
-	f.mu.Lock()
-	if n := len(f.buffers); n > 0 {
-		e := f.buffers[n-1]
-		f.buffers[n-1] = nil
-		f.buffers = f.buffers[:n-1]
-		f.mu.Unlock()
+	if e, ok := f.buffers.take(); ok {
 		return e
 	}
-	f.mu.Unlock()
 	e := &encodeBuffer{}
 	e.enc = json.NewEncoder(&e.buf)
 	return e
@@ -57,32 +80,18 @@ func (f *freeLists) putEncodeBuffer(e *encodeBuffer) {
 		return
 	}
 	e.buf.Reset()
-	f.mu.Lock()
-	if len(f.buffers) < maxFreeEncodeBuffers {
-		f.buffers = append(f.buffers, e)
-	}
-	f.mu.Unlock()
+	f.buffers.put(e, maxFreeEncodeBuffers)
 }
 
 // getWriteResult returns an empty write-result channel (capacity 1).
 func (f *freeLists) getWriteResult() chan error {
-	f.mu.Lock()
-	if n := len(f.results); n > 0 {
-		ch := f.results[n-1]
-		f.results[n-1] = nil
-		f.results = f.results[:n-1]
-		f.mu.Unlock()
+	if ch, ok := f.results.take(); ok {
 		return ch
 	}
-	f.mu.Unlock()
 	return make(chan error, 1)
 }
 
 // putWriteResult hands back a channel whose one result was received.
 func (f *freeLists) putWriteResult(ch chan error) {
-	f.mu.Lock()
-	if len(f.results) < maxFreeWriteResults {
-		f.results = append(f.results, ch)
-	}
-	f.mu.Unlock()
+	f.results.put(ch, maxFreeWriteResults)
 }
