@@ -582,7 +582,6 @@ func (c *Connection) readAheadCallStarted() {
 // notificationLoop runs the notification handlers, one at a time, in order.
 func (c *Connection) notificationLoop() {
 	defer c.goroutineDone()
-	c.notifyGoroutine.Store(goroutineID())
 	var done uint64
 	for {
 		c.qmu.Lock()
@@ -606,6 +605,11 @@ func (c *Connection) notificationLoop() {
 		item := c.queue.pop()
 		c.queuedBytes -= len(item.params)
 		c.runningBytes = len(item.params)
+		if c.notifyGoroutine.Load() == 0 {
+			// Asked once, before the first handler runs (it costs an
+			// allocation, which an idle connection need not pay).
+			c.notifyGoroutine.Store(goroutineID())
+		}
 		c.runningSeq.Store(item.seq)
 		c.wakeReaderLocked()
 		c.qmu.Unlock()
