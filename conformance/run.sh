@@ -6,7 +6,8 @@
 #                run twice; transcripts compared byte for byte, differences
 #                checked against conformance/wire/allowlist.json
 #   2. consumer  conformance/consumer, a module that replaces upstream with
-#                sdk/ and completes a cursor/task round trip (issue 2)
+#                sdk/ and completes a cursor/task round trip (issue 2), plus a
+#                consumer's patterns in testing/synctest bubbles (issue 22)
 #   3. peers     sourcegraph/jsonrpc2 peers, then the official TypeScript
 #                SDK's agent and client (npm ci in conformance/ts if needed)
 #   4. identity  capture replays through the client pipeline with and
@@ -97,7 +98,7 @@ done
 
 # ------------------------------------------------------------ 2. consumer
 section "consumer module (github.com/coder/acp-go-sdk replaced by sdk/)"
-go_suite "consumer module (cursor/task)" conformance/consumer "$WORK/consumer.log" ./...
+go_suite "consumer module (cursor/task, synctest)" conformance/consumer "$WORK/consumer.log" ./...
 
 # --------------------------------------------------------------- 3. peers
 section "independent peers: sourcegraph/jsonrpc2"

@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,16 +40,31 @@ type MethodHandler func(ctx context.Context, method string, params json.RawMessa
 // Connection is a JSON-RPC 2.0 connection over newline-delimited JSON, the
 // transport under ClientSideConnection and AgentSideConnection.
 //
-// Inbound requests each run on their own goroutine (at most 1024 at a time by
-// default, see WithMaxInflightRequests); inbound notifications run one at a
-// time, in arrival order, on one goroutine fed by a bounded queue; when the
-// queue is full the connection stops reading from the peer until the
-// handler catches up (flow control, see WithMaxQueuedNotifications). Lines
-// are written by one writer goroutine: every send returns when its ctx ends
-// or the connection is closed, even while the peer does not read. An outbound request returns only after every
-// notification the peer sent before its response has been handled (the
-// response barrier), so, for example, all session/update notifications sent
-// before a session/prompt result are seen before Prompt returns.
+// Inbound requests each run on a worker goroutine, at most 1024 at a time
+// by default (WithMaxInflightRequests); inbound notifications run one at a
+// time, in arrival order, on one goroutine fed by a bounded queue. Both are
+// under flow control: when every request slot is taken, or the
+// notification queue is full, the connection stops reading from the peer
+// until a handler catches up, so the peer's writes wait in the pipe;
+// nothing is refused, dropped or reordered for load. Lines are written by
+// one writer goroutine: every send returns when its ctx ends or the
+// connection is closed, even while the peer does not read. An outbound
+// request returns only after every notification the peer sent before its
+// response has been handled (the response barrier), so, for example, all
+// session/update notifications sent before a session/prompt result are
+// seen before Prompt returns.
+//
+// Memory bound: with the defaults, what the connection holds of its peer's
+// input is at most 1024 running request handlers (their params) plus one
+// request waiting for a slot, 1024 queued notifications or 16 MiB of their
+// params (WithMaxQueuedNotifications, WithMaxQueuedNotificationBytes; one
+// notification of any size is always accepted), and the line being read
+// (at most 64 MiB). Only while a call made from (or while) a handler awaits
+// its response does the reader read past these bounds, up to the
+// read-ahead cap of 262,144 notifications or requests and 256 MiB of
+// params each; reaching it ends the connection with an error wrapping
+// ErrNotificationQueueOverflow or ErrRequestBacklogOverflow, rather than
+// hang.
 //
 // Memory for large frames: a line is read into one buffer of about its size
 // (sized from the previous long line; the first long line is read in pieces
@@ -61,11 +75,35 @@ type MethodHandler func(ctx context.Context, method string, params json.RawMessa
 // params shares the frame's memory (see sharedString) rather than doubling
 // it.
 //
-// A notification handler may call back into the connection: requests it
-// sends with (a context derived from) its own ctx skip the barrier, which
-// could otherwise never be reached while that handler runs. Requests it sends
-// with an unrelated context wait for the barrier and therefore for itself:
-// pass the handler's ctx.
+// Calls from handlers never deadlock, whatever their context. A request a
+// notification handler sends skips the response barrier, which could never
+// be reached while that handler runs: the SDK recognises such a call by its
+// context (the handler's ctx or one derived from it, from any goroutine) or
+// by the goroutine it is made on (the one running notification handlers,
+// with any context, e.g. context.Background() with a timeout). The
+// ordering consequence is small: the response to such a call may be
+// returned before the notifications that arrived after the running one
+// (and before the response) have been handled; they are still handled
+// afterwards, in order. A goroutine the handler starts and waits for is not
+// the handler's: give it the handler's ctx. While any call made with a
+// handler's ctx, or made while a handler (of a notification or a request)
+// runs, awaits its response, the reader keeps reading past the queue and
+// slot bounds, up to the read-ahead cap, since that response may be in the
+// pipe behind them.
+//
+// Strict JSON-RPC 2.0: a line that starts like JSON but is not valid gets
+// -32700 with a null id; a batch (top-level array) gets one -32600 with a
+// null id (ACP does not use batches); a request whose id is not a string,
+// number or null gets -32600 with a null id; any other message meant as a
+// request that is not valid JSON-RPC gets -32600 (echoing its id when it is
+// a string or number). What cannot be answered (a malformed response, text
+// that is not JSON) is logged at Error, at most 10 lines a second per
+// connection.
+//
+// Nothing a connection uses is shared with another connection or outlives
+// it (no process-wide pools of channels, buffers, timers or goroutines), so
+// connections may be created and closed inside testing/synctest bubbles,
+// many per process; after Close and Wait none of its goroutines remain.
 //
 // A panic in a handler is recovered and logged with its stack; a request is
 // answered -32603 and the connection lives on.
@@ -77,6 +115,10 @@ type Connection struct {
 	handler MethodHandler
 	opts    connectionOptions
 	logger  atomic.Pointer[slog.Logger]
+	// free recycles this connection's encode buffers and write results.
+	free freeLists
+	// malformedLog throttles the log of malformed inbound messages.
+	malformedLog logThrottle
 
 	// writeSem serialises writes (one line per Write). A sender takes it,
 	// hands its line to the writer goroutine (writeLine), which writes it,
@@ -102,11 +144,20 @@ type Connection struct {
 	notifyCtx    context.Context
 	notifyCancel context.CancelCauseFunc
 
-	// mu guards pending, inflight, the cancel queue and goroutine accounting.
-	mu                  sync.Mutex
-	pending             map[uint64]*pendingCall
-	inflight            map[string]*inflightRequest
-	inflightCount       int
+	// mu guards pending, inflight, the request backlog, the cancel queue
+	// and goroutine accounting.
+	mu       sync.Mutex
+	pending  map[uint64]*pendingCall
+	inflight map[string]*inflightRequest
+	// runningRequests counts the inbound request handlers holding a slot;
+	// backlog holds, in arrival order, the requests read while every slot
+	// was taken (one, unless the reader reads ahead), and backlogBytes
+	// their params bytes. requestRoom wakes the reader waiting for the
+	// backlog to empty (flow control, see waitForRequestSlotLocked).
+	runningRequests     int
+	backlog             []requestJob
+	backlogBytes        int
+	requestRoom         sync.Cond
 	cancelQueue         []uint64
 	cancelSenderRunning bool
 	goroutines          int
@@ -130,11 +181,19 @@ type Connection struct {
 	deferred      []*pendingCall
 	drainTimer    *time.Timer
 
-	// handlerCallsWaiting counts the calls made from a notification
-	// handler's context whose response has not arrived; while it is
-	// non-zero the reader reads past the queue bound (see
-	// enqueueNotification).
-	handlerCallsWaiting atomic.Int64
+	// runningSeq is the sequence number of the notification whose handler
+	// runs (0 when none); written under qmu. notifyGoroutine identifies the
+	// goroutine notification handlers run on (see goroutineID).
+	runningSeq      atomic.Uint64
+	notifyGoroutine atomic.Uint64
+
+	// readAheadCalls counts the outbound calls made while a handler of this
+	// connection ran (or with a notification handler's context) whose
+	// response has not arrived; while it is non-zero the reader reads past
+	// the notification and request bounds, up to the read-ahead caps, since
+	// a handler may be waiting for that response (see enqueueNotification
+	// and waitForRequestSlotLocked).
+	readAheadCalls atomic.Int64
 
 	shutdownOnce sync.Once
 	closeOnce    sync.Once
@@ -144,8 +203,11 @@ type Connection struct {
 // pendingCall is an outbound request waiting for its response.
 type pendingCall struct {
 	id uint64
-	// noBarrier is set for calls made from a notification handler's context.
+	// noBarrier is set for calls made by a notification handler: with (a
+	// context derived from) its context, or on its goroutine.
 	noBarrier bool
+	// readAhead is set for calls counted in Connection.readAheadCalls.
+	readAhead bool
 	// received is set (under Connection.mu) when the response has arrived.
 	received bool
 	// watermark is the last notification the response must wait for.
@@ -201,6 +263,7 @@ func NewConnection(handler MethodHandler, peerInput io.Writer, peerOutput io.Rea
 	}
 	c.qcond.L = &c.qmu
 	c.roomCond.L = &c.qmu
+	c.requestRoom.L = &c.mu
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	inbound, inboundCancel := context.WithCancelCause(context.Background())
 	c.notifyCtx = context.WithValue(inbound, notificationCtxKey{}, c)
@@ -317,6 +380,13 @@ func (c *Connection) shutdown(cause error) {
 
 		c.mu.Lock()
 		c.cancelQueue = nil
+		// Requests still waiting for a slot are dropped: their replies
+		// could no longer be delivered.
+		for _, job := range c.backlog {
+			c.forgetInflightLocked(job)
+		}
+		c.backlog, c.backlogBytes = nil, 0
+		c.requestRoom.Broadcast()
 		c.mu.Unlock()
 
 		c.log().Info("connection closed", "cause", cause.Error())
@@ -355,20 +425,26 @@ func (c *Connection) readLoop() {
 // dispatchLine handles one non-blank line; false stops the read loop.
 func (c *Connection) dispatchLine(line []byte, env *envelope) bool {
 	if err := decodeEnvelope(line, env); err != nil {
-		c.log().Error("failed to parse incoming message", "err", err, "raw", loggedLine(line))
+		c.rejectMalformed(line, err)
 		return true
 	}
 	switch {
 	case env.id == nil && env.method == methodCancelRequest:
 		c.handleCancelRequest(env.params)
 	case env.id != nil && env.method == "":
-		c.handleResponse(env)
+		c.handleResponse(env, line)
 	case env.method != "" && env.id != nil:
-		c.startRequest(env.id, env.method, env.params)
+		if !validIDKind(env.id) {
+			c.rejectInvalidID(line)
+			return true
+		}
+		return c.startRequest(env.id, env.method, env.params)
 	case env.method != "":
 		return c.enqueueNotification(env.method, env.params)
+	case env.result == nil && env.err == nil:
+		c.rejectEmpty(line)
 	default:
-		c.log().Error("received message with neither id nor method", "raw", loggedLine(line))
+		c.logMalformed("received message with neither id nor method", line, nil)
 	}
 	return true
 }
@@ -393,9 +469,9 @@ func loggedLine(line []byte) string {
 // reordered, and the queue's memory stays within the bounds (plus the one
 // notification always accepted).
 //
-// While a call made from a notification handler's context waits for its
-// response, that response may sit in the pipe behind notifications, and the
-// handler cannot return before it arrives; the reader then keeps reading and
+// While a call made from (or while) a handler waits for its response, that
+// response may sit in the pipe behind notifications, and the handler cannot
+// return before it arrives; the reader then keeps reading and
 // queueing past the bound, up to the read-ahead cap (readAheadCap). At the
 // cap the connection ends with an error wrapping
 // ErrNotificationQueueOverflow that names the cap, rather than hang.
@@ -421,7 +497,7 @@ func (c *Connection) enqueueNotification(method string, params json.RawMessage) 
 	c.queue.push(queuedNotification{seq: c.enqueuedSeq, method: method, params: params}, maxCount)
 	c.qcond.Signal()
 	for waited := false; !c.opts.closeOnOverflow && !c.queueClosed && (c.overBoundLocked() || waited && !c.drainedLocked()); {
-		if c.handlerCallsWaiting.Load() == 0 {
+		if c.readAheadCalls.Load() == 0 {
 			// Once stopped, resume only when the queue has drained to half
 			// its bounds: one wake-up per half queue, not per notification.
 			waited = true
@@ -490,14 +566,17 @@ func (c *Connection) wakeReaderLocked() {
 	}
 }
 
-// handlerCallStarted records a call made from a notification handler's
-// context and wakes the reader if it waits for room (its response may be
-// behind the notifications in the pipe).
-func (c *Connection) handlerCallStarted() {
-	c.handlerCallsWaiting.Add(1)
+// readAheadCallStarted records a call that may be awaited by a handler and
+// wakes the reader if it waits for room in the notification queue or for a
+// request slot (the call's response may be behind them in the pipe).
+func (c *Connection) readAheadCallStarted() {
+	c.readAheadCalls.Add(1)
 	c.qmu.Lock()
 	c.roomCond.Signal()
 	c.qmu.Unlock()
+	c.mu.Lock()
+	c.requestRoom.Signal()
+	c.mu.Unlock()
 }
 
 // notificationLoop runs the notification handlers, one at a time, in order.
@@ -509,6 +588,7 @@ func (c *Connection) notificationLoop() {
 		if done != 0 {
 			c.completeNotificationLocked(done)
 			c.runningBytes = 0
+			c.runningSeq.Store(0)
 			c.wakeReaderLocked()
 		}
 		for c.queue.len() == 0 && !c.queueClosed {
@@ -525,6 +605,12 @@ func (c *Connection) notificationLoop() {
 		item := c.queue.pop()
 		c.queuedBytes -= len(item.params)
 		c.runningBytes = len(item.params)
+		if c.notifyGoroutine.Load() == 0 {
+			// Asked once, before the first handler runs (it costs an
+			// allocation, which an idle connection need not pay).
+			c.notifyGoroutine.Store(goroutineID())
+		}
+		c.runningSeq.Store(item.seq)
 		c.wakeReaderLocked()
 		c.qmu.Unlock()
 
@@ -578,27 +664,18 @@ func (c *Connection) invoke(ctx context.Context, method string, params json.RawM
 	return c.handler(ctx, method, params)
 }
 
-// startRequest starts the handler of an inbound request on its own
-// goroutine, or refuses it when too many are running.
-func (c *Connection) startRequest(rawID json.RawMessage, method string, params json.RawMessage) {
+// startRequest starts the handler of an inbound request on a worker
+// goroutine; when every slot (WithMaxInflightRequests) is taken it queues
+// the request and waits for a slot (see waitForRequestSlotLocked). false
+// stops the read loop (the connection ended).
+func (c *Connection) startRequest(rawID json.RawMessage, method string, params json.RawMessage) bool {
 	idKey, err := canonicalIDKey(rawID)
 	if err != nil {
 		c.log().Error("failed to canonicalize inbound request id", "err", err, "id", string(rawID))
 		idKey = string(rawID)
 	}
-	c.mu.Lock()
-	if c.inflightCount >= c.opts.maxInflightRequests {
-		c.mu.Unlock()
-		c.log().Error("refusing inbound request: too many concurrent requests", "method", method, "limit", c.opts.maxInflightRequests)
-		c.writeResponse(rawID, nil, NewInternalError(errorData(fmt.Sprintf("too many concurrent requests (limit %d)", c.opts.maxInflightRequests))))
-		return
-	}
 	reqCtx, cancel := context.WithCancelCause(c.ctx)
 	entry := &inflightRequest{cancel: cancel}
-	c.inflight[idKey] = entry
-	c.inflightCount++
-	c.mu.Unlock()
-
 	job := requestJob{ctx: reqCtx, entry: entry, idKey: idKey, rawID: rawID, method: method, params: params}
 	if c.opts.orderedRequests {
 		// Registered here, on the reader goroutine, so the watermark is
@@ -610,6 +687,61 @@ func (c *Connection) startRequest(rawID json.RawMessage, method string, params j
 		}
 		c.qmu.Unlock()
 	}
+	c.mu.Lock()
+	// Registered at once, so a $/cancel_request read later finds it even
+	// while it waits for a slot.
+	c.inflight[idKey] = entry
+	if c.runningRequests < c.opts.maxInflightRequests && len(c.backlog) == 0 {
+		c.runningRequests++
+		c.mu.Unlock()
+		c.dispatchRequest(job)
+		return true
+	}
+	c.backlog = append(c.backlog, job)
+	c.backlogBytes += len(params)
+	err = c.waitForRequestSlotLocked()
+	ended := c.ctx.Err() != nil
+	c.mu.Unlock()
+	if err != nil {
+		c.log().Error("request backlog reached its cap while a handler awaited a response; closing connection", "err", err)
+		c.shutdown(err)
+		return false
+	}
+	return !ended
+}
+
+// waitForRequestSlotLocked is flow control for inbound requests: while
+// requests wait for a slot, the reader waits here, before reading the next
+// line, so the peer's writes wait in the pipe; no request is refused. A
+// peer that reads its replies therefore has at most the configured number
+// of handlers running and one request waiting.
+//
+// While a call made from (or while) a handler awaits its response, that
+// response may sit in the pipe behind further requests, and the handlers
+// holding the slots may be waiting for it; the reader then reads on,
+// queueing requests, up to the read-ahead cap (as many requests as the
+// notification read-ahead cap, and as many params bytes). At the cap it
+// returns an error wrapping ErrRequestBacklogOverflow, with which the
+// connection ends rather than hang. c.mu is held.
+func (c *Connection) waitForRequestSlotLocked() error {
+	for len(c.backlog) > 0 && c.ctx.Err() == nil {
+		if c.readAheadCalls.Load() == 0 {
+			c.requestRoom.Wait()
+			continue
+		}
+		maxCount, maxBytes := c.readAheadCap()
+		if len(c.backlog) >= maxCount || c.backlogBytes >= maxBytes {
+			return fmt.Errorf("%w: %d requests (%d params bytes) waiting for a slot while a handler awaited a response (read-ahead cap %d requests, %d bytes)",
+				ErrRequestBacklogOverflow, len(c.backlog), c.backlogBytes, maxCount, maxBytes)
+		}
+		return nil
+	}
+	return nil
+}
+
+// dispatchRequest hands a request that holds a slot to an idle worker, or
+// starts one.
+func (c *Connection) dispatchRequest(job requestJob) {
 	select {
 	case c.requestJobs <- job: // an idle worker takes it
 	default:
@@ -618,6 +750,38 @@ func (c *Connection) startRequest(rawID json.RawMessage, method string, params j
 		c.mu.Unlock()
 		go c.requestWorker(job)
 	}
+}
+
+// releaseRequestSlot ends job's hold on its slot and passes the slot to the
+// first request of the backlog, waking the reader once the backlog is empty.
+func (c *Connection) releaseRequestSlot(job requestJob) {
+	c.mu.Lock()
+	if c.inflight[job.idKey] == job.entry {
+		delete(c.inflight, job.idKey)
+	}
+	if len(c.backlog) == 0 || c.ctx.Err() != nil {
+		c.runningRequests--
+		c.mu.Unlock()
+		return
+	}
+	next := c.backlog[0]
+	c.backlog[0] = requestJob{}
+	c.backlog = c.backlog[1:]
+	c.backlogBytes -= len(next.params)
+	if len(c.backlog) == 0 {
+		c.backlog = nil
+		c.requestRoom.Signal()
+	}
+	c.mu.Unlock()
+	c.dispatchRequest(next)
+}
+
+// forgetInflightLocked drops a request that will not run. c.mu is held.
+func (c *Connection) forgetInflightLocked(job requestJob) {
+	if c.inflight[job.idKey] == job.entry {
+		delete(c.inflight, job.idKey)
+	}
+	job.entry.cancel(nil)
 }
 
 // requestJob is an inbound request handed to a worker goroutine.
@@ -680,12 +844,7 @@ func (c *Connection) runRequest(job requestJob) {
 	}
 	// Free the slot before replying, so a peer that sends its next request
 	// as soon as it sees this reply always finds room.
-	c.mu.Lock()
-	if c.inflight[job.idKey] == job.entry {
-		delete(c.inflight, job.idKey)
-	}
-	c.inflightCount--
-	c.mu.Unlock()
+	c.releaseRequestSlot(job)
 	job.entry.cancel(nil)
 	c.writeResponse(job.rawID, result, rerr)
 }
@@ -717,10 +876,10 @@ func (c *Connection) handleCancelRequest(params json.RawMessage) {
 
 // handleResponse hands a response to the call waiting for it, after the
 // notifications received before it (the barrier).
-func (c *Connection) handleResponse(env *envelope) {
+func (c *Connection) handleResponse(env *envelope, line []byte) {
 	id, ok, err := responseIDValue(env.id)
 	if err != nil {
-		c.log().Error("failed to canonicalize response id", "err", err, "id", string(env.id))
+		c.logMalformed("failed to canonicalize response id", line, err)
 		return
 	}
 	if !ok {
@@ -753,31 +912,6 @@ func (c *Connection) handleResponse(env *envelope) {
 	c.qmu.Unlock()
 }
 
-// encodeBuffer is a pooled buffer for laying out one outbound message.
-type encodeBuffer struct {
-	buf bytes.Buffer
-	enc *json.Encoder
-}
-
-// maxPooledBuffer keeps buffers grown by huge messages out of the pool.
-const maxPooledBuffer = 1 << 20
-
-var encodeBufferPool = sync.Pool{New: func() any {
-	e := &encodeBuffer{}
-	e.enc = json.NewEncoder(&e.buf)
-	return e
-}}
-
-func getEncodeBuffer() *encodeBuffer { return encodeBufferPool.Get().(*encodeBuffer) }
-
-func putEncodeBuffer(e *encodeBuffer) {
-	if e.buf.Cap() > maxPooledBuffer {
-		return
-	}
-	e.buf.Reset()
-	encodeBufferPool.Put(e)
-}
-
 // appendValue appends v as json.Marshal would encode it.
 func (e *encodeBuffer) appendValue(v any) error {
 	if err := e.enc.Encode(v); err != nil {
@@ -793,10 +927,6 @@ type writeJob struct {
 	line []byte
 	done chan error
 }
-
-// writeResults recycles the result channels of writes whose sender received
-// the result (a sender that gave up leaves its channel to the writer).
-var writeResults = sync.Pool{New: func() any { return make(chan error, 1) }}
 
 // write sends one complete line. It returns nil once the line is written,
 // the write's error, ctx's error when ctx ends first, or ErrConnectionClosed
@@ -826,7 +956,7 @@ func (c *Connection) write(ctx context.Context, line []byte) (busy bool, err err
 		return false, ErrConnectionClosed
 	default:
 	}
-	job := writeJob{line: line, done: writeResults.Get().(chan error)}
+	job := writeJob{line: line, done: c.free.getWriteResult()}
 	select {
 	case c.writeLine <- job:
 	case <-c.ctx.Done():
@@ -837,7 +967,7 @@ func (c *Connection) write(ctx context.Context, line []byte) (busy bool, err err
 	var gaveUp error
 	select {
 	case err := <-job.done:
-		writeResults.Put(job.done)
+		c.free.putWriteResult(job.done)
 		return false, err
 	case <-ctx.Done():
 		gaveUp = ctx.Err()
@@ -846,7 +976,7 @@ func (c *Connection) write(ctx context.Context, line []byte) (busy bool, err err
 	}
 	select {
 	case err := <-job.done: // finished meanwhile: report the write
-		writeResults.Put(job.done)
+		c.free.putWriteResult(job.done)
 		return false, err
 	default:
 		return true, gaveUp
@@ -878,7 +1008,7 @@ func (c *Connection) writeOne(job writeJob) {
 // be marshalled becomes -32603 (as upstream); so does an error whose data
 // cannot be marshalled (upstream sends nothing, leaving the peer waiting).
 func (c *Connection) writeResponse(rawID json.RawMessage, result any, rerr *RequestError) {
-	e := getEncodeBuffer()
+	e := c.free.getEncodeBuffer()
 	for attempt := 0; ; attempt++ {
 		e.buf.Reset()
 		e.buf.WriteString(`{"jsonrpc":"2.0","id":`)
@@ -896,7 +1026,7 @@ func (c *Connection) writeResponse(rawID json.RawMessage, result any, rerr *Requ
 			continue
 		}
 		if err != nil {
-			putEncodeBuffer(e)
+			c.free.putEncodeBuffer(e)
 			c.log().Error("failed to encode response", "err", err)
 			return
 		}
@@ -911,7 +1041,7 @@ func (c *Connection) writeResponse(rawID json.RawMessage, result any, rerr *Requ
 func (c *Connection) sendLine(ctx context.Context, e *encodeBuffer, msg string) error {
 	busy, err := c.write(ctx, e.buf.Bytes())
 	if !busy {
-		putEncodeBuffer(e)
+		c.free.putEncodeBuffer(e)
 	}
 	if err != nil && msg != "" {
 		c.log().Debug(msg, "err", err)
@@ -989,9 +1119,9 @@ func (c *Connection) SendNotification(ctx context.Context, method string, params
 	if err := ctx.Err(); err != nil {
 		return NewInternalError(errorData(err.Error()))
 	}
-	e := getEncodeBuffer()
+	e := c.free.getEncodeBuffer()
 	if err := encodeMessage(e, 0, method, params); err != nil {
-		putEncodeBuffer(e)
+		c.free.putEncodeBuffer(e)
 		return NewInvalidParams(errorData(err.Error()))
 	}
 	if err := c.sendLine(ctx, e, ""); err != nil {
@@ -1023,32 +1153,38 @@ const (
 // call sends a request and waits for its (barrier-released) response.
 func (c *Connection) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	id := c.nextID.Add(1)
-	e := getEncodeBuffer()
+	e := c.free.getEncodeBuffer()
 	if err := encodeMessage(e, id, method, params); err != nil {
-		putEncodeBuffer(e)
+		c.free.putEncodeBuffer(e)
 		return nil, NewInvalidParams(errorData(err.Error()))
 	}
 	pc := &pendingCall{id: id, done: make(chan struct{})}
+	handlerRunning := c.runningSeq.Load() != 0
 	if owner, _ := ctx.Value(notificationCtxKey{}).(*Connection); owner == c {
 		pc.noBarrier = true
+	} else if handlerRunning {
+		// A handler calling with an unrelated context (or none of ours)
+		// is recognised by its goroutine.
+		pc.noBarrier = goroutineID() == c.notifyGoroutine.Load()
 	}
 	c.mu.Lock()
 	if c.ctx.Err() != nil {
 		c.mu.Unlock()
-		putEncodeBuffer(e)
+		c.free.putEncodeBuffer(e)
 		return nil, c.peerDisconnected(textDisconnectedBeforeResponse)
 	}
+	pc.readAhead = pc.noBarrier || handlerRunning || c.runningRequests > 0
 	c.pending[id] = pc
 	c.mu.Unlock()
-	if pc.noBarrier {
+	if pc.readAhead {
 		// Registered before the write: the reader must read past the
-		// notification bound until this answer is in (see enqueueNotification).
-		c.handlerCallStarted()
+		// bounds until this answer is in, as a handler may wait for it.
+		c.readAheadCallStarted()
 	}
 
 	busy, err := c.write(ctx, e.buf.Bytes())
 	if !busy {
-		putEncodeBuffer(e)
+		c.free.putEncodeBuffer(e)
 	}
 	if err != nil {
 		if busy {
@@ -1113,8 +1249,8 @@ func (c *Connection) removePendingLocked(pc *pendingCall) {
 		return
 	}
 	delete(c.pending, pc.id)
-	if pc.noBarrier {
-		c.handlerCallsWaiting.Add(-1)
+	if pc.readAhead {
+		c.readAheadCalls.Add(-1)
 	}
 }
 

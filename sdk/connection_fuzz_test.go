@@ -129,23 +129,46 @@ func FuzzLineReader(f *testing.F) {
 }
 
 // FuzzConnectionInput feeds arbitrary bytes to a live connection: it must
-// neither panic nor hang, and must stop cleanly at EOF.
+// neither panic nor hang, and must stop cleanly at EOF. Every line it
+// writes back must be one JSON-RPC response whose id is a string, a number
+// or null (strict JSON-RPC: invalid ids are never echoed).
 func FuzzConnectionInput(f *testing.F) {
 	for _, s := range envelopeSeeds {
 		f.Add([]byte(s + "\n" + `{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":1}}` + "\n"))
 	}
+	for _, s := range []string{
+		`[{"jsonrpc":"2.0","id":91,"method":"m"}]`, `[]`, `{"id":{"a":1},"method":"m"}`, `{"id":[1],"method":"m"}`,
+		`{"id":true,"method":"m"}`, `{"id":7,"method":5}`, `{"id":1,"method":`, `null`, `{}`, `42`, `not json`,
+	} {
+		f.Add([]byte(s + "\n" + `{"jsonrpc":"2.0","id":"ok","method":"m"}` + "\n"))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		var out bytes.Buffer // written by the writer goroutine only, read after Wait
 		conn := NewConnection(func(ctx context.Context, method string, params json.RawMessage) (any, *RequestError) {
 			if method == "panic" {
 				panic("fuzz")
 			}
 			return params, nil
-		}, io.Discard, bytes.NewReader(data))
+		}, &out, bytes.NewReader(data))
 		conn.SetLogger(quietLogger())
 		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 		defer cancel()
 		if err := conn.Wait(ctx); errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("connection did not stop on %q", data)
+		}
+		for _, line := range bytes.Split(bytes.TrimSuffix(out.Bytes(), []byte("\n")), []byte("\n")) {
+			if len(line) == 0 {
+				continue
+			}
+			var reply struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if err := json.Unmarshal(line, &reply); err != nil {
+				t.Fatalf("reply %q is not a JSON object: %v", line, err)
+			}
+			if id := string(reply.ID); id != "null" && !validIDKind(reply.ID) {
+				t.Fatalf("reply %q carries id %s", line, id)
+			}
 		}
 	})
 }
@@ -164,8 +187,8 @@ func FuzzEncodeMessage(f *testing.F) {
 		if len(params) > 0 {
 			p = json.RawMessage(params)
 		}
-		e := getEncodeBuffer()
-		defer putEncodeBuffer(e)
+		var free freeLists
+		e := free.getEncodeBuffer()
 		gotErr := encodeMessage(e, uint64(id), method, p)
 
 		ref := referenceEnvelope{JSONRPC: "2.0", Method: method}

@@ -4,7 +4,8 @@ package acp
 // responses, handler call-backs, slow handlers and a peer that stops reading
 // for a while, every notification is handled exactly once, in order per
 // sender, every call returns after the notifications sent before its
-// response, and nothing deadlocks.
+// response, and nothing deadlocks. Handler call-backs use the handler's
+// context or an unrelated one (context.Background() with a timeout).
 
 import (
 	"context"
@@ -89,7 +90,10 @@ func runInterleaving(t *testing.T, ops []byte) {
 	stall := &stallReader{r: toAgentR}
 
 	rec := &interleaveRecord{next: map[string]int{}}
-	var slow, callBack atomic.Bool
+	var slow atomic.Bool
+	// callBack is the next call-back's context: 0 none, 1 the handler's,
+	// 2 an unrelated one.
+	var callBack atomic.Int32
 	var agent, client *Connection
 	var failMu sync.Mutex
 	var failure string
@@ -107,10 +111,16 @@ func runInterleaving(t *testing.T, ops []byte) {
 			var n interleaveNote
 			_ = json.Unmarshal(params, &n)
 			rec.see(n)
-			if callBack.CompareAndSwap(true, false) {
-				got, err := SendRequest[string](client, ctx, "echo", "back")
+			if mode := callBack.Swap(0); mode != 0 {
+				callCtx := ctx
+				if mode == 2 {
+					var cancel context.CancelFunc
+					callCtx, cancel = context.WithTimeout(context.Background(), 3*hangGuard)
+					defer cancel()
+				}
+				got, err := SendRequest[string](client, callCtx, "echo", "back")
 				if err != nil || got != "back" {
-					fail("call-back from a handler: %q, %v", got, err)
+					fail("call-back from a handler (context %d): %q, %v", mode, got, err)
 				}
 			}
 			if slow.Load() {
@@ -189,7 +199,7 @@ func runInterleaving(t *testing.T, ops []byte) {
 		case 5:
 			slow.Store(!slow.Load())
 		case 6:
-			callBack.Store(true)
+			callBack.Store(1 + int32(op/8)%2)
 		case 7:
 			if stalled {
 				stall.resume()
@@ -245,6 +255,10 @@ func FuzzInterleaving(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 2, 6, 0, 0, 0, 0, 4, 0})
 	f.Add([]byte{1, 7, 0, 0, 0, 6, 0, 3, 0, 7, 4, 0})
 	f.Add([]byte{3, 5, 0, 1, 2, 6, 0, 44, 0, 0, 7, 6, 0, 0, 0, 7, 3})
+	// Call-backs with an unrelated context (op 14: 6 + 8), during bursts
+	// and while the peer stalls.
+	f.Add([]byte{0, 14, 0, 0, 0, 0, 4, 14, 0, 0, 0, 3, 14, 0})
+	f.Add([]byte{1, 7, 14, 0, 0, 0, 0, 0, 14, 0, 7, 4, 14, 0, 12, 0})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) > 512 {
 			ops = ops[:512]

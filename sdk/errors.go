@@ -23,6 +23,13 @@ var ErrPeerDisconnected = errors.New("peer disconnected")
 // Err returns (an error wrapping) this error, as do the calls it cut short.
 var ErrNotificationQueueOverflow = errors.New("notification queue overflow")
 
+// ErrRequestBacklogOverflow is wrapped by the cause of a connection whose
+// backlog of inbound requests waiting for a handler slot (see
+// WithMaxInflightRequests) reached the read-ahead cap while a call made
+// from a handler awaited its response. Requests are never refused for load:
+// this ends the connection instead of deadlocking it.
+var ErrRequestBacklogOverflow = errors.New("inbound request backlog overflow")
+
 // ErrPeerConnectionClosed is the cause a connection ends with when the peer
 // closes its output stream (EOF on the reader).
 var ErrPeerConnectionClosed = errors.New("peer connection closed")

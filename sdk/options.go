@@ -74,9 +74,9 @@ func applyConnectionOptions(opts []ConnectionOption) connectionOptions {
 // pipe; a burst of any length is delivered completely and in order, with a
 // handler of any speed, and the queue's memory stays within n notifications
 // and WithMaxQueuedNotificationBytes. One exception keeps a handler that
-// calls the peer from deadlocking: while a call made with a notification
-// handler's context awaits its response (which may be in the pipe behind the
-// burst), the reader goes on reading past n, up to a read-ahead cap of
+// calls the peer from deadlocking: while a call made with a handler's
+// context, or made while a handler runs, awaits its response (which may be
+// in the pipe behind the burst), the reader goes on reading past n, up to a read-ahead cap of
 // max(n, 262144) notifications and max(WithMaxQueuedNotificationBytes,
 // 256 MiB) of params; reaching the cap ends the connection with an error
 // wrapping ErrNotificationQueueOverflow that names the cap.
@@ -122,9 +122,16 @@ func WithCloseOnNotificationOverflow() ConnectionOption {
 
 // WithMaxInflightRequests sets how many inbound requests may have their
 // handler running at the same time; n <= 0 selects the default of 1024.
-// A request arriving beyond the limit is answered at once with -32603
-// {"error":"too many concurrent requests (limit N)"} and its handler is not
-// called; the connection stays up. Upstream has no limit.
+// Flow control: a request arriving while n handlers run waits for one of
+// them to return, and meanwhile the connection reads nothing more from the
+// peer, so the peer's writes wait in the pipe; no request is refused for
+// load, and a peer that reads its replies has at most n handlers and one
+// waiting request in memory. While a call made from (or while) a handler
+// awaits its response, the reader reads on past the bound, queueing
+// requests up to the read-ahead cap (as WithMaxQueuedNotifications
+// describes), since the handlers may be waiting for that response; at the
+// cap the connection ends with an error wrapping ErrRequestBacklogOverflow.
+// Upstream has no limit (one goroutine per request).
 func WithMaxInflightRequests(n int) ConnectionOption {
 	return func(o *connectionOptions) {
 		if n <= 0 {
