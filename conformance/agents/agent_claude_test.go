@@ -221,17 +221,9 @@ const (
 // follow-up's as the result, the first in earlier_results.
 func claudeSendMessage() Scenario {
 	c := childA
-	child := func(req *modelserver.Request) modelserver.Reply {
-		if strings.Contains(lastUserText(req), "Follow-up") {
-			return modelserver.Reply{Text: followUpAnswer}
-		}
-		return c.Reply(req)
-	}
 	return Scenario{Name: "sessions-sendmessage", Prompt: UserPrompt, Flags: []string{"--subagents"},
-		Script: controlScript(claudeLaunch(ptr(false)), c, child, "SendMessage", func(agentID string) map[string]any {
-			return map[string]any{"to": agentID, "message": followUp}
-		}),
-		Want: []WantCard{{Description: c.Description, Type: "general-purpose", Result: followUpAnswer, AgentID: true}},
+		Script: controlScript(claudeLaunch(ptr(false)), c, followUpChild(c), "SendMessage", sendFollowUp),
+		Want:   []WantCard{{Description: c.Description, Type: "general-purpose", Result: followUpAnswer, AgentID: true}},
 		Check: func(t *testing.T, r *Run) {
 			for _, card := range r.Cards {
 				if task := card.Normalized.Task; task != nil && !slices.Contains(task.EarlierResults, c.Answer()) {
@@ -240,6 +232,22 @@ func claudeSendMessage() Scenario {
 			}
 		},
 	}
+}
+
+// followUpChild answers c's model calls: followUpAnswer to the follow-up,
+// else c's own answer.
+func followUpChild(c Child) modelserver.Script {
+	return func(req *modelserver.Request) modelserver.Reply {
+		if strings.Contains(lastUserText(req), "Follow-up") {
+			return modelserver.Reply{Text: followUpAnswer}
+		}
+		return c.Reply(req)
+	}
+}
+
+// sendFollowUp is SendMessage's input sending the follow-up to agentID.
+func sendFollowUp(agentID string) map[string]any {
+	return map[string]any{"to": agentID, "message": followUp}
 }
 
 // controlScript scripts a turn that drives a launched child with one of
@@ -333,18 +341,9 @@ const sendPrompt = "Now send the finished subagent the follow-up."
 // The card keeps both answers: the follow-up's as the result, the first in
 // earlier_results.
 func claudeSendMessageNextTurn() Scenario {
-	c := childA
-	child := func(req *modelserver.Request) modelserver.Reply {
-		if strings.Contains(lastUserText(req), "Follow-up") {
-			return modelserver.Reply{Text: followUpAnswer}
-		}
-		return c.Reply(req)
-	}
-	launch := claudeLaunch(ptr(false))
+	c, child, launch := childA, followUpChild(childA), claudeLaunch(ptr(false))
 	first := Fanout(launch, c)
-	second := controlScript(launch, c, child, "SendMessage", func(agentID string) map[string]any {
-		return map[string]any{"to": agentID, "message": followUp}
-	})
+	second := controlScript(launch, c, child, "SendMessage", sendFollowUp)
 	sc := claudeSendMessage()
 	sc.Name, sc.Turns = "sessions-sendmessage-turns", []string{sendPrompt}
 	sc.Script = func(req *modelserver.Request) modelserver.Reply {
