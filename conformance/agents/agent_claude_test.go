@@ -1,6 +1,8 @@
 package agents
 
 import (
+	"encoding/json"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -375,7 +377,28 @@ func claudeLoadNewProcess() Scenario {
 	sc.Resume = []string{nextPrompt}
 	sc.ResumeWant = sc.Want
 	sc.ResumeCheck = func(t *testing.T, r *Run) {
-		again := storedRows(t, filepath.Join(filepath.Dir(r.Capture), "acpscope.db"), r.First.Cards)
+		db := filepath.Join(filepath.Dir(r.Capture), "acpscope.db")
+		again := storedRows(t, db, r.First.Cards)
+		// acpscope sessions lists the session once, each subagent once.
+		out, err := exec.Command(acpscopeBin(t), "sessions", "--json", "--db", db).Output()
+		if err != nil {
+			t.Fatalf("acpscope sessions: %v", err)
+		}
+		type session struct {
+			ID    string `json:"id"`
+			Cards int    `json:"cards"`
+		}
+		var listed []session
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			var l session
+			if err := json.Unmarshal([]byte(line), &l); err != nil {
+				t.Fatalf("acpscope sessions line %q: %v", line, err)
+			}
+			listed = append(listed, l)
+		}
+		if len(listed) != 1 || listed[0].ID != r.SessionID || listed[0].Cards != len(r.First.Cards) {
+			t.Errorf("acpscope sessions after the load: %s, want session %s once with %d cards", out, r.SessionID, len(r.First.Cards))
+		}
 		for session, rows := range r.First.Rows {
 			for _, before := range rows {
 				i := slices.IndexFunc(again[session], func(c persistence.SubagentContext) bool { return c.ID == before.ID })
