@@ -1,12 +1,18 @@
 package agents
 
 import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kdlbs/acp-go-sdk/conformance/agents/modelserver"
+	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
 // Claude Code through its ACP adapter, both published packages: the Zed
@@ -37,6 +43,9 @@ func init() {
 		claudeNested(),
 		claudeTaskStop(),
 		claudeSendMessage(),
+		claudeClear(),
+		claudeSendMessageNextTurn(),
+		claudeLoadNewProcess(),
 	}))
 }
 
@@ -214,17 +223,9 @@ const (
 // follow-up's as the result, the first in earlier_results.
 func claudeSendMessage() Scenario {
 	c := childA
-	child := func(req *modelserver.Request) modelserver.Reply {
-		if strings.Contains(lastUserText(req), "Follow-up") {
-			return modelserver.Reply{Text: followUpAnswer}
-		}
-		return c.Reply(req)
-	}
 	return Scenario{Name: "sessions-sendmessage", Prompt: UserPrompt, Flags: []string{"--subagents"},
-		Script: controlScript(claudeLaunch(ptr(false)), c, child, "SendMessage", func(agentID string) map[string]any {
-			return map[string]any{"to": agentID, "message": followUp}
-		}),
-		Want: []WantCard{{Description: c.Description, Type: "general-purpose", Result: followUpAnswer, AgentID: true}},
+		Script: controlScript(claudeLaunch(ptr(false)), c, followUpChild(c), "SendMessage", sendFollowUp),
+		Want:   []WantCard{{Description: c.Description, Type: "general-purpose", Result: followUpAnswer, AgentID: true}},
 		Check: func(t *testing.T, r *Run) {
 			for _, card := range r.Cards {
 				if task := card.Normalized.Task; task != nil && !slices.Contains(task.EarlierResults, c.Answer()) {
@@ -233,6 +234,22 @@ func claudeSendMessage() Scenario {
 			}
 		},
 	}
+}
+
+// followUpChild answers c's model calls: followUpAnswer to the follow-up,
+// else c's own answer.
+func followUpChild(c Child) modelserver.Script {
+	return func(req *modelserver.Request) modelserver.Reply {
+		if strings.Contains(lastUserText(req), "Follow-up") {
+			return modelserver.Reply{Text: followUpAnswer}
+		}
+		return c.Reply(req)
+	}
+}
+
+// sendFollowUp is SendMessage's input sending the follow-up to agentID.
+func sendFollowUp(agentID string) map[string]any {
+	return map[string]any{"to": agentID, "message": followUp}
 }
 
 // controlScript scripts a turn that drives a launched child with one of
@@ -280,4 +297,118 @@ func lastUserText(req *modelserver.Request) string {
 		}
 	}
 	return ""
+}
+
+// The multi-turn scenarios of Claude 0.101.0 (--subagents). acpscope sends
+// its turns one after the other, so a prompt is never sent while another is
+// open (the agent's promptQueueing is not used), and it reopens a session
+// only at the start of a process (--resume), so session/load on the same
+// connection has no scenario; --resume picks session/load, which 0.101.0
+// offers, so session/resume has none either.
+
+// clearPrompt resets Claude's conversation; nextPrompt is a second turn's
+// prompt that needs no tool.
+const (
+	clearPrompt = "/clear"
+	nextPrompt  = "Thanks. Reply with the single word DONE."
+)
+
+// claudeClear: turn 1 launches a background child, turn 2 is /clear. The
+// agent holds turn 1's answer until its background child finished, so the
+// child has answered before /clear is sent (with promptQueueing /clear
+// could be sent while it ran; acpscope does not). The card stays the
+// child's: complete with its answer, still async.
+func claudeClear() Scenario {
+	sc := claudeScenario("sessions-clear", ptr(true), []string{"--subagents"}, "", childA)
+	sc.Turns = []string{clearPrompt}
+	return sc
+}
+
+// saidByUser reports whether a user message of the conversation holds s.
+func saidByUser(req *modelserver.Request, s string) bool {
+	for _, m := range req.Messages {
+		if m.Role == "user" && strings.Contains(m.Text, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// sendPrompt is the second turn's prompt of claudeSendMessageNextTurn.
+const sendPrompt = "Now send the finished subagent the follow-up."
+
+// claudeSendMessageNextTurn: turn 1 runs a foreground child to its answer;
+// turn 2 sends the finished child a follow-up (ToolSearch, then
+// SendMessage with the agent id of turn 1's receipt), which it answers.
+// The card keeps both answers: the follow-up's as the result, the first in
+// earlier_results.
+func claudeSendMessageNextTurn() Scenario {
+	c, child, launch := childA, followUpChild(childA), claudeLaunch(ptr(false))
+	first := Fanout(launch, c)
+	second := controlScript(launch, c, child, "SendMessage", sendFollowUp)
+	sc := claudeSendMessage()
+	sc.Name, sc.Turns = "sessions-sendmessage-turns", []string{sendPrompt}
+	sc.Script = func(req *modelserver.Request) modelserver.Reply {
+		if saidByUser(req, sendPrompt) {
+			return second(req)
+		}
+		if len(req.Tools) > 0 && strings.Contains(req.FirstUserText(), c.Marker) {
+			return child(req)
+		}
+		return first(req)
+	}
+	return sc
+}
+
+// sansUpdatedAt is row without its updated_at: the store touches it when
+// a load replays a row without changing anything else.
+func sansUpdatedAt(row persistence.SubagentContext) persistence.SubagentContext {
+	row.UpdatedAt = time.Time{}
+	return row
+}
+
+// claudeLoadNewProcess: one foreground child in a first acpscope process;
+// a second process reopens the session (--resume: session/load) in a new
+// agent process against the same agent home and database and runs one
+// more turn. The replayed child is one complete card with its answer, and
+// the first process's stored rows are unchanged.
+func claudeLoadNewProcess() Scenario {
+	sc := claudeScenario("sessions-load", ptr(false), []string{"--subagents"}, "", childA)
+	sc.Resume = []string{nextPrompt}
+	sc.ResumeWant = sc.Want
+	sc.ResumeCheck = func(t *testing.T, r *Run) {
+		db := filepath.Join(filepath.Dir(r.Capture), "acpscope.db")
+		again := storedRows(t, db, r.First.Cards)
+		// acpscope sessions lists the session once, each subagent once.
+		out, err := exec.Command(acpscopeBin(t), "sessions", "--json", "--db", db).Output()
+		if err != nil {
+			t.Fatalf("acpscope sessions: %v", err)
+		}
+		type session struct {
+			ID    string `json:"id"`
+			Cards int    `json:"cards"`
+		}
+		var listed []session
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			var l session
+			if err := json.Unmarshal([]byte(line), &l); err != nil {
+				t.Fatalf("acpscope sessions line %q: %v", line, err)
+			}
+			listed = append(listed, l)
+		}
+		if len(listed) != 1 || listed[0].ID != r.SessionID || listed[0].Cards != len(r.First.Cards) {
+			t.Errorf("acpscope sessions after the load: %s, want session %s once with %d cards", out, r.SessionID, len(r.First.Cards))
+		}
+		for session, rows := range r.First.Rows {
+			for _, before := range rows {
+				i := slices.IndexFunc(again[session], func(c persistence.SubagentContext) bool { return c.ID == before.ID })
+				if i < 0 {
+					t.Errorf("session %s: the first process's row %s is gone", session, before.ID)
+				} else if after := again[session][i]; !reflect.DeepEqual(sansUpdatedAt(after), sansUpdatedAt(before)) {
+					t.Errorf("session %s: the first process's row changed:\n before %+v\n after  %+v", session, before, after)
+				}
+			}
+		}
+	}
+	return sc
 }

@@ -45,6 +45,14 @@ type Scenario struct {
 	Name string
 	// Prompt is the user's prompt.
 	Prompt string
+	// Turns are further prompts sent after Prompt, one turn each, on the
+	// same session in the same acpscope process (repeated --prompt).
+	Turns []string
+	// Resume, when set, are the prompts of a second acpscope process that
+	// reopens the first one's session (--resume: session/load when the
+	// agent offers it) against the same agent home and database. Its
+	// capture is saved as <scenario>.resumed.jsonl with its own cards.
+	Resume []string
 	// Flags are extra acpscope flags shared by run and replay
 	// ("--subagents", "--permission", "allow").
 	Flags []string
@@ -66,6 +74,11 @@ type Scenario struct {
 	// Check, when set, runs extra checks on the finished run (before the
 	// Want cards, so it runs under a Gap too).
 	Check func(t *testing.T, r *Run)
+	// ResumeWant are the cards the second process (Resume) must end with;
+	// ResumeCheck, when set, runs extra checks on it (r.First is the first
+	// process's run).
+	ResumeWant  []WantCard
+	ResumeCheck func(t *testing.T, r *Run)
 }
 
 // WantCard is what one card must show; empty fields are not checked.
@@ -162,6 +175,11 @@ type Run struct {
 	Server *modelserver.Server
 	// Stderr is acpscope's (and the agent's) standard error.
 	Stderr string
+	// SessionID is the session the run opened (or reopened).
+	SessionID string
+	// First is, in the second process of a Resume scenario, the first
+	// process's run; nil otherwise.
+	First *Run
 }
 
 // Card is one --json line.
@@ -361,15 +379,82 @@ func newEnv(t *testing.T, dir, modules string, a Agent, sc Scenario) *Env {
 }
 
 func runScenario(t *testing.T, modules string, a Agent, sc Scenario, o *outcome) {
-	bin := acpscopeBin(t)
 	dir := t.TempDir()
 	env := newEnv(t, dir, modules, a, sc)
-	srv := env.Server
-
-	capturePath := filepath.Join(dir, "capture.jsonl")
 	db := filepath.Join(dir, "acpscope.db")
-	args := []string{"run", "--record", capturePath, "--json", "--db", db, "--cwd", env.Work,
-		"--prompt", sc.Prompt, "--timeout", turnTimeout.String()}
+	first := runProcess(t, env, a, sc, processSpec{name: sc.Name, prompts: append([]string{sc.Prompt}, sc.Turns...),
+		interrupt: sc.Interrupt, db: db, want: sc.Want, check: sc.Check})
+	o.cards, o.rows = first.outcome()
+	if first.gap != "" || len(sc.Resume) == 0 || t.Failed() {
+		first.finish(t)
+		return
+	}
+	second := runProcess(t, env, a, sc, processSpec{name: sc.Name + ".resumed", prompts: sc.Resume, resume: first.run.SessionID,
+		db: db, want: sc.ResumeWant, check: sc.ResumeCheck, first: first.run})
+	cards, rows := second.outcome()
+	o.cards += " → resumed: " + cards
+	o.rows += " → " + rows
+	first.finish(t)
+	second.finish(t)
+}
+
+// processSpec is one acpscope process of a scenario.
+type processSpec struct {
+	// name is the capture's base name under testdata/<agent>/.
+	name string
+	// prompts are sent one turn each; resume, when set, is the session
+	// the process reopens instead of opening one.
+	prompts []string
+	resume  string
+	// interrupt sends SIGINT at the first held model call (Scenario.Interrupt).
+	interrupt bool
+	db        string
+	want      []WantCard
+	check     func(t *testing.T, r *Run)
+	first     *Run
+}
+
+// processResult is a checked process: its run and the outcome of its card
+// expectations (gap set when they failed under a Scenario.Gap).
+type processResult struct {
+	run      *Run
+	problems []string
+	gap      string
+}
+
+func (p processResult) outcome() (cards, rows string) {
+	n := 0
+	for _, rs := range p.run.Rows {
+		n += len(rs)
+	}
+	return describeCards(p.run.Cards), fmt.Sprint(n)
+}
+
+// finish reports the card expectations: a skip under a known gap, else an
+// error for each problem.
+func (p processResult) finish(t *testing.T) {
+	t.Helper()
+	switch {
+	case p.gap != "":
+		t.Skipf("known gap (%s):\n%s", p.gap, strings.Join(p.problems, "\n"))
+	case len(p.problems) > 0:
+		t.Errorf("%s: cards:\n%s", p.run.Capture, strings.Join(p.problems, "\n"))
+	}
+}
+
+// runProcess runs acpscope once in env with p's prompts, then checks that
+// its capture replays to its cards, its stored rows, p.check and p.want.
+func runProcess(t *testing.T, env *Env, a Agent, sc Scenario, p processSpec) processResult {
+	bin := acpscopeBin(t)
+	srv := env.Server
+	capturePath := filepath.Join(filepath.Dir(env.Home), p.name+".jsonl")
+	args := []string{"run", "--record", capturePath, "--json", "--db", p.db, "--cwd", env.Work, "--timeout", turnTimeout.String()}
+	for _, prompt := range p.prompts {
+		args = append(args, "--prompt", prompt)
+	}
+	if p.resume != "" {
+		args = append(args, "--resume", p.resume)
+	}
 	if a.Dialect != "" {
 		args = append(args, "--agent", a.Dialect)
 	}
@@ -379,7 +464,7 @@ func runScenario(t *testing.T, modules string, a Agent, sc Scenario, o *outcome)
 	cmd, stdout, stderr := acpscopeCommand(t, bin, env, args)
 	started := make(chan *os.Process, 1)
 	var interrupted atomic.Bool
-	if sc.Interrupt {
+	if p.interrupt {
 		srv.SetOnHold(func() {
 			if interrupted.CompareAndSwap(false, true) {
 				p := <-started
@@ -392,24 +477,24 @@ func runScenario(t *testing.T, modules string, a Agent, sc Scenario, o *outcome)
 		started <- cmd.Process
 		runErr = cmd.Wait()
 	}
-	r := &Run{Raw: stdout.Bytes(), Capture: capturePath, Server: srv, Stderr: stderr.String()}
+	r := &Run{Raw: stdout.Bytes(), Capture: capturePath, Server: srv, Stderr: stderr.String(), First: p.first}
 	defer func() {
 		if t.Failed() || os.Getenv("ACP_AGENTS_DEBUG") == "1" {
-			t.Logf("model server log:\n%s", srv.Summary())
-			t.Logf("stderr (tail):\n%s", tail(r.Stderr, 4000))
-			t.Logf("cards:\n%s", r.Raw)
+			t.Logf("%s: model server log:\n%s", p.name, srv.Summary())
+			t.Logf("%s: stderr (tail):\n%s", p.name, tail(r.Stderr, 4000))
+			t.Logf("%s: cards:\n%s", p.name, r.Raw)
 		}
 	}()
 	if keep := os.Getenv("ACP_AGENTS_KEEP"); keep != "" {
 		// Keep the capture (failed runs included) for a look afterwards.
 		if data, err := os.ReadFile(capturePath); err == nil {
-			p := filepath.Join(keep, a.Name+"-"+sc.Name+".jsonl")
-			if os.MkdirAll(keep, 0o755) == nil && os.WriteFile(p, data, 0o644) == nil {
-				t.Logf("capture kept in %s", p)
+			kept := filepath.Join(keep, a.Name+"-"+p.name+".jsonl")
+			if os.MkdirAll(keep, 0o755) == nil && os.WriteFile(kept, data, 0o644) == nil {
+				t.Logf("capture kept in %s", kept)
 			}
 		}
 	}
-	if sc.Interrupt {
+	if p.interrupt {
 		if !interrupted.Load() {
 			t.Fatalf("the turn was never interrupted: no model call was held (acpscope: %v)", runErr)
 		}
@@ -418,38 +503,59 @@ func runScenario(t *testing.T, modules string, a Agent, sc Scenario, o *outcome)
 		}
 	}
 	if runErr != nil {
-		t.Fatalf("acpscope run: %v", runErr)
+		t.Fatalf("acpscope run (%s): %v", p.name, runErr)
 	}
 	r.Cards = parseCards(t, r.Raw)
-	o.cards = describeCards(r.Cards)
+	r.SessionID = openedSession(t, capturePath, p.resume)
 
-	// The capture must replay to the live cards.
+	// The capture must replay to the live cards, every turn of it.
 	replayed := replayCards(t, bin, capturePath, sc.Flags)
 	if !bytes.Equal(replayed, r.Raw) {
-		t.Errorf("the capture replays to other cards than the live run:\n--- live\n%s--- replay\n%s", r.Raw, replayed)
+		t.Errorf("%s: the capture replays to other cards than the live run:\n--- live\n%s--- replay\n%s", p.name, r.Raw, replayed)
 	}
 	if os.Getenv("ACP_AGENTS_UPDATE") == "1" {
-		saveCapture(t, a.Name, sc, capturePath, replayed)
+		saveCapture(t, a.Name, p.name, sc.Flags, capturePath, replayed)
 	}
 
-	r.Rows = storedRows(t, db, r.Cards)
-	n := 0
-	for _, rows := range r.Rows {
-		n += len(rows)
-	}
-	o.rows = fmt.Sprint(n)
+	r.Rows = storedRows(t, p.db, r.Cards)
 	checkRows(t, r)
-	if sc.Check != nil {
-		sc.Check(t, r)
+	if p.check != nil {
+		p.check(t, r)
 	}
-	if problems := checkCards(r.Cards, sc.Want); len(problems) > 0 {
-		if sc.Gap != "" {
-			t.Skipf("known gap (%s):\n%s", sc.Gap, strings.Join(problems, "\n"))
-		}
-		t.Errorf("cards:\n%s", strings.Join(problems, "\n"))
-	} else if sc.Gap != "" {
+	res := processResult{run: r, problems: checkCards(r.Cards, p.want)}
+	if len(res.problems) > 0 && sc.Gap != "" {
+		res.gap = sc.Gap
+	} else if len(res.problems) == 0 && sc.Gap != "" {
 		t.Logf("known gap %q no longer reproduces: remove it from the scenario", sc.Gap)
 	}
+	return res
+}
+
+// openedSession is the session a run worked on: resume when it reopened
+// one, else the sessionId of the first answer in its capture that has one
+// (session/new's).
+func openedSession(t *testing.T, capturePath, resume string) string {
+	t.Helper()
+	if resume != "" {
+		return resume
+	}
+	c, err := capture.ReadFile(capturePath)
+	if err != nil {
+		t.Fatalf("reading the capture: %v", err)
+	}
+	for _, e := range c.Entries {
+		m, err := capture.ParseMessage(e.Msg)
+		if e.From != capture.FromAgent || err != nil || !m.IsResponse() || len(m.Result) == 0 {
+			continue
+		}
+		var res struct {
+			SessionID string `json:"sessionId"`
+		}
+		if json.Unmarshal(m.Result, &res) == nil && res.SessionID != "" {
+			return res.SessionID
+		}
+	}
+	return ""
 }
 
 func tail(s string, n int) string {
@@ -491,7 +597,7 @@ func replayCards(t *testing.T, bin, capturePath string, flags []string) []byte {
 
 // saveCapture writes testdata/<agent>/<scenario>.jsonl (the capture),
 // .cards.jsonl (its replayed cards) and .args (the replay flags, when any).
-func saveCapture(t *testing.T, agent string, sc Scenario, capturePath string, cards []byte) {
+func saveCapture(t *testing.T, agent, name string, flags []string, capturePath string, cards []byte) {
 	t.Helper()
 	dir := filepath.Join("testdata", agent)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -501,7 +607,7 @@ func saveCapture(t *testing.T, agent string, sc Scenario, capturePath string, ca
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := filepath.Join(dir, sc.Name)
+	base := filepath.Join(dir, name)
 	write := func(p string, b []byte) {
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
@@ -509,8 +615,8 @@ func saveCapture(t *testing.T, agent string, sc Scenario, capturePath string, ca
 	}
 	write(base+".jsonl", data)
 	write(base+".cards.jsonl", cards)
-	if len(sc.Flags) > 0 {
-		write(base+".args", []byte(strings.Join(sc.Flags, " ")+"\n"))
+	if len(flags) > 0 {
+		write(base+".args", []byte(strings.Join(flags, " ")+"\n"))
 	} else {
 		os.Remove(base + ".args")
 	}
@@ -591,13 +697,25 @@ func deref(s *string) string {
 // ("session/request_permission") in the run's capture.
 func (r *Run) AgentRequests(t *testing.T, method string) int {
 	t.Helper()
+	return r.requests(t, capture.FromAgent, method)
+}
+
+// ClientRequests counts the requests acpscope sent with the given method
+// ("session/prompt") in the run's capture.
+func (r *Run) ClientRequests(t *testing.T, method string) int {
+	t.Helper()
+	return r.requests(t, capture.FromClient, method)
+}
+
+func (r *Run) requests(t *testing.T, from capture.Direction, method string) int {
+	t.Helper()
 	c, err := capture.ReadFile(r.Capture)
 	if err != nil {
 		t.Fatalf("reading the capture: %v", err)
 	}
 	n := 0
 	for _, e := range c.Entries {
-		if e.From != capture.FromAgent {
+		if e.From != from {
 			continue
 		}
 		if m, err := capture.ParseMessage(e.Msg); err == nil && m.IsRequest() && m.Method == method {
