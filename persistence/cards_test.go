@@ -60,9 +60,9 @@ func TestCardsCollapseExecutions(t *testing.T) {
 			!one.SettledAt.Equal(t0.Add(time.Second)) {
 			t.Errorf("tc1 status: %v via %s, settled %v", deref(one.ToolStatus), one.AgentExecutionID, one.SettledAt)
 		}
-		// First seen and turn from the earliest; facts from the newest that
-		// has them; latest update; async if any.
-		if !one.ObservedAt.Equal(t0) || deref(one.TurnID) != "U1" || deref(one.Description) != "scan (replayed)" ||
+		// First seen and turn from the earliest; facts from the status row;
+		// latest update; async if any.
+		if !one.ObservedAt.Equal(t0) || deref(one.TurnID) != "U1" || deref(one.Description) != "scan" ||
 			deref(one.Model) != "m1" || deref(one.TotalTokens) != int64(500) || !one.IsAsync ||
 			!one.UpdatedAt.Equal(t0.Add(time.Minute)) || one.TaskSessionID != "S" || one.ToolCallID != "tc1" {
 			t.Errorf("tc1: %+v", one)
@@ -77,13 +77,15 @@ func TestCardsCollapseExecutions(t *testing.T) {
 		}
 
 		// E2 settles tc1 as cancelled and tc2 completes in E1: the newest
-		// settlement gives the status, the first one the time.
+		// settlement gives the status and the facts, the first one the time;
+		// what E2 never learned (tokens) stays E1's.
 		up(Frame{TaskSessionID: "S", ToolCallID: "tc1", ExecutionID: "E2", ToolStatus: "cancelled", Model: "m2", ObservedAt: t0.Add(2 * time.Minute)})
 		up(Frame{TaskSessionID: "S", ToolCallID: "tc2", ExecutionID: "E1", ToolStatus: "completed", ObservedAt: t0.Add(3 * time.Minute)})
 		c = cards()
 		one = c["tc1"]
 		if deref(one.ToolStatus) != "cancelled" || one.AgentExecutionID != "E2" || !one.SettledAt.Equal(t0.Add(time.Second)) ||
-			deref(one.Model) != "m2" || deref(one.TurnID) != "U1" || !one.ObservedAt.Equal(t0) {
+			deref(one.Model) != "m2" || deref(one.Description) != "scan (replayed)" || deref(one.TotalTokens) != int64(500) ||
+			!one.IsAsync || deref(one.TurnID) != "U1" || !one.ObservedAt.Equal(t0) {
 			t.Errorf("tc1 after E2 settled: %+v", one)
 		}
 		// A late frame of E1 (settled already, frozen) moves neither row's
