@@ -21,21 +21,15 @@ import (
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
-// storedRows lists the stored cards of a session, by tool call id.
+// storedRows lists the stored rows of a session, by tool call id (the
+// last execution's where several have one).
 func storedRows(t *testing.T, db, session string) map[string]persistence.SubagentContext {
 	t.Helper()
-	s, err := persistence.OpenReadOnly(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	rows, err := s.ListBySession(context.Background(), session)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]persistence.SubagentContext{}
-	for _, r := range rows {
-		out[r.ToolCallID] = r
+	for k, e := range readStoredState(t, db, session) {
+		if r, ok := out[k[1]]; !ok || r.ObservedAt.Before(e.Row.ObservedAt) {
+			out[k[1]] = e.Row
+		}
 	}
 	return out
 }
