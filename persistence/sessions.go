@@ -38,8 +38,10 @@ type SessionSummary struct {
 	LastUpdate time.Time
 	// Turns counts the distinct turns its cards were first observed in.
 	Turns int
-	// Cards counts its subagent cards; Open, Failed and Cancelled count
-	// those not yet settled, settled as error/failed, and as cancelled.
+	// Cards counts its subagent cards, one per tool call however many agent
+	// executions stored a row of it (ListCards); Open, Failed and Cancelled
+	// count those not yet settled, settled as error/failed, and as
+	// cancelled, by each card's collapsed status.
 	Cards, Open, Failed, Cancelled int
 	// Status is one of the Session* constants, derived from the counts.
 	Status string
@@ -102,21 +104,23 @@ func (s *Store) ListSessions(ctx context.Context, f SessionFilter) ([]SessionSum
 		where = append(where, `(LOWER(s.id) LIKE ? ESCAPE '\' OR s.id IN (SELECT task_session_id FROM task_session_subagents
 	WHERE `+strings.Join(ors, " OR ")+`))`)
 	}
-	return s.summaries(ctx, where, args, limit)
+	return s.summaries(ctx, "1 = 1", nil, where, args, limit)
 }
 
 // Session returns the summary of one session; ok is false when no
 // task_sessions row has that id.
 func (s *Store) Session(ctx context.Context, id string) (sum SessionSummary, ok bool, err error) {
-	out, err := s.summaries(ctx, []string{"s.id = ?"}, []any{encodeID(id)}, 1)
+	out, err := s.summaries(ctx, "task_session_id = ?", []any{encodeID(id)}, []string{"s.id = ?"}, []any{encodeID(id)}, 1)
 	if err != nil || len(out) == 0 {
 		return SessionSummary{}, false, err
 	}
 	return out[0], true, nil
 }
 
-// summaries runs the aggregate query under the given conditions.
-func (s *Store) summaries(ctx context.Context, where []string, args []any, limit int) ([]SessionSummary, error) {
+// summaries runs the aggregate query under the given conditions: where on
+// the sessions (s), cardCond on the rows whose cards (cardsSQL: one per
+// tool call, however many executions stored it) are counted.
+func (s *Store) summaries(ctx context.Context, cardCond string, cardArgs []any, where []string, args []any, limit int) ([]SessionSummary, error) {
 	e := s.eng
 	cond := ""
 	if len(where) > 0 {
@@ -128,14 +132,15 @@ func (s *Store) summaries(ctx context.Context, where []string, args []any, limit
 	COALESCE(SUM(CASE WHEN c.id IS NOT NULL AND c.settled_at IS NULL THEN 1 ELSE 0 END), 0),
 	COALESCE(SUM(CASE WHEN c.tool_status IN ('error', 'failed') THEN 1 ELSE 0 END), 0),
 	COALESCE(SUM(CASE WHEN c.tool_status = 'cancelled' THEN 1 ELSE 0 END), 0)
-FROM task_sessions s LEFT JOIN task_session_subagents c ON c.task_session_id = s.id
+FROM task_sessions s LEFT JOIN (` + cardsSQL(e, cardCond) + `) c ON c.task_session_id = s.id
 ` + cond + `
 GROUP BY s.id, s.task_id, s.started_at
 ORDER BY COALESCE(` + e.canon("s.started_at") + `, MIN(` + e.canon("c.observed_at") + `)) DESC, ` + e.binary("s.id") + `
 LIMIT ?`)
-	rows, err := s.reader.QueryContext(ctx, q, append(args, limit)...)
+	args = append(append(cardArgs[:len(cardArgs):len(cardArgs)], args...), limit)
+	rows, err := s.reader.QueryContext(ctx, q, args...)
 	if err != nil && e.classify(err) == errStalePlan {
-		rows, err = s.reader.QueryContext(ctx, q, append(args, limit)...)
+		rows, err = s.reader.QueryContext(ctx, q, args...)
 	}
 	if err != nil {
 		return nil, err
@@ -256,15 +261,15 @@ WHERE task_session_id IN (%s) AND child_session_id IS NOT NULL`, frontier, func(
 }
 
 // ListFamily returns the family of a session (SessionFamily) and the cards
-// of every session in it: the session's own cards first, then each child
-// session's, each in ListBySession order.
+// of every session in it (ListCards: one per tool call): the session's own
+// cards first, then each child session's, each in ListBySession order.
 func (s *Store) ListFamily(ctx context.Context, id string) (family []string, cards []SubagentContext, err error) {
 	family, err = s.SessionFamily(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, sid := range family {
-		rows, err := s.ListBySession(ctx, sid)
+		rows, err := s.ListCards(ctx, sid)
 		if err != nil {
 			return nil, nil, err
 		}

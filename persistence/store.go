@@ -558,10 +558,14 @@ func (s *Store) ListByTurn(ctx context.Context, turnID string) ([]SubagentContex
 }
 
 func (s *Store) list(ctx context.Context, column, value string) ([]SubagentContext, error) {
-	q := s.eng.rebind(`SELECT ` + selectColumns + `
+	return s.query(ctx, s.eng.rebind(`SELECT `+selectColumns+`
 FROM task_session_subagents
-WHERE ` + column + ` = ?
-ORDER BY ` + s.eng.canon("observed_at") + `, ` + s.eng.binary("tool_call_id") + `, ` + s.eng.binary("agent_execution_id"))
+WHERE `+column+` = ?
+ORDER BY `+s.eng.canon("observed_at")+`, `+s.eng.binary("tool_call_id")+`, `+s.eng.binary("agent_execution_id")), value)
+}
+
+// query runs q, which selects selectColumns, and reads its rows.
+func (s *Store) query(ctx context.Context, q, value string) ([]SubagentContext, error) {
 	rows, err := s.reader.QueryContext(ctx, q, value)
 	if err != nil && s.eng.classify(err) == errStalePlan {
 		rows, err = s.reader.QueryContext(ctx, q, value)

@@ -217,7 +217,6 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	open := session.Request{Method: acp.AgentMethodSessionNew}
 	if *resume != "" {
 		open = session.Request{Method: session.MethodReopen, SessionID: *resume}
-		sink.adopt(ctx, *resume)
 	}
 	cfg := o.sessionConfig(term, sink, log)
 	cfg.Requests, cfg.Cwd, cfg.Abort = session.Turns(open, turns), dir, agent.Kill

@@ -100,10 +100,9 @@ type storeSink struct {
 	runID  string // one agent execution per acpscope process and dialect
 	log    *slog.Logger
 
-	mu      sync.Mutex
-	turns   map[string]string // session id → current turn id
-	adopted map[string]string // session id → the execution id a --resume reuses (see sinkturns.go)
-	clock   func() time.Time  // observation times; nil = now (a replay sets the capture's)
+	mu    sync.Mutex
+	turns map[string]string // session id → current turn id
+	clock func() time.Time  // observation times; nil = now (a replay sets the capture's)
 	// turnStart is when the current turn began: its flush is bounded by
 	// that plus --timeout and --cancel-grace.
 	turnStart time.Time
@@ -165,7 +164,7 @@ func (s *storeSink) record(dialect string, ev adapter.Event) {
 		s.turns[f.TaskSessionID] = turn
 	}
 	s.mu.Unlock()
-	f.ExecutionID = s.executionID(dialect, f.TaskSessionID)
+	f.ExecutionID = s.executionID(dialect)
 	f.TurnID = turn
 	if s.clock != nil {
 		f.ObservedAt = s.clock()
@@ -343,7 +342,9 @@ func randomID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// cmdSubagents implements `acpscope subagents --session ID [--db DSN]`.
+// cmdSubagents implements `acpscope subagents --session ID [--db DSN]`:
+// the session's cards, one per tool call however many agent executions
+// (runs, a --resume's included) stored a row of it.
 func cmdSubagents(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet("subagents", e.stderr)
 	session := fs.String("session", "", "the session whose subagent contexts to list (required)")
@@ -359,7 +360,7 @@ func cmdSubagents(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	rows, err := s.ListBySession(ctx, *session)
+	rows, err := s.ListCards(ctx, *session)
 	if err != nil {
 		return err
 	}

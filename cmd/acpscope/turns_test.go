@@ -3,8 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -15,21 +21,15 @@ import (
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
-// storedRows lists the stored cards of a session, by tool call id.
+// storedRows lists the stored rows of a session, by tool call id (the
+// last execution's where several have one).
 func storedRows(t *testing.T, db, session string) map[string]persistence.SubagentContext {
 	t.Helper()
-	s, err := persistence.OpenReadOnly(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	rows, err := s.ListBySession(context.Background(), session)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]persistence.SubagentContext{}
-	for _, r := range rows {
-		out[r.ToolCallID] = r
+	for k, e := range readStoredState(t, db, session) {
+		if r, ok := out[k[1]]; !ok || r.ObservedAt.Before(e.Row.ObservedAt) {
+			out[k[1]] = e.Row
+		}
 	}
 	return out
 }
@@ -44,13 +44,68 @@ func cardIDs(t *testing.T, out string) []string {
 	return ids
 }
 
-// Two --prompt turns go to one session, each a turn of its own; a second
-// acpscope process reopens the session with --resume (session/load) and
-// runs a third turn. The history the agent replays leaves the first run's
-// rows as they were, and `acpscope sessions` counts each subagent once.
+// Process 1 runs two turns; process 2 --resumes the session through
+// session/load (the agent replays both turns as history) and runs a third.
+// Each process is its own agent execution: the first run's rows stay
+// byte for byte what they were, the second run writes rows of its own
+// (its replay included), and sessions, subagents and the web view show
+// every subagent once, complete, in the turn that launched it.
 func TestTwoTurnsThenAResumedThird(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { twoTurnsThenAResumedThird(t, filepath.Join(t.TempDir(), "scope.db")) })
 	t.Run("postgres", func(t *testing.T) { twoTurnsThenAResumedThird(t, postgresDSN(t)) })
+}
+
+// storedState is every stored row of a session with its texts and facts,
+// by (execution, tool call).
+type storedState map[[2]string]struct {
+	Row   persistence.SubagentContext
+	Texts persistence.SubagentTexts
+	Facts persistence.CardFacts
+}
+
+func readStoredState(t *testing.T, db, session string) storedState {
+	t.Helper()
+	ctx := context.Background()
+	s, err := persistence.OpenReadOnly(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rows, err := s.ListBySession(ctx, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := storedState{}
+	for _, r := range rows {
+		k := [2]string{r.AgentExecutionID, r.ToolCallID}
+		e := out[k]
+		e.Row = r
+		if e.Texts, err = s.SubagentTexts(ctx, session, r.AgentExecutionID, r.ToolCallID); err != nil {
+			t.Fatal(err)
+		}
+		if e.Facts, err = s.SubagentFacts(ctx, session, r.AgentExecutionID, r.ToolCallID); err != nil {
+			t.Fatal(err)
+		}
+		out[k] = e
+	}
+	return out
+}
+
+// getJSON decodes the JSON body of a GET of u into v.
+func getJSON(t *testing.T, u string, v any) {
+	t.Helper()
+	res, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %d %s", u, res.StatusCode, b)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v: %s", u, err, b)
+	}
 }
 
 func twoTurnsThenAResumedThird(t *testing.T, db string) {
@@ -64,10 +119,12 @@ func twoTurnsThenAResumedThird(t *testing.T, db string) {
 	if got := cardIDs(t, out); !slices.Equal(got, []string{"toolu_T1", "toolu_T2"}) {
 		t.Fatalf("cards of the two turns: %v", got)
 	}
-	before := storedRows(t, db, "fake-session")
-	if len(before) != 2 || *before["toolu_T1"].TurnID == *before["toolu_T2"].TurnID {
+	before := readStoredState(t, db, "fake-session")
+	rows := storedRows(t, db, "fake-session")
+	if len(before) != 2 || len(rows) != 2 || *rows["toolu_T1"].TurnID == *rows["toolu_T2"].TurnID {
 		t.Fatalf("want two rows, one per turn, each with its own turn id: %+v", before)
 	}
+	first := rows["toolu_T1"].AgentExecutionID
 
 	code, out, errOut = acpscope(t, "", append([]string{"run", "--plain", "--db", db, "--cwd", dir, "--resume", "fake-session", "--prompt", "third task"}, agent...)...)
 	if code != exitOK {
@@ -79,21 +136,35 @@ func twoTurnsThenAResumedThird(t *testing.T, db string) {
 	if history < 0 || end < history || third < end || !strings.Contains(out[history:end], "first task") {
 		t.Fatalf("the view does not mark the replayed history:\n%s", out)
 	}
-	after := storedRows(t, db, "fake-session")
-	if len(after) != 3 {
-		t.Fatalf("want the two stored cards and the third turn's, got %d rows", len(after))
-	}
-	for id, r := range before {
-		a := after[id]
-		if a.ID != r.ID || *a.TurnID != *r.TurnID || a.AgentExecutionID != r.AgentExecutionID ||
-			!a.ObservedAt.Equal(r.ObservedAt) || *a.ToolStatus != *r.ToolStatus || *a.Description != *r.Description {
-			t.Errorf("%s changed on resume:\nbefore %+v\nafter  %+v", id, r, a)
+
+	// The store: the first execution's rows, texts and facts unchanged;
+	// the second execution's own rows for the replayed T1, T2 and its T3.
+	after := readStoredState(t, db, "fake-session")
+	for k, b := range before {
+		if a, ok := after[k]; !ok || !reflect.DeepEqual(a, b) {
+			t.Errorf("%v changed on resume:\nbefore %+v\nafter  %+v", k, b, a)
 		}
 	}
-	if *after["toolu_T3"].TurnID == *after["toolu_T2"].TurnID {
-		t.Errorf("the resumed turn has the second turn's id")
+	var second string
+	for k := range after {
+		if k[0] != first {
+			second = k[0]
+		}
+	}
+	if second == "" || len(after) != 5 {
+		t.Fatalf("want 2 rows of the first execution and 3 of the second, got %d: %v", len(after), slices.Collect(maps.Keys(after)))
+	}
+	for _, call := range []string{"toolu_T1", "toolu_T2", "toolu_T3"} {
+		if _, ok := after[[2]string{second, call}]; !ok {
+			t.Errorf("no row of the second execution for %s", call)
+		}
+	}
+	turn := func(exec, call string) string { return *after[[2]string{exec, call}].Row.TurnID }
+	if turn(second, "toolu_T3") == turn(first, "toolu_T2") || turn(second, "toolu_T3") == turn(first, "toolu_T1") {
+		t.Errorf("the resumed turn has an earlier turn's id")
 	}
 
+	// sessions: three cards in three turns, each once.
 	code, out, errOut = acpscope(t, "", "sessions", "--db", db, "--json")
 	if code != exitOK {
 		t.Fatalf("sessions: exit %d: %s", code, errOut)
@@ -102,8 +173,49 @@ func twoTurnsThenAResumedThird(t *testing.T, db string) {
 	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &r); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if r.ID != "fake-session" || r.Cards != 3 || r.Turns != 3 {
-		t.Fatalf("sessions: %+v; want 3 cards in 3 turns", r)
+	if r.ID != "fake-session" || r.Cards != 3 || r.Turns != 3 || r.Open != 0 || r.Status != persistence.SessionComplete || r.Agent != "claude" {
+		t.Fatalf("sessions: %+v; want 3 complete cards in 3 turns", r)
+	}
+
+	// subagents: one line per tool call, complete.
+	code, out, errOut = acpscope(t, "", "subagents", "--db", db, "--session", "fake-session")
+	if code != exitOK {
+		t.Fatalf("subagents: exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("subagents: want a header and 3 cards:\n%s", out)
+	}
+	for i, call := range []string{"toolu_T1", "toolu_T2", "toolu_T3"} {
+		if f := strings.Fields(lines[i+1]); len(f) < 2 || f[1] != call || !slices.Contains(f, "complete") {
+			t.Errorf("subagents line %d: %q, want %s complete", i+1, lines[i+1], call)
+		}
+	}
+
+	// The web view: each card once, complete, in its own turn, with the
+	// first run's time; /api/card serves its texts.
+	u := startWeb(t, "--db", db, "--addr", "127.0.0.1:0")
+	var page struct {
+		View web.SessionView `json:"view"`
+	}
+	getJSON(t, u+"api/session?id=fake-session", &page)
+	v := page.View
+	if v.Session.Cards != 3 || v.Total != 3 || len(v.Cards) != 3 || v.TurnCount != 3 {
+		t.Fatalf("web view: %d cards (total %d) in %d turns, want 3 in 3: %+v", len(v.Cards), v.Total, v.TurnCount, v)
+	}
+	for i, c := range v.Cards {
+		call := fmt.Sprintf("toolu_T%d", i+1)
+		if c.ToolCallID != call || c.Status != "complete" || c.Turn != i+1 {
+			t.Errorf("web card %d: %s %s turn %d, want %s complete turn %d", i, c.ToolCallID, c.Status, c.Turn, call, i+1)
+		}
+		if i < 2 && !c.Observed.Equal(after[[2]string{first, call}].Row.ObservedAt) {
+			t.Errorf("web card %s observed %v, want the first run's %v", call, c.Observed, after[[2]string{first, call}].Row.ObservedAt)
+		}
+		var texts web.CardTexts
+		getJSON(t, u+"api/card?"+url.Values{"session": {"fake-session"}, "execution": {c.Execution}, "call": {call}}.Encode(), &texts)
+		if want := fmt.Sprintf("turn %d", i+1); texts.Prompt == nil || *texts.Prompt != want {
+			t.Errorf("/api/card %s: prompt %v, want %q", call, texts.Prompt, want)
+		}
 	}
 }
 

@@ -1,0 +1,88 @@
+package persistence
+
+import (
+	"context"
+	"strings"
+)
+
+// A subagent card is one (task_session_id, tool_call_id) pair: the child
+// the agent launched. Its rows are one per agent execution that saw it (a
+// session loaded by a new agent process is a new execution, with its own
+// key, and never writes an earlier execution's row). The card reads
+// collapse those rows into one, by these rules:
+//
+//   - the "status row" is the newest settled row when any row is settled
+//     (a card never goes back to open because a later execution's replay
+//     is still under way), else the newest row; "newest" orders by
+//     observed_at, then agent_execution_id, both descending (byte order);
+//   - status (agent_status, tool_status), id, source, task and execution
+//     are the status row's;
+//   - every other fact (parent, type, description, agent id, child
+//     session, model, metrics) is the status row's, or, when it has none,
+//     the greatest value another execution's row has (a fact once learned
+//     is never unset by an execution that did not learn it);
+//   - settled_at is the first settlement of any execution, observed_at the
+//     first observation, updated_at the latest, is_async true if any row's;
+//   - turn_id is the earliest row's that has one (earliest by observed_at,
+//     then agent_execution_id): a card stays in the turn that launched it.
+//
+// Texts and facts of the layer's own tables are read by the status row's
+// key (the card's AgentExecutionID).
+
+// cardPartition is the window every collapsed column is computed over.
+const cardPartition = "PARTITION BY task_session_id, tool_call_id"
+
+// cardsSQL is the query of the collapsed cards of the rows cond selects
+// (a condition on task_session_subagents' own columns): every column of
+// finalColumns, in that order, one row per pair, unordered; observed_at,
+// settled_at and updated_at come out canonical (engine.canon).
+func cardsSQL(e engine, cond string) string {
+	cols := make([]string, len(finalColumns))
+	for i, c := range finalColumns {
+		switch c {
+		case "turn_id":
+			cols[i] = "FIRST_VALUE(turn_id) OVER earliest"
+		case "parent_tool_call_id", "subagent_type", "description", "agent_id", "child_session_id", "model",
+			"total_tokens", "tool_use_count", "duration_ms":
+			cols[i] = "COALESCE(" + c + ", MAX(" + c + ") OVER whole)"
+		case "is_async":
+			cols[i] = "MAX(is_async) OVER whole"
+		case "observed_at":
+			cols[i] = "MIN(observed_c) OVER whole"
+		case "settled_at":
+			cols[i] = "MIN(settled_c) OVER whole"
+		case "updated_at":
+			cols[i] = "MAX(updated_c) OVER whole"
+		default: // the status row's own
+			cols[i] = c
+		}
+		cols[i] += " AS " + c
+	}
+	exec := e.binary("agent_execution_id")
+	// Three windows only: each ordered one costs a sort of the rows.
+	return `SELECT ` + selectColumns + `
+FROM (SELECT ` + strings.Join(cols, ",\n\t") + `,
+	ROW_NUMBER() OVER newest_settled AS status_rank
+	FROM (SELECT ` + selectColumns + `, ` + e.canon("observed_at") + ` AS observed_c, ` + e.canon("settled_at") + ` AS settled_c, ` +
+		e.canon("updated_at") + ` AS updated_c
+		FROM task_session_subagents
+		WHERE ` + cond + `) canon_rows
+	WINDOW whole AS (` + cardPartition + `),
+		newest_settled AS (` + cardPartition + ` ORDER BY CASE WHEN settled_c IS NULL THEN 1 ELSE 0 END, observed_c DESC, ` + exec + ` DESC),
+		earliest AS (` + cardPartition + ` ORDER BY CASE WHEN turn_id IS NULL THEN 1 ELSE 0 END, observed_c, ` + exec + `)) cards
+WHERE status_rank = 1`
+}
+
+// orderedCardsSQL is cardsSQL in ListBySession order (observed_at is
+// already canonical there).
+func orderedCardsSQL(e engine, cond string) string {
+	return cardsSQL(e, cond) + `
+ORDER BY observed_at, ` + e.binary("tool_call_id") + `, ` + e.binary("agent_execution_id")
+}
+
+// ListCards returns a session's subagent cards: one per tool call however
+// many agent executions stored a row of it, collapsed by the rules above,
+// in ListBySession order. ListBySession keeps the raw per-execution rows.
+func (s *Store) ListCards(ctx context.Context, sessionID string) ([]SubagentContext, error) {
+	return s.query(ctx, s.eng.rebind(orderedCardsSQL(s.eng, "task_session_id = ?")), encodeID(sessionID))
+}
