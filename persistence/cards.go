@@ -83,6 +83,23 @@ ORDER BY observed_at, ` + e.binary("tool_call_id") + `, ` + e.binary("agent_exec
 // ListCards returns a session's subagent cards: one per tool call however
 // many agent executions stored a row of it, collapsed by the rules above,
 // in ListBySession order. ListBySession keeps the raw per-execution rows.
+//
+// A session that one execution wrote (the common case) has one row per
+// card already, and is read as ListBySession reads it: the collapse's
+// window sorts are paid only by sessions that several executions wrote.
 func (s *Store) ListCards(ctx context.Context, sessionID string) ([]SubagentContext, error) {
-	return s.query(ctx, s.eng.rebind(orderedCardsSQL(s.eng, "task_session_id = ?")), encodeID(sessionID))
+	id := encodeID(sessionID)
+	var lo, hi *string
+	err := s.reader.QueryRowContext(ctx, s.eng.rebind(executionSpanSQL), id, id).Scan(&lo, &hi)
+	if err == nil && (lo == nil || hi == nil || *lo == *hi) {
+		return s.ListBySession(ctx, sessionID)
+	}
+	return s.query(ctx, s.eng.rebind(orderedCardsSQL(s.eng, "task_session_id = ?")), id)
 }
+
+// executionSpanSQL is the least and greatest execution id of a session's
+// rows, each one lookup in the key's index (task_session_id leads it,
+// agent_execution_id follows): equal, the session has one execution.
+const executionSpanSQL = `SELECT
+	(SELECT MIN(agent_execution_id) FROM task_session_subagents WHERE task_session_id = ?),
+	(SELECT MAX(agent_execution_id) FROM task_session_subagents WHERE task_session_id = ?)`

@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -117,6 +118,38 @@ func TestCardsCollapseExecutions(t *testing.T) {
 		}
 		if want := []string{"tc1/E1", "tc2/E1", "tc1/E2"}; !slices.Equal(keys, want) {
 			t.Errorf("ListBySession: %v, want the raw rows %v", keys, want)
+		}
+	})
+}
+
+// A session one execution wrote is read without the collapse's windows
+// (ListCards' fast path); the result must be the collapse's own, row for
+// row and in order, so the two paths are one rule.
+func TestCardsOneExecutionReadAsTheCollapse(t *testing.T) {
+	engines(t, func(t *testing.T, e *env) {
+		s := e.store()
+		if err := s.EnsureSession(e.ctx, "S", "S"); err != nil {
+			t.Fatal(err)
+		}
+		base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+		for i, tc := range []string{"b", "a", "c", "a"} {
+			f := Frame{TaskSessionID: "S", TaskID: "S", ToolCallID: tc, ExecutionID: "E1", TurnID: "U1",
+				Description: "d" + tc, ToolStatus: []string{"in_progress", "pending", "complete", "complete"}[i],
+				ObservedAt: base.Add(time.Duration(i) * time.Second)}
+			if err := s.Upsert(e.ctx, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fast, err := s.ListCards(e.ctx, "S")
+		if err != nil {
+			t.Fatal(err)
+		}
+		collapsed, err := s.query(e.ctx, s.eng.rebind(orderedCardsSQL(s.eng, "task_session_id = ?")), encodeID("S"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fast) != 3 || !reflect.DeepEqual(fast, collapsed) {
+			t.Fatalf("fast path:\n%+v\ncollapse:\n%+v", fast, collapsed)
 		}
 	})
 }
