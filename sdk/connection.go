@@ -1197,6 +1197,11 @@ func (c *Connection) call(ctx context.Context, method string, params any) (json.
 			// Never written, so there is nothing to cancel on the peer.
 			return nil, toRequestError(context.Cause(ctx))
 		}
+		if errors.Is(err, ErrConnectionClosed) {
+			// Close found the call waiting for its write: a pending call,
+			// it fails as every pending call does.
+			return nil, c.peerDisconnected(textDisconnectedBeforeResponse)
+		}
 		return nil, NewInternalError(errorData(err.Error()))
 	}
 

@@ -318,6 +318,20 @@ func TestCloseEndsBlockedWrite(t *testing.T) {
 	waitChan(t, w.entered, "the write reaching the peer")
 	call := make(chan error, 1)
 	go func() { call <- conn.SendRequestNoResult(context.Background(), "session/prompt", nil) }()
+	// The request is pending (registered, then waiting for the write the
+	// notification holds) before Close: a call Close finds queued behind a
+	// blocked write is a pending call like any other.
+	for deadline := time.Now().Add(hangGuard); ; time.Sleep(time.Millisecond) {
+		conn.mu.Lock()
+		pending := len(conn.pending)
+		conn.mu.Unlock()
+		if pending == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the request never became pending")
+		}
+	}
 	_ = conn.Close()
 	if err := waitChan(t, note, "blocked notification"); err == nil || !strings.Contains(err.Error(), "connection closed") {
 		t.Fatalf("notification: %v", err)
