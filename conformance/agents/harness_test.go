@@ -517,7 +517,7 @@ func runProcess(t *testing.T, env *Env, a Agent, sc Scenario, p processSpec) pro
 		saveCapture(t, a.Name, p.name, sc.Flags, capturePath, replayed)
 	}
 
-	r.Rows = storedRows(t, p.db, r.Cards)
+	r.Rows = storedCards(t, p.db, r.Cards)
 	checkRows(t, r)
 	if p.check != nil {
 		p.check(t, r)
@@ -625,6 +625,20 @@ func saveCapture(t *testing.T, agent, name string, flags []string, capturePath s
 // storedRows reads the stored subagent contexts of every card's session.
 func storedRows(t *testing.T, db string, cards []Card) map[string][]persistence.SubagentContext {
 	t.Helper()
+	return readSessions(t, db, cards, (*persistence.Store).ListBySession)
+}
+
+// storedCards is the cards the store shows of the sessions of cards, per
+// session: one per tool call however many agent executions (acpscope
+// processes) stored a row of it (persistence.Store.ListCards).
+func storedCards(t *testing.T, db string, cards []Card) map[string][]persistence.SubagentContext {
+	t.Helper()
+	return readSessions(t, db, cards, (*persistence.Store).ListCards)
+}
+
+// readSessions lists, with list, each session the cards name.
+func readSessions(t *testing.T, db string, cards []Card, list func(*persistence.Store, context.Context, string) ([]persistence.SubagentContext, error)) map[string][]persistence.SubagentContext {
+	t.Helper()
 	rows := map[string][]persistence.SubagentContext{}
 	if len(cards) == 0 {
 		return rows
@@ -639,16 +653,17 @@ func storedRows(t *testing.T, db string, cards []Card) map[string][]persistence.
 		if _, done := rows[c.SessionID]; done {
 			continue
 		}
-		list, err := s.ListBySession(ctx, c.SessionID)
+		listed, err := list(s, ctx, c.SessionID)
 		if err != nil {
 			t.Fatalf("listing session %s: %v", c.SessionID, err)
 		}
-		rows[c.SessionID] = list
+		rows[c.SessionID] = listed
 	}
 	return rows
 }
 
-// checkRows requires one stored row per card, agreeing with the card.
+// checkRows requires one stored card per card (the rows of every agent
+// execution collapsed, as acpscope shows them), agreeing with the card.
 func checkRows(t *testing.T, r *Run) {
 	t.Helper()
 	perSession := map[string]int{}
