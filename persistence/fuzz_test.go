@@ -137,7 +137,7 @@ func FuzzRecordFrame(f *testing.F) {
 		}
 		for _, r := range rows {
 			checkRow(t, r)
-			if r.ToolCallID != cleanText(tc) || r.AgentExecutionID == "" {
+			if r.ToolCallID != tc || r.AgentExecutionID == "" { // ids are exact (encodeID)
 				t.Fatalf("identity %q/%q stored as %q/%q", tc, exec, r.ToolCallID, r.AgentExecutionID)
 			}
 		}
