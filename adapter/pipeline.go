@@ -115,7 +115,7 @@ func (t *Tracker) applyFrame(tx *Tx, f *ToolFrame) {
 	if !held {
 		c = s.addCard(t, f.ToolCallID)
 		kind = EventToolCall
-		if !f.Create {
+		if recalled := t.recall(tx, s, c); !f.Create && !recalled {
 			t.counters[CounterOrphanUpdates]++
 		}
 	} else if f.Create {

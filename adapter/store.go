@@ -59,6 +59,7 @@ func (t *Tracker) evictSession() {
 			continue
 		}
 		t.dropSession(id)
+		t.forgetSessionHistory(id)
 		delete(t.loading, id)
 		t.counters[CounterSessionsEvicted]++
 		t.sessionCleared(&Tx{t: t}, id)
@@ -264,6 +265,7 @@ func (s *session) sweepCompleted(t *Tracker) int {
 	for id, c := range s.cards {
 		switch {
 		case c.status.Terminal() && !c.keep:
+			t.remember(c)
 			t.removeCard(s, id)
 			n++
 		case c.inDone:

@@ -114,6 +114,7 @@ type Tracker struct {
 	cardBytes    int64       // string bytes held by all cards
 	liveCards    int         // cards held across sessions
 	order        []globalRef // creation order of cards (lazy), for the byte budget
+	history      remembered  // copies of dropped subagent cards, for replayed history (history.go)
 
 	onEvent    func(Event)
 	queue      []Event
@@ -297,6 +298,7 @@ func (t *Tracker) clearLoadedSession(tx *Tx, family []string) {
 		if s := t.sessions[sid]; s != nil {
 			for id, c := range s.cards {
 				if c.child == nil {
+					t.remember(c)
 					t.removeCard(s, id)
 				}
 			}
@@ -324,6 +326,9 @@ func (t *Tracker) SessionLoadFinished(sessionID string, ok bool) {
 // SessionClosed drops the state of sessionID and its children.
 func (t *Tracker) SessionClosed(sessionID string) {
 	t.do(func(tx *Tx) {
+		for _, id := range t.familyOf(sessionID) {
+			t.forgetSessionHistory(id)
+		}
 		t.clearSession(tx, sessionID) // still a session the client opened
 		if t.current == sessionID {
 			t.current = ""
@@ -338,6 +343,7 @@ func (t *Tracker) Reset() {
 		t.loading = map[string]bool{}
 		t.opened = map[string]bool{}
 		t.cardBytes, t.liveCards, t.order = 0, 0, nil
+		t.forgetSessionHistory("")
 		t.current, t.lastSeen = "", ""
 		t.sessionCleared(tx, "")
 	})

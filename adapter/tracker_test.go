@@ -408,3 +408,73 @@ func TestEvictedSessionTakesItsChildren(t *testing.T) {
 		t.Fatalf("sessions_evicted = %d, want 2 (p1 and its child)", got)
 	}
 }
+
+// A finished subagent card dropped at the end of its turn is remembered for
+// history only: a load of its session starts the replayed card from it, a
+// live turn that reuses the tool call id starts a new card, and a closed
+// session's cards are forgotten.
+func TestRememberedCardsServeOnlyALoad(t *testing.T) {
+	tr, events := newTracker(t, adapter.Config{})
+	first := func() adapter.ToolStatus {
+		t.Helper()
+		all := events.all()
+		for i := len(all) - 1; i >= 0; i-- {
+			if all[i].Kind == adapter.EventToolCall && all[i].ToolCallID == "a" {
+				return all[i].Status
+			}
+		}
+		t.Fatal("no tool_call event for a")
+		return ""
+	}
+	finish := func() {
+		tr.SessionUpdate(toolUpdate(t, "s1", "a", "completed"))
+		tr.PromptEnded("s1")
+	}
+	tr.SessionUpdate(toolCall(t, "s1", "a", "task"))
+	finish()
+	tr.SessionUpdate(toolCall(t, "s1", "a", "task")) // a later live turn
+	if got := first(); got != adapter.ToolStatusInProgress {
+		t.Fatalf("a live turn reusing the id starts at %q, want in_progress", got)
+	}
+	finish()
+	tr.SessionLoaded("s1")
+	tr.SessionUpdate(toolCall(t, "s1", "a", "task"))
+	tr.SessionLoadFinished("s1", true)
+	if got := first(); got != adapter.ToolStatusComplete {
+		t.Fatalf("the replayed card starts at %q, want the remembered complete", got)
+	}
+	tr.PromptEnded("s1")
+	tr.SessionClosed("s1")
+	tr.SessionLoaded("s1")
+	tr.SessionUpdate(toolCall(t, "s1", "a", "task"))
+	if got := first(); got != adapter.ToolStatusInProgress {
+		t.Fatalf("after the session closed the replayed card starts at %q, want in_progress", got)
+	}
+}
+
+// The remembered cards are bounded: beyond DefaultMaxRemembered the oldest
+// are forgotten, and their replay starts from nothing.
+func TestRememberedCardsAreBounded(t *testing.T) {
+	tr, events := newTracker(t, adapter.Config{})
+	const extra = 10
+	for i := range adapter.DefaultMaxRemembered + extra {
+		id := fmt.Sprint("c", i)
+		tr.SessionUpdate(toolCall(t, "s1", id, "task"))
+		tr.SessionUpdate(toolUpdate(t, "s1", id, "completed"))
+		tr.PromptEnded("s1")
+	}
+	if got := tr.Counters()[adapter.CounterRememberedEvicted]; got != extra {
+		t.Fatalf("remembered_evicted = %d, want %d", got, extra)
+	}
+	tr.SessionLoaded("s1")
+	oldest, newest := "c0", fmt.Sprint("c", adapter.DefaultMaxRemembered+extra-1)
+	tr.SessionUpdate(toolCall(t, "s1", oldest, "task"))
+	tr.SessionUpdate(toolCall(t, "s1", newest, "task"))
+	all := events.all()
+	if got := all[len(all)-2]; got.ToolCallID != oldest || got.Status != adapter.ToolStatusInProgress {
+		t.Errorf("forgotten card replayed as %s %s, want %s in_progress", got.ToolCallID, got.Status, oldest)
+	}
+	if got := all[len(all)-1]; got.ToolCallID != newest || got.Status != adapter.ToolStatusComplete {
+		t.Errorf("remembered card replayed as %s %s, want %s complete", got.ToolCallID, got.Status, newest)
+	}
+}

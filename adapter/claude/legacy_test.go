@@ -125,3 +125,26 @@ func TestLegacyScenarios(t *testing.T) {
 		})
 	}
 }
+
+// A session loaded again on the same connection replays a finished
+// background child without its launch receipt. The card was swept at the
+// end of its turn; the replay must find what it learned then: it stays
+// complete (no event moves it back to pending or in progress) and keeps
+// its agent id, is_async and output file.
+func TestReloadOnTheSameConnectionKeepsWhatTheCardLearned(t *testing.T) {
+	res := goldentest.Replay(t, "reload_same_connection", adapter.Config{})
+	want := `{"kind":"subagent_task","subagent_task":{"description":"Bg job","prompt":"Do it","subagent_type":"general-purpose","status":"async_launched","agent_id":"a1b2","is_async":true,"output_file":"/abs/a1b2.output","can_read_output_file":true},"background_work":{"kind":"subagent","work_id":"a1b2","detached":true}}`
+	if got := goldentest.PayloadJSON(t, goldentest.Last(t, res, "toolu_A")); got != want {
+		t.Errorf("after the load\n got %s\nwant %s", got, want)
+	}
+	complete := false
+	for _, e := range res.Events {
+		if e.ToolCallID != "toolu_A" {
+			continue
+		}
+		if complete && e.Status != adapter.ToolStatusComplete {
+			t.Errorf("the replayed history moved the card back to %q", e.Status)
+		}
+		complete = complete || e.Status == adapter.ToolStatusComplete
+	}
+}

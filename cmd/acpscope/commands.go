@@ -154,9 +154,11 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	fs := newFlagSet("run", e.stderr)
 	var o outputFlags
 	o.register(fs)
-	var prompts promptList
-	fs.Var(&prompts, "prompt", "a prompt, one turn each, sent in order on one session (repeatable; default: standard input, or one prompt line per turn on a terminal)")
-	resume := fs.String("resume", "", "reopen this session (session/load, else session/resume) instead of opening a new one")
+	var steps stepList
+	fs.Var(promptFlag{&steps}, "prompt", "a prompt, one turn each, sent in order on one session (repeatable; default: standard input, or one prompt line per turn on a terminal)")
+	fs.Var(reopenFlag{&steps}, "reload", "reopen the session on the same connection at this point among the --prompt flags, so the agent replays its history (repeatable)")
+	resume := fs.String("resume", "", "reopen this session (see --resume-with) instead of opening a new one")
+	reopenWith := fs.String("resume-with", "auto", "how --resume and --reload reopen a session: load (session/load), resume (session/resume) or auto (load when the agent offers it, else resume)")
 	cwd := fs.String("cwd", "", "the session's working directory (default: the current directory)")
 	record := fs.String("record", "", "record the wire to this capture file")
 	fs.Usage = func() {
@@ -173,7 +175,11 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	if len(command) == 0 {
 		return fmt.Errorf("run needs the agent command after --")
 	}
-	turns, interactive, err := promptSource(ctx, e, prompts, *resume != "")
+	reopen, err := session.ParseReopenMethod(*reopenWith)
+	if err != nil {
+		return fmt.Errorf("--resume-with: %v", err)
+	}
+	turns, interactive, err := promptSource(ctx, e, steps, *resume != "")
 	if err != nil {
 		return err
 	}
@@ -219,7 +225,7 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 		open = session.Request{Method: session.MethodReopen, SessionID: *resume}
 	}
 	cfg := o.sessionConfig(term, sink, log)
-	cfg.Requests, cfg.Cwd, cfg.Abort = session.Turns(open, turns), dir, agent.Kill
+	cfg.Requests, cfg.Cwd, cfg.Abort, cfg.ReopenWith = session.Turns(open, turns), dir, agent.Kill, reopen
 	stored := cfg.TurnEnded // the store's flush of the turn's cards
 	switch {
 	case interactive:
@@ -228,7 +234,7 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 			reportTurn(e, term, n, stop, err)
 		}
 		cfg.TurnContext = e.interrupts.turnContext
-	case len(prompts) > 1:
+	case steps.prompts() > 1:
 		// The exit reports the worst turn; each failed turn is named as
 		// it ends, so none goes unsaid.
 		cfg.TurnEnded = func(n int, stop acp.StopReason, err error) {

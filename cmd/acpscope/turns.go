@@ -8,39 +8,93 @@ import (
 	"io"
 	"iter"
 	"slices"
+	"strconv"
 	"strings"
 
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 )
 
-// promptList is the repeatable --prompt flag: one turn per value, in order.
-type promptList []string
+// stepList is the run's steps given by flags, in the order typed: each
+// --prompt is one turn, each --reload reopens the session on the same
+// connection (see reopenFlag).
+type stepList []session.Request
+
+// prompts counts the steps that are turns.
+func (s stepList) prompts() int {
+	n := 0
+	for _, r := range s {
+		if r.Method == acp.AgentMethodSessionPrompt {
+			n++
+		}
+	}
+	return n
+}
+
+// promptFlag is the repeatable --prompt flag: one turn per value, in order.
+type promptFlag struct{ steps *stepList }
 
 // String renders the prompts for the flag package.
-func (p *promptList) String() string { return strings.Join(*p, " | ") }
+func (p promptFlag) String() string {
+	if p.steps == nil {
+		return ""
+	}
+	var texts []string
+	for _, r := range *p.steps {
+		if r.Method == acp.AgentMethodSessionPrompt {
+			texts = append(texts, r.Text)
+		}
+	}
+	return strings.Join(texts, " | ")
+}
 
 // Set adds one prompt; an empty one is refused (it would be no turn).
-func (p *promptList) Set(v string) error {
+func (p promptFlag) Set(v string) error {
 	if strings.TrimSpace(v) == "" {
 		return errors.New("a prompt must not be empty")
 	}
-	*p = append(*p, v)
+	*p.steps = append(*p.steps, session.Request{Method: acp.AgentMethodSessionPrompt, Text: v})
 	return nil
 }
 
-// promptSource is where the turns' prompts come from: the --prompt values;
-// else, on a terminal, one line per turn (interactive, see readPrompts);
-// else standard input, read to its end, as one prompt. A run that resumes
-// a session may have no prompt (it only reopens the session).
-func promptSource(ctx context.Context, e env, prompts promptList, resuming bool) (turns iter.Seq[string], interactive bool, err error) {
-	if len(prompts) > 0 {
-		return slices.Values([]string(prompts)), false, nil
+// reopenFlag is the repeatable boolean --reload flag: where it stands
+// among the --prompt flags, the run reopens its session on the same
+// connection (session/load or session/resume, as --resume-with says),
+// so the agent replays the history of the turns before it.
+type reopenFlag struct{ steps *stepList }
+
+// String is empty: the flag has no value of its own.
+func (reopenFlag) String() string { return "" }
+
+// IsBoolFlag lets --reload stand without a value.
+func (reopenFlag) IsBoolFlag() bool { return true }
+
+// Set adds one reopening step; --reload=false adds none.
+func (r reopenFlag) Set(v string) error {
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		return errors.New("--reload takes no value")
+	}
+	if on {
+		*r.steps = append(*r.steps, session.Request{Method: session.MethodReopen})
+	}
+	return nil
+}
+
+// promptSource is where the turns come from: the steps the flags gave;
+// else, on a terminal, one prompt line per turn (interactive, see
+// readPrompts); else standard input, read to its end, as one prompt. A
+// run that resumes a session may have no prompt (it only reopens the
+// session).
+func promptSource(ctx context.Context, e env, steps stepList, resuming bool) (turns iter.Seq[session.Request], interactive bool, err error) {
+	if len(steps) > 0 {
+		return slices.Values([]session.Request(steps)), false, nil
 	}
 	if isCharDevice(e.stdin) {
-		return readPrompts(ctx, e.stdin, e.stdout), true, nil
+		return promptRequests(readPrompts(ctx, e.stdin, e.stdout)), true, nil
 	}
 	data, err := io.ReadAll(io.LimitReader(e.stdin, maxPromptBytes+1))
 	if err != nil {
@@ -52,11 +106,22 @@ func promptSource(ctx context.Context, e env, prompts promptList, resuming bool)
 	text := strings.TrimSpace(string(data))
 	switch {
 	case text != "":
-		return slices.Values([]string{text}), false, nil
+		return promptRequests(slices.Values([]string{text})), false, nil
 	case resuming:
-		return slices.Values([]string(nil)), false, nil
+		return slices.Values([]session.Request(nil)), false, nil
 	}
 	return nil, false, fmt.Errorf("no prompt: pass --prompt or write it to standard input")
+}
+
+// promptRequests makes each prompt text one turn.
+func promptRequests(texts iter.Seq[string]) iter.Seq[session.Request] {
+	return func(yield func(session.Request) bool) {
+		for text := range texts {
+			if !yield(session.Request{Method: acp.AgentMethodSessionPrompt, Text: text}) {
+				return
+			}
+		}
+	}
 }
 
 // promptMark is shown on the terminal before each interactive prompt line.

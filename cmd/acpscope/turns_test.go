@@ -322,3 +322,90 @@ func TestEveryTurnRunsAndTheWorstExitCodeWins(t *testing.T) {
 		t.Fatalf("exit %d, want %d with both turns' failures named:\n%s\n%s", code, exitTurn, errOut, out)
 	}
 }
+
+// --reload between two turns reopens the session on the same connection:
+// the agent replays turn 1 as history, which neither shows nor stores the
+// card a second time nor moves it back; each card keeps the turn that
+// launched it, the run is one execution, and its capture replays to the
+// live cards.
+func TestReloadBetweenTurnsOnTheSameConnection(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { reloadBetweenTurns(t, filepath.Join(t.TempDir(), "scope.db")) })
+	t.Run("postgres", func(t *testing.T) { reloadBetweenTurns(t, postgresDSN(t)) })
+}
+
+func reloadBetweenTurns(t *testing.T, db string) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "reload.jsonl")
+	code, out, errOut := acpscope(t, "", "run", "--json", "--db", db, "--cwd", dir, "--record", rec,
+		"--prompt", "first task", "--reload", "--prompt", "second task",
+		"--", fakeAgent, "-mode", "turns", "-state", filepath.Join(dir, "state"))
+	if code != exitOK {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	if got := cardIDs(t, out); !slices.Equal(got, []string{"toolu_T1", "toolu_T2"}) {
+		t.Fatalf("cards: %v, want toolu_T1 and toolu_T2 once each", got)
+	}
+	c, err := capture.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var methods []string
+	for _, e := range c.Entries {
+		var m struct {
+			Method string `json:"method"`
+		}
+		if e.From == capture.FromClient && json.Unmarshal(e.Msg, &m) == nil && m.Method != "" {
+			methods = append(methods, m.Method)
+		}
+	}
+	if want := []string{"initialize", "session/new", "session/prompt", "session/load", "session/prompt"}; !slices.Equal(methods, want) {
+		t.Fatalf("client requests %v, want %v", methods, want)
+	}
+	state := readStoredState(t, db, "fake-session")
+	rows := storedRows(t, db, "fake-session")
+	if len(state) != 2 || len(rows) != 2 {
+		t.Fatalf("want two rows, one per card, in one execution: %+v", state)
+	}
+	t1, t2 := rows["toolu_T1"], rows["toolu_T2"]
+	if t1.ToolStatus == nil || *t1.ToolStatus != "complete" || t2.ToolStatus == nil || *t2.ToolStatus != "complete" || t1.AgentExecutionID != t2.AgentExecutionID ||
+		t1.TurnID == nil || t2.TurnID == nil || *t1.TurnID == *t2.TurnID {
+		t.Fatalf("rows: T1 %+v\nT2 %+v", t1, t2)
+	}
+	code, replayed, errOut := acpscope(t, "", "replay", "--json", "--no-db", rec)
+	if code != exitOK || replayed != out {
+		t.Fatalf("replay: exit %d: %s\nlive:\n%s\nreplay:\n%s", code, errOut, out, replayed)
+	}
+}
+
+// --resume-with picks how --resume and --reload reopen a session, and a
+// method the agent does not offer, or an unknown one, is a usage error.
+func TestResumeWithChoosesTheMethod(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.WriteFile(state, []byte("earlier task\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(reopen string, flags ...string) (int, string, string) {
+		args := append([]string{"run", "--plain", "--no-db", "--cwd", dir, "--resume", "fake-session"}, flags...)
+		return acpscope(t, "", append(args, "--", fakeAgent, "-mode", "turns", "-state", state, "-reopen", reopen)...)
+	}
+	for with, shown := range map[string]string{"auto": "(session/load) ──", "load": "(session/load) ──", "resume": "(session/resume) ──"} {
+		code, out, errOut := run("both", "--resume-with", with)
+		if code != exitOK || !strings.Contains(out, shown) || !strings.Contains(out, "earlier task") {
+			t.Errorf("--resume-with %s: exit %d, want %q in the output: %s\n%s", with, code, shown, errOut, out)
+		}
+	}
+	if code, _, errOut := run("resume", "--resume-with", "load"); code != exitUsage || !strings.Contains(errOut, "session/load") {
+		t.Errorf("--resume-with load on an agent without it: exit %d, want %d naming session/load: %s", code, exitUsage, errOut)
+	}
+	if code, _, errOut := run("both", "--resume-with", "fork"); code != exitUsage || !strings.Contains(errOut, "--resume-with") {
+		t.Errorf("--resume-with fork: exit %d, want %d: %s", code, exitUsage, errOut)
+	}
+	// --reload on an agent that cannot reopen: the first turn runs, then
+	// the run ends with exit code 2 naming what the agent lacks.
+	code, out, errOut := acpscope(t, "", "run", "--plain", "--no-db", "--cwd", dir, "--prompt", "one", "--reload", "--prompt", "two",
+		"--", fakeAgent, "-mode", "turns", "-state", filepath.Join(dir, "state2"), "-reopen", "none")
+	if code != exitUsage || !strings.Contains(errOut, "session/load") || strings.Contains(out, "toolu_T2") || !strings.Contains(out, "one") {
+		t.Errorf("--reload without load or resume: exit %d, want %d: %s\n%s", code, exitUsage, errOut, out)
+	}
+}

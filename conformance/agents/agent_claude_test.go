@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/conformance/agents/modelserver"
+	"github.com/kdlbs/acp-go-sdk/internal/capture"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
@@ -46,6 +47,9 @@ func init() {
 		claudeClear(),
 		claudeSendMessageNextTurn(),
 		claudeLoadNewProcess(),
+		claudeReload(bg, nil),
+		claudeReload(bg, sessions),
+		claudeResumeNewProcess(),
 	}))
 }
 
@@ -299,12 +303,9 @@ func lastUserText(req *modelserver.Request) string {
 	return ""
 }
 
-// The multi-turn scenarios of Claude 0.101.0 (--subagents). acpscope sends
-// its turns one after the other, so a prompt is never sent while another is
-// open (the agent's promptQueueing is not used), and it reopens a session
-// only at the start of a process (--resume), so session/load on the same
-// connection has no scenario; --resume picks session/load, which 0.101.0
-// offers, so session/resume has none either.
+// The multi-turn scenarios of Claude 0.101.0. acpscope sends its turns one
+// after the other, so a prompt is never sent while another is open (the
+// agent's promptQueueing is not used).
 
 // clearPrompt resets Claude's conversation; nextPrompt is a second turn's
 // prompt that needs no tool.
@@ -376,39 +377,104 @@ func claudeLoadNewProcess() Scenario {
 	sc := claudeScenario("sessions-load", ptr(false), []string{"--subagents"}, "", childA)
 	sc.Resume = []string{nextPrompt}
 	sc.ResumeWant = sc.Want
+	sc.ResumeCheck = firstRunUnchanged
+	return sc
+}
+
+// claudeResumeNewProcess: as claudeLoadNewProcess, but the second process
+// reopens the session with session/resume (--resume-with resume), which
+// replays no history: it shows no card of its own, and the store still
+// lists the first process's child once, its rows unchanged.
+func claudeResumeNewProcess() Scenario {
+	sc := claudeScenario("sessions-resume", ptr(false), []string{"--subagents"}, "", childA)
+	sc.Resume = []string{nextPrompt}
+	sc.ResumeFlags = []string{"--resume-with", "resume"}
 	sc.ResumeCheck = func(t *testing.T, r *Run) {
-		db := filepath.Join(filepath.Dir(r.Capture), "acpscope.db")
-		again := storedRows(t, db, r.First.Cards)
-		// acpscope sessions lists the session once, each subagent once.
-		out, err := exec.Command(acpscopeBin(t), "sessions", "--json", "--db", db).Output()
-		if err != nil {
-			t.Fatalf("acpscope sessions: %v", err)
+		if !capturedMethod(t, r.Capture, "session/resume") || capturedMethod(t, r.Capture, "session/load") {
+			t.Errorf("%s: want the session reopened with session/resume only", r.Capture)
 		}
-		type session struct {
-			ID    string `json:"id"`
-			Cards int    `json:"cards"`
+		firstRunUnchanged(t, r)
+	}
+	return sc
+}
+
+// claudeReload: turn 1 launches a background child, then acpscope reopens
+// the session on the same connection (--reload: session/load, which the
+// agent answers by replaying the conversation) and runs a second turn.
+// The replayed history never moves the card backwards nor unsets what it
+// learned: the child stays complete with its answer, async, and not live.
+func claudeReload(background *bool, flags []string) Scenario {
+	name := "reload"
+	if len(flags) > 0 {
+		name = "sessions-reload"
+	}
+	sc := claudeScenario(name, background, flags, "", childA)
+	sc.Turns = []string{Reload, nextPrompt}
+	sc.Check = func(t *testing.T, r *Run) {
+		if !capturedMethod(t, r.Capture, "session/load") {
+			t.Errorf("%s: no session/load on the connection", r.Capture)
 		}
-		var listed []session
-		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			var l session
-			if err := json.Unmarshal([]byte(line), &l); err != nil {
-				t.Fatalf("acpscope sessions line %q: %v", line, err)
-			}
-			listed = append(listed, l)
-		}
-		if len(listed) != 1 || listed[0].ID != r.SessionID || listed[0].Cards != len(r.First.Cards) {
-			t.Errorf("acpscope sessions after the load: %s, want session %s once with %d cards", out, r.SessionID, len(r.First.Cards))
-		}
-		for session, rows := range r.First.Rows {
-			for _, before := range rows {
-				i := slices.IndexFunc(again[session], func(c persistence.SubagentContext) bool { return c.ID == before.ID })
-				if i < 0 {
-					t.Errorf("session %s: the first process's row %s is gone", session, before.ID)
-				} else if after := again[session][i]; !reflect.DeepEqual(sansUpdatedAt(after), sansUpdatedAt(before)) {
-					t.Errorf("session %s: the first process's row changed:\n before %+v\n after  %+v", session, before, after)
-				}
+		for _, c := range r.Cards {
+			if c.Normalized.Task != nil && c.Normalized.Task.Live {
+				t.Errorf("card %s is live after its child finished and the session was reloaded", c.ToolCallID)
 			}
 		}
 	}
 	return sc
+}
+
+// capturedMethod reports whether the client sent a request of method in
+// the capture at path.
+func capturedMethod(t *testing.T, path, method string) bool {
+	t.Helper()
+	c, err := capture.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range c.Entries {
+		var m struct {
+			Method string `json:"method"`
+		}
+		if e.From == capture.FromClient && json.Unmarshal(e.Msg, &m) == nil && m.Method == method {
+			return true
+		}
+	}
+	return false
+}
+
+// firstRunUnchanged checks a second process's store: acpscope sessions
+// lists the session once with the first process's cards, and each row the
+// first process wrote is still there, unchanged.
+func firstRunUnchanged(t *testing.T, r *Run) {
+	db := filepath.Join(filepath.Dir(r.Capture), "acpscope.db")
+	again := storedRows(t, db, r.First.Cards)
+	out, err := exec.Command(acpscopeBin(t), "sessions", "--json", "--db", db).Output()
+	if err != nil {
+		t.Fatalf("acpscope sessions: %v", err)
+	}
+	type session struct {
+		ID    string `json:"id"`
+		Cards int    `json:"cards"`
+	}
+	var listed []session
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var l session
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("acpscope sessions line %q: %v", line, err)
+		}
+		listed = append(listed, l)
+	}
+	if len(listed) != 1 || listed[0].ID != r.SessionID || listed[0].Cards != len(r.First.Cards) {
+		t.Errorf("acpscope sessions after the reopening: %s, want session %s once with %d cards", out, r.SessionID, len(r.First.Cards))
+	}
+	for session, rows := range r.First.Rows {
+		for _, before := range rows {
+			i := slices.IndexFunc(again[session], func(c persistence.SubagentContext) bool { return c.ID == before.ID })
+			if i < 0 {
+				t.Errorf("session %s: the first process's row %s is gone", session, before.ID)
+			} else if after := again[session][i]; !reflect.DeepEqual(sansUpdatedAt(after), sansUpdatedAt(before)) {
+				t.Errorf("session %s: the first process's row changed:\n before %+v\n after  %+v", session, before, after)
+			}
+		}
+	}
 }

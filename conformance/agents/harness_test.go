@@ -46,7 +46,9 @@ type Scenario struct {
 	// Prompt is the user's prompt.
 	Prompt string
 	// Turns are further prompts sent after Prompt, one turn each, on the
-	// same session in the same acpscope process (repeated --prompt).
+	// same session in the same acpscope process (repeated --prompt); a
+	// Reload among them reopens the session there on the same connection
+	// (--reload).
 	Turns []string
 	// Resume, when set, are the prompts of a second acpscope process that
 	// reopens the first one's session (--resume: session/load when the
@@ -56,6 +58,10 @@ type Scenario struct {
 	// Flags are extra acpscope flags shared by run and replay
 	// ("--subagents", "--permission", "allow").
 	Flags []string
+	// RunFlags are extra flags of every acpscope run of the scenario, and
+	// ResumeFlags of the second process (Resume) only, neither given to
+	// replay ("--resume-with", "resume").
+	RunFlags, ResumeFlags []string
 	// Setup, when set, runs after the agent's Setup (scenario-specific
 	// configuration or environment).
 	Setup func(t *testing.T, env *Env)
@@ -80,6 +86,10 @@ type Scenario struct {
 	ResumeWant  []WantCard
 	ResumeCheck func(t *testing.T, r *Run)
 }
+
+// Reload, as a step of Scenario.Turns or Resume, is no prompt: acpscope
+// reopens the session there on the same connection (--reload).
+const Reload = "\x00reload"
 
 // WantCard is what one card must show; empty fields are not checked.
 type WantCard struct {
@@ -202,6 +212,7 @@ type Card struct {
 			ErrorMessage   string   `json:"error_message"`
 			EarlierResults []string `json:"earlier_results"`
 			IsAsync        bool     `json:"is_async"`
+			Live           bool     `json:"live"`
 		} `json:"subagent_task"`
 	} `json:"normalized"`
 }
@@ -383,14 +394,14 @@ func runScenario(t *testing.T, modules string, a Agent, sc Scenario, o *outcome)
 	env := newEnv(t, dir, modules, a, sc)
 	db := filepath.Join(dir, "acpscope.db")
 	first := runProcess(t, env, a, sc, processSpec{name: sc.Name, prompts: append([]string{sc.Prompt}, sc.Turns...),
-		interrupt: sc.Interrupt, db: db, want: sc.Want, check: sc.Check})
+		flags: sc.RunFlags, interrupt: sc.Interrupt, db: db, want: sc.Want, check: sc.Check})
 	o.cards, o.rows = first.outcome()
 	if first.gap != "" || len(sc.Resume) == 0 || t.Failed() {
 		first.finish(t)
 		return
 	}
 	second := runProcess(t, env, a, sc, processSpec{name: sc.Name + ".resumed", prompts: sc.Resume, resume: first.run.SessionID,
-		db: db, want: sc.ResumeWant, check: sc.ResumeCheck, first: first.run})
+		flags: append(slices.Clone(sc.RunFlags), sc.ResumeFlags...), db: db, want: sc.ResumeWant, check: sc.ResumeCheck, first: first.run})
 	cards, rows := second.outcome()
 	o.cards += " → resumed: " + cards
 	o.rows += " → " + rows
@@ -402,10 +413,12 @@ func runScenario(t *testing.T, modules string, a Agent, sc Scenario, o *outcome)
 type processSpec struct {
 	// name is the capture's base name under testdata/<agent>/.
 	name string
-	// prompts are sent one turn each; resume, when set, is the session
-	// the process reopens instead of opening one.
+	// prompts are sent one turn each (a Reload reopens the session);
+	// resume, when set, is the session the process reopens instead of
+	// opening one; flags are the process's own extra flags.
 	prompts []string
 	resume  string
+	flags   []string
 	// interrupt sends SIGINT at the first held model call (Scenario.Interrupt).
 	interrupt bool
 	db        string
@@ -450,7 +463,11 @@ func runProcess(t *testing.T, env *Env, a Agent, sc Scenario, p processSpec) pro
 	capturePath := filepath.Join(filepath.Dir(env.Home), p.name+".jsonl")
 	args := []string{"run", "--record", capturePath, "--json", "--db", p.db, "--cwd", env.Work, "--timeout", turnTimeout.String()}
 	for _, prompt := range p.prompts {
-		args = append(args, "--prompt", prompt)
+		if prompt == Reload {
+			args = append(args, "--reload")
+		} else {
+			args = append(args, "--prompt", prompt)
+		}
 	}
 	if p.resume != "" {
 		args = append(args, "--resume", p.resume)
@@ -459,6 +476,7 @@ func runProcess(t *testing.T, env *Env, a Agent, sc Scenario, p processSpec) pro
 		args = append(args, "--agent", a.Dialect)
 	}
 	args = append(args, sc.Flags...)
+	args = append(args, p.flags...)
 	args = append(args, "--")
 	args = append(args, a.Command(env)...)
 	cmd, stdout, stderr := acpscopeCommand(t, bin, env, args)

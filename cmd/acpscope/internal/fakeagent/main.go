@@ -15,7 +15,7 @@
 //	               answers
 //	-mode turns    one subagent per prompt, remembered in -state FILE and
 //	               replayed as history by session/load or session/resume
-//	               (-reopen load, resume or none: what the agent offers;
+//	               (-reopen load, resume, both or none: what the agent offers;
 //	               see turns.go)
 //
 // Hostile modes, for the cancel and timeout tests. Each opens a subagent
@@ -55,7 +55,7 @@ func main() {
 	start := flag.String("go", "", "burst: wait until this file exists before sending")
 	file := flag.String("file", "", "the file the deaf mode asks the client to read")
 	state := flag.String("state", "", "the turns mode's session state file")
-	reopen := flag.String("reopen", "load", "how the turns mode reopens a session: load, resume or none")
+	reopen := flag.String("reopen", "load", "how the turns mode reopens a session: load, resume, both or none")
 	flag.Parse()
 	switch *mode {
 	case "deaf":
@@ -114,8 +114,8 @@ func markReady(path string) {
 }
 
 func (a *agent) Initialize(context.Context, acp.InitializeRequest) (acp.InitializeResponse, error) {
-	caps := acp.AgentCapabilities{LoadSession: a.mode == "burst" || (a.mode == "turns" && a.reopen == "load")}
-	if a.mode == "turns" && a.reopen == "resume" {
+	caps := acp.AgentCapabilities{LoadSession: a.mode == "burst" || (a.mode == "turns" && (a.reopen == "load" || a.reopen == "both"))}
+	if a.mode == "turns" && (a.reopen == "resume" || a.reopen == "both") {
 		caps.SessionCapabilities.Resume = &acp.SessionResumeCapabilities{}
 	}
 	return acp.InitializeResponse{
@@ -269,7 +269,7 @@ func (a *agent) Logout(context.Context, acp.LogoutRequest) (acp.LogoutResponse, 
 }
 
 func (a *agent) ResumeSession(ctx context.Context, req acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
-	if a.mode == "turns" && a.reopen == "resume" {
+	if a.mode == "turns" && (a.reopen == "resume" || a.reopen == "both") {
 		return acp.ResumeSessionResponse{}, a.replayTurns(ctx, req.SessionId)
 	}
 	return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
@@ -290,7 +290,7 @@ var (
 
 func init() {
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: fakeagent [-mode ok|error|exit|burst|turns|cancel|hang|mute|junk|deaf] [-updates N] [-per N] [-ready FILE] [-file FILE] [-state FILE] [-reopen load|resume|none]")
+		fmt.Fprintln(os.Stderr, "usage: fakeagent [-mode ok|error|exit|burst|turns|cancel|hang|mute|junk|deaf] [-updates N] [-per N] [-ready FILE] [-file FILE] [-state FILE] [-reopen load|resume|both|none]")
 		flag.PrintDefaults()
 	}
 }

@@ -22,11 +22,12 @@ import (
 // sends it after initialize.
 type Request struct {
 	// Method is session/new, session/load, session/resume,
-	// session/prompt, or MethodReopen (run --resume: session/load when
-	// the agent offers it, else session/resume).
+	// session/prompt, or MethodReopen (run --resume and --reload: the
+	// method Config.ReopenWith names, or the first of session/load and
+	// session/resume the agent offers).
 	Method string
-	// SessionID names the session of load, resume and prompt ("" for a
-	// prompt: the session opened last).
+	// SessionID names the session of load, resume, reopen and prompt
+	// ("" for a prompt or a reopen: the session opened last).
 	SessionID string
 	// Cwd is the working directory of new, load and resume ("" =
 	// Config.cwd).
@@ -38,9 +39,25 @@ type Request struct {
 	Cancel bool
 }
 
-// MethodReopen asks for the first of session/load and session/resume the
-// agent offers.
+// MethodReopen asks for the method Config.ReopenWith names, or, when it
+// names none, the first of session/load and session/resume the agent
+// offers.
 const MethodReopen = "reopen"
+
+// ParseReopenMethod reads how a run reopens sessions (run --resume-with):
+// "load" is session/load, "resume" session/resume, and "auto" or ""
+// leave the choice to the agent's capabilities ("").
+func ParseReopenMethod(s string) (string, error) {
+	switch s {
+	case "", "auto":
+		return "", nil
+	case "load":
+		return acp.AgentMethodSessionLoad, nil
+	case "resume":
+		return acp.AgentMethodSessionResume, nil
+	}
+	return "", fmt.Errorf("%q is none of load, resume and auto", s)
+}
 
 // Config is everything one session against one agent needs.
 type Config struct {
@@ -84,6 +101,10 @@ type Config struct {
 	Subagents bool
 	// ClientVersion is sent as clientInfo.version.
 	ClientVersion string
+	// ReopenWith is the method a MethodReopen request uses
+	// (session/load or session/resume); "" picks the first of them the
+	// agent offers.
+	ReopenWith string
 }
 
 // Result is what a finished session reports.
@@ -309,14 +330,15 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 }
 
 // Turns are a run's client requests: open (session/new, or the
-// session --resume names) and then one session/prompt per prompt.
-func Turns(open Request, prompts iter.Seq[string]) iter.Seq[Request] {
+// session --resume names) and then its steps (prompts, and reopenings of
+// the session by --reload) in order.
+func Turns(open Request, steps iter.Seq[Request]) iter.Seq[Request] {
 	return func(yield func(Request) bool) {
 		if !yield(open) {
 			return
 		}
-		for text := range prompts {
-			if !yield(Request{Method: acp.AgentMethodSessionPrompt, Text: text}) {
+		for req := range steps {
+			if !yield(req) {
 				return
 			}
 		}
@@ -341,14 +363,12 @@ func openSession(stop context.Context, conn *acp.ClientSideConnection, tracker *
 	req Request, call func(context.Context, string, func(context.Context) error) error, res *Result) error {
 	method := req.Method
 	if method == MethodReopen {
-		switch {
-		case caps.LoadSession:
-			method = acp.AgentMethodSessionLoad
-		case caps.SessionCapabilities.Resume != nil:
-			method = acp.AgentMethodSessionResume
-		default:
-			return fmt.Errorf("%w: --resume %s: the agent offers neither session/load (agentCapabilities.loadSession) nor session/resume (agentCapabilities.sessionCapabilities.resume)",
-				ErrCannotReopen, req.SessionID)
+		if req.SessionID == "" {
+			req.SessionID = res.SessionID
+		}
+		var err error
+		if method, err = reopenMethod(cfg.ReopenWith, caps, req.SessionID); err != nil {
+			return err
 		}
 	}
 	switch method {
@@ -385,6 +405,28 @@ func openSession(stop context.Context, conn *acp.ClientSideConnection, tracker *
 		return nil
 	}
 	return fmt.Errorf("unknown session Request %q", method)
+}
+
+// reopenMethod is the method that reopens sessionID: want (session/load
+// or session/resume) when the agent offers it, or with want "" the first
+// of them the agent offers. An agent that offers none of what is asked
+// gives ErrCannotReopen, naming what it lacks.
+func reopenMethod(want string, caps acp.AgentCapabilities, sessionID string) (string, error) {
+	load, resume := caps.LoadSession, caps.SessionCapabilities.Resume != nil
+	switch {
+	case want == acp.AgentMethodSessionLoad && !load:
+		return "", fmt.Errorf("%w: reopening %s with session/load: the agent does not offer it (agentCapabilities.loadSession)", ErrCannotReopen, sessionID)
+	case want == acp.AgentMethodSessionResume && !resume:
+		return "", fmt.Errorf("%w: reopening %s with session/resume: the agent does not offer it (agentCapabilities.sessionCapabilities.resume)", ErrCannotReopen, sessionID)
+	case want != "":
+		return want, nil
+	case load:
+		return acp.AgentMethodSessionLoad, nil
+	case resume:
+		return acp.AgentMethodSessionResume, nil
+	}
+	return "", fmt.Errorf("%w: reopening %s: the agent offers neither session/load (agentCapabilities.loadSession) nor session/resume (agentCapabilities.sessionCapabilities.resume)",
+		ErrCannotReopen, sessionID)
 }
 
 // promptTurn runs one prompt turn under its own --timeout. stop reports
