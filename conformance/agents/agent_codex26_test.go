@@ -16,7 +16,9 @@ import (
 // wait_agent(targets)) or v2 (features.multi_agent_v2: spawn_agent(task_name,
 // message), wait_agent(timeout_ms)), each either as tool calls (a client
 // without clientCapabilities.subagents) or as child sessions (--subagents).
-// Every shape runs one child, two in parallel, and a cancelled turn.
+// Every shape runs one child, two in parallel, a cancelled turn, and one
+// child followed by a reload of the session on the same connection and a
+// second turn.
 func init() {
 	var scenarios []Scenario
 	for _, multi := range []codexMulti{codexV1, codexV2} {
@@ -29,6 +31,7 @@ func init() {
 				codex26Scenario(multi, name+"-one", form.flags, childA),
 				codex26Scenario(multi, name+"-parallel", form.flags, childA, childB),
 				codex26Cancel(multi, name+"-cancel", form.flags),
+				codex26Reload(multi, name+"-reload", form.flags),
 			)
 		}
 	}
@@ -184,6 +187,18 @@ func codex26Cancel(multi codexMulti, name string, flags []string) Scenario {
 	return Scenario{Name: name, Prompt: UserPrompt, Flags: flags, Setup: codex26Config(multi), Interrupt: true,
 		Script: codex26Script(multi, 1, 60000, hanging(childA)),
 		Want:   []WantCard{{Status: "cancelled"}}}
+}
+
+// codex26Reload: one child, then acpscope reopens the session on the same
+// connection (--reload: session/load, which codex-acp answers by replaying
+// the conversation) and runs a second turn (the parent, seeing its
+// children's answers in its history, answers Final). The card comes out
+// of the replay as it went in: complete, with its answer where the shape
+// has one, and stored once.
+func codex26Reload(multi codexMulti, name string, flags []string) Scenario {
+	sc := codex26Scenario(multi, name, flags, childA)
+	sc.Turns = []string{Reload, nextPrompt}
+	return sc
 }
 
 // jsonString is the string value of key in the JSON object text ("" when
