@@ -32,6 +32,10 @@
 //
 // With -ready FILE, the agent creates FILE once the card is open, so a test
 // knows the turn is under way before it interrupts it.
+//
+// With -linger, the agent is slow to exit, as codex-acp is while its codex
+// app-server stops: it ignores SIGTERM and SIGHUP, and once its input ended
+// it stays until it is killed.
 package main
 
 import (
@@ -40,8 +44,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -56,7 +62,11 @@ func main() {
 	file := flag.String("file", "", "the file the deaf mode asks the client to read")
 	state := flag.String("state", "", "the turns mode's session state file")
 	reopen := flag.String("reopen", "load", "how the turns mode reopens a session: load, resume, both or none")
+	linger := flag.Bool("linger", false, "ignore SIGTERM and SIGHUP, and stay after the input ended until killed")
 	flag.Parse()
+	if *linger {
+		signal.Ignore(syscall.SIGTERM, syscall.SIGHUP)
+	}
 	switch *mode {
 	case "deaf":
 		deaf(*file, *ready)
@@ -76,6 +86,9 @@ func main() {
 	conn := acp.NewAgentSideConnection(a, os.Stdout, os.Stdin)
 	a.conn = conn
 	<-conn.Done()
+	for *linger { // input closed: only a kill ends it
+		time.Sleep(time.Hour)
+	}
 }
 
 type agent struct {
@@ -290,7 +303,7 @@ var (
 
 func init() {
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: fakeagent [-mode ok|error|exit|burst|turns|cancel|hang|mute|junk|deaf] [-updates N] [-per N] [-ready FILE] [-file FILE] [-state FILE] [-reopen load|resume|both|none]")
+		fmt.Fprintln(os.Stderr, "usage: fakeagent [-mode ok|error|exit|burst|turns|cancel|hang|mute|junk|deaf] [-updates N] [-per N] [-ready FILE] [-file FILE] [-state FILE] [-reopen load|resume|both|none] [-linger]")
 		flag.PrintDefaults()
 	}
 }
