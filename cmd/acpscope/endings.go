@@ -25,7 +25,8 @@ var endingSignals = map[os.Signal]session.Ending{
 // cancelled and the exit code names the signal. A Ctrl-C during an
 // interactive turn cancels only that turn (see interrupter). Once the
 // session is ending, the next signal has its default effect and ends
-// acpscope at once (the process guard still ends the agent). SIGPIPE is
+// acpscope at once (the process guard still ends the agent); main does not
+// watch them for the commands that handle them (ownsSignals). SIGPIPE is
 // caught for good, so a write to a closed standard output fails instead of
 // killing acpscope (see watchedOutput). The returned func stops watching.
 func watchSignals(end context.CancelCauseFunc, in *interrupter) (stop func()) {

@@ -67,12 +67,22 @@ func main() {
 	outputClosed := func() { end(&session.Ending{What: "standard output closed", Code: exitOutputClosed}) }
 	stdout := &watchedOutput{w: os.Stdout, closed: outputClosed}
 	watchOutputGone(os.Stdout, outputClosed)
-	stopSignals := watchSignals(end, in)
+	stopSignals := func() {}
+	if len(os.Args) < 2 || !ownsSignals[os.Args[1]] {
+		stopSignals = watchSignals(end, in)
+	}
 	code := runEnv(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: stdout, stderr: os.Stderr, interrupts: in})
 	stopSignals()
 	end(nil)
 	os.Exit(code)
 }
+
+// ownsSignals are the commands that handle the ending signals themselves,
+// so main does not watch them: the tap forwards them to its agent and ends
+// in its own order (cmdTap), which watchSignals' reset to the default
+// action after the first signal would cut short at the second (acpscope
+// run's process guard sends SIGTERM to the tap's group and to the tap).
+var ownsSignals = map[string]bool{"tap": true}
 
 // env is what a subcommand may touch: its arguments and the process's
 // standard streams. Tests substitute all of them.

@@ -33,9 +33,9 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 	allow := allowHostFlag(fs)
 	webAddr := fs.String("web", "", "serve the store's read-only pages on this address while the tap runs (e.g. 127.0.0.1:8765; a non-loopback address exposes the store)")
 	logPath := fs.String("log", "", "write the tap's messages (cards, web address, the closing report) to this file, appended, instead of standard error")
-	grace := fs.Duration("grace", 3*time.Second, "how long the agent may take to exit once the editor closed its side (or SIGTERM or SIGHUP came) before it is stopped")
+	grace := fs.Duration("grace", 3*time.Second, "how long the agent may take to exit once the editor closed its side before it is stopped (SIGTERM, SIGHUP or SIGQUIT stop it at once)")
 	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "Usage: acpscope tap [flags] -- <agent command…>")
+		fmt.Fprintf(e.stderr, tapUsage, tap.DefaultSignalWait, tapSignalFlushWait)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -101,10 +101,11 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 		return err
 	}
 
-	// The tap forwards these to the agent; a broken standard output is
-	// then an error of the write, not the end of acpscope.
+	// The tap forwards these to the agent (main leaves them to the tap:
+	// watchSignals is not running); a broken standard output is then an
+	// error of the write, not the end of acpscope.
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
@@ -117,25 +118,68 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 	proc := agent.Process()
 	defer proc.Terminate()
 	defer agent.Stdout.Close() // read to its end by then, or given up on
-	st, err := tap.Run(context.WithoutCancel(ctx), tap.Config{
-		EditorIn: e.stdin, EditorOut: e.stdout, Observer: obs, Signals: sigs, Grace: *grace,
+	// Once the observation is complete, and before the tap waits for the
+	// agent to be gone, the cards are stored and then the report is
+	// written: an editor that kills the tap soon after its SIGTERM, while
+	// the agent is slow to exit, loses neither.
+	var result error
+	observed := func(st tap.Stats, runErr error) {
+		if st.Unobserved == 0 {
+			term.Summary()
+		}
+		var err error
+		if runErr != nil {
+			err = fmt.Errorf("%w: %v", session.ErrTurn, runErr)
+		} else if code, signaled, _ := proc.ExitCode(); st.AgentExited && st.Signal == 0 && code != 0 && !signaled && !proc.SignalledBeforeExit() {
+			err = fmt.Errorf("%w: the agent exited with code %d", session.ErrTurn, code)
+		}
+		flush := o
+		if st.Signal != 0 {
+			flush.timeout = tapSignalFlushWait // the tap's turn time: the editor is ending it
+		}
+		// The observed cards are flushed to the store and accounted for
+		// (exit code 4 when some could not be stored), as after run's turns.
+		result = sink.endTurn(context.WithoutCancel(ctx), logw, flush, err)
+		fmt.Fprintf(logw, "acpscope tap: %s\n", st)
+	}
+	_, _ = tap.Run(context.WithoutCancel(ctx), tap.Config{
+		EditorIn: e.stdin, EditorOut: e.stdout, Observer: obs, Signals: sigs, Grace: *grace, Observed: observed,
 	}, tap.Agent{
 		Stdin: agent.Stdin, Stdout: agent.Stdout, Exited: proc.Exited(),
 		Signal: proc.Signal, Stop: proc.Terminate,
 	}, func() bool { return interruptRead(e.stdin) })
-	if st.Unobserved == 0 {
-		term.Summary()
-	}
-	fmt.Fprintf(logw, "acpscope tap: %s\n", st)
-	if err != nil {
-		err = fmt.Errorf("%w: %v", session.ErrTurn, err)
-	} else if code, signaled, _ := proc.ExitCode(); st.AgentExited && code != 0 && !signaled && !proc.SignalledBeforeExit() {
-		err = fmt.Errorf("%w: the agent exited with code %d", session.ErrTurn, code)
-	}
-	// The observed cards are flushed to the store and accounted for
-	// (exit code 4 when some could not be stored), as after run's turns.
-	return sink.endTurn(context.WithoutCancel(ctx), logw, o, err)
+	return result
 }
+
+// tapUsage is the head of `acpscope tap -h`: what the tap does and the
+// order in which it ends (formatted with tap.DefaultSignalWait and
+// tapSignalFlushWait).
+const tapUsage = `Usage: acpscope tap [flags] -- <agent command…>
+
+Configured as an editor's agent command: starts the agent and passes every
+byte both ways unchanged, observing the connection into cards (standard
+error or --log), the store and --record. Standard output carries the
+agent's bytes only.
+
+How it ends:
+  the editor closes standard input: the agent's input is closed, it has
+    --grace to exit, then it is stopped; its output is forwarded to the end
+  the agent exits: whatever it left running is stopped
+  SIGTERM, SIGHUP or SIGQUIT (the editor ends the tap): forwarded, and the
+    agent is stopped at once, without --grace; its output, then the
+    observer, are awaited at most %[1]v each
+then the observer finishes what is queued, the cards are flushed to the
+store (at most %[2]v after a signal), the closing report is written, and
+only then does the tap wait for the agent and everything it started to be
+gone. Lines passing after a signal's wait are forwarded, not observed.
+SIGINT is only forwarded.
+
+Flags:
+`
+
+// tapSignalFlushWait bounds the store's flush at the end of a tap that a
+// stop signal ended: the editor that sent it kills soon after.
+const tapSignalFlushWait = time.Second
 
 // interruptRead ends a read blocked on r when r is a file that takes a
 // deadline, and reports whether it did; otherwise the read is left to end

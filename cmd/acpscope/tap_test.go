@@ -416,6 +416,112 @@ func TestTapForwardsSignalsAndLeavesNoAgent(t *testing.T) {
 	}
 }
 
+// An editor that does not wait for the agent to exit, as acpscope run
+// does: it closes the tap's input, SIGTERMs the tap twice (run's process
+// guard signals the tap's group and then the tap; here the second comes
+// once the first has reached the agent), and kills the tap soon after. The agent is slow to exit (it ignores SIGTERM and stays
+// after its input ended, as codex-acp does while its app-server stops) and
+// the tap's grace is an hour: the tap still stores every card it observed
+// and then writes its closing report without waiting for the agent, and
+// once the editor killed it no agent process is left.
+func TestTapEndsForAnEditorThatDoesNotWait(t *testing.T) {
+	dir := t.TempDir()
+	tapDB, runDB := filepath.Join(dir, "tap.db"), filepath.Join(dir, "run.db")
+	pidFile, termed := filepath.Join(dir, "pid"), filepath.Join(dir, "termed")
+	script := fmt.Sprintf(`echo $$ > %s; exec %s -linger -termed %s`, pidFile, fakeAgent, termed)
+	cmd := exec.Command(acpscopeBin, "tap", "--db", tapDB, "--grace", "1h", "--", "sh", "-c", script)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logR, logW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = outW, logW
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	outW.Close()
+	logW.Close()
+	defer cmd.Process.Kill()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var log lockedBuffer
+	reported := make(chan struct{})
+	go func() { // the tap's log, to its end
+		sc := bufio.NewScanner(logR)
+		for sc.Scan() {
+			fmt.Fprintln(&log, sc.Text())
+			if strings.HasPrefix(sc.Text(), "acpscope tap: passed") {
+				close(reported)
+			}
+		}
+	}()
+	newRawEditor(t, stdin, outR).openAndPrompt()
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agentPid int
+	if _, err := fmt.Sscan(string(data), &agentPid); err != nil {
+		t.Fatal(err)
+	}
+
+	stdin.Close()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	awaitFile(t, termed, exited)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reported:
+	case err := <-exited:
+		t.Fatalf("the tap ended (%v) without its closing report:\n%s", err, log.Bytes())
+	case <-time.After(hangGuard):
+		t.Fatalf("the tap wrote no closing report while the agent lingered:\n%s", log.Bytes())
+	}
+	_ = cmd.Process.Kill() // the editor's patience ends
+	<-exited
+	proctest.AwaitGone(t, []int{agentPid})
+	if !strings.Contains(string(log.Bytes()), "not observed: 0 dropped (observer busy), 0 too long, 0 not JSON-RPC, 0 left") {
+		t.Errorf("the tap's report does not account for every line observed:\n%s", log.Bytes())
+	}
+	// The same turn stored by run, directly: the tap stored all of it.
+	if code, _, errOut := acpscope(t, "", "run", "--db", runDB, "--permission", "allow", "--prompt", "go", "--", fakeAgent); code != exitOK {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	if want, got := storedCards(t, runDB, "fake-session"), storedCards(t, tapDB, "fake-session"); want != got || want == "" {
+		t.Errorf("the tap stored other rows than run:\n--- run\n%s--- tap\n%s", want, got)
+	}
+}
+
+// awaitFile waits until the file at path exists; the process whose end
+// exited reports must not end first.
+func awaitFile(t *testing.T, path string, exited <-chan error) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the process ended (%v) before %s appeared", err, path)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared", path)
+		}
+	}
+}
+
 // `acpscope tap --web` serves the tap's store while the editor works:
 // the session the editor opened is on the page before the editor closes,
 // behind the same loopback Host check as `acpscope web`.
@@ -439,50 +545,14 @@ func TestTapWebServesTheStoreLive(t *testing.T) {
 			}
 		}
 	}()
-	send := func(line string) {
-		t.Helper()
-		if _, err := io.WriteString(inW, line+"\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The editor waits for each answer before it sends the next request,
-	// as editors do (the dialect is known from initialize's answer).
-	answered := map[string]chan struct{}{"1": make(chan struct{}), "2": make(chan struct{}), "3": make(chan struct{})}
-	go func() { // the editor: answers the permission request, notes the answers
-		sc := bufio.NewScanner(outR)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-			}
-			_ = json.Unmarshal(sc.Bytes(), &m)
-			switch {
-			case m.Method == "session/request_permission":
-				_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`+"\n")
-			case m.Method == "" && answered[string(m.ID)] != nil:
-				close(answered[string(m.ID)])
-			}
-		}
-	}()
+	ed := newRawEditor(t, inW, outR)
 	var u string
 	select {
 	case u = <-urls:
 	case <-time.After(hangGuard):
 		t.Fatal("the tap printed no web address")
 	}
-	for id, req := range []string{
-		`"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}`,
-		`"method":"session/new","params":{"cwd":"/","mcpServers":[]}`,
-		`"method":"session/prompt","params":{"sessionId":"fake-session","prompt":[{"type":"text","text":"go"}]}`,
-	} {
-		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,%s}`, id+1, req))
-		select {
-		case <-answered[fmt.Sprint(id+1)]:
-		case <-time.After(hangGuard):
-			t.Fatalf("request %d was not answered", id+1)
-		}
-	}
+	ed.openAndPrompt()
 	deadline := time.Now().Add(hangGuard)
 	for {
 		body := httpGet(t, u+"api/session?id=fake-session", "")
@@ -509,6 +579,79 @@ func TestTapWebServesTheStoreLive(t *testing.T) {
 	if _, err := http.Get(u); err == nil {
 		t.Error("the web server still answers after the tap ended")
 	}
+}
+
+// rawEditor is an editor speaking raw JSON-RPC lines to a tap: it sends
+// requests and waits for their answers, and answers the agent's
+// permission requests (allow), as an editor waits for each answer before
+// it sends the next request.
+type rawEditor struct {
+	t        *testing.T
+	in       io.Writer // a line is one Write: whole on a pipe of either kind
+	mu       sync.Mutex
+	answered map[string]chan struct{} // request id → closed once answered
+}
+
+// newRawEditor starts an editor writing to in (the tap's standard input)
+// and reading out (its standard output) to its end.
+func newRawEditor(t *testing.T, in io.Writer, out io.Reader) *rawEditor {
+	ed := &rawEditor{t: t, in: in, answered: map[string]chan struct{}{}}
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			_ = json.Unmarshal(sc.Bytes(), &m)
+			switch {
+			case m.Method == "session/request_permission":
+				_ = ed.write(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`)
+			case m.Method == "" && m.ID != nil:
+				ed.mu.Lock()
+				if c := ed.answered[string(m.ID)]; c != nil {
+					close(c)
+					delete(ed.answered, string(m.ID))
+				}
+				ed.mu.Unlock()
+			}
+		}
+	}()
+	return ed
+}
+
+// write sends one line.
+func (ed *rawEditor) write(line string) error {
+	_, err := io.WriteString(ed.in, line+"\n")
+	return err
+}
+
+// request sends request id with the given method and params and waits
+// for its answer.
+func (ed *rawEditor) request(id int, method, params string) {
+	ed.t.Helper()
+	answered := make(chan struct{})
+	ed.mu.Lock()
+	ed.answered[fmt.Sprint(id)] = answered
+	ed.mu.Unlock()
+	if err := ed.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, id, method, params)); err != nil {
+		ed.t.Fatal(err)
+	}
+	select {
+	case <-answered:
+	case <-time.After(hangGuard):
+		ed.t.Fatalf("request %d (%s) was not answered", id, method)
+	}
+}
+
+// openAndPrompt initializes, opens the fake agent's session and runs one
+// turn in it ("go"), each request answered before the next.
+func (ed *rawEditor) openAndPrompt() {
+	ed.t.Helper()
+	ed.request(1, "initialize", `{"protocolVersion":1,"clientCapabilities":{}}`)
+	ed.request(2, "session/new", `{"cwd":"/","mcpServers":[]}`)
+	ed.request(3, "session/prompt", `{"sessionId":"fake-session","prompt":[{"type":"text","text":"go"}]}`)
 }
 
 // httpGet returns the body of a GET of u, sent with the given Host header

@@ -34,8 +34,9 @@
 // knows the turn is under way before it interrupts it.
 //
 // With -linger, the agent is slow to exit, as codex-acp is while its codex
-// app-server stops: it ignores SIGTERM and SIGHUP, and once its input ended
-// it stays until it is killed.
+// app-server stops: it ignores SIGTERM and SIGHUP (with -termed FILE it
+// creates FILE when a SIGTERM arrives), and once its input ended it stays
+// until it is killed.
 package main
 
 import (
@@ -63,9 +64,10 @@ func main() {
 	state := flag.String("state", "", "the turns mode's session state file")
 	reopen := flag.String("reopen", "load", "how the turns mode reopens a session: load, resume, both or none")
 	linger := flag.Bool("linger", false, "ignore SIGTERM and SIGHUP, and stay after the input ended until killed")
+	termed := flag.String("termed", "", "-linger: create this file when a SIGTERM arrives")
 	flag.Parse()
 	if *linger {
-		signal.Ignore(syscall.SIGTERM, syscall.SIGHUP)
+		lingerThroughSignals(*termed)
 	}
 	switch *mode {
 	case "deaf":
@@ -89,6 +91,20 @@ func main() {
 	for *linger { // input closed: only a kill ends it
 		time.Sleep(time.Hour)
 	}
+}
+
+// lingerThroughSignals ignores SIGTERM and SIGHUP from now on, noting a
+// SIGTERM in the file termed ("" notes nothing).
+func lingerThroughSignals(termed string) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		for sig := range sigs {
+			if sig == syscall.SIGTERM {
+				markReady(termed)
+			}
+		}
+	}()
 }
 
 type agent struct {
@@ -303,7 +319,7 @@ var (
 
 func init() {
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: fakeagent [-mode ok|error|exit|burst|turns|cancel|hang|mute|junk|deaf] [-updates N] [-per N] [-ready FILE] [-file FILE] [-state FILE] [-reopen load|resume|both|none] [-linger]")
+		fmt.Fprintln(os.Stderr, "usage: fakeagent [-mode ok|error|exit|burst|turns|cancel|hang|mute|junk|deaf] [-updates N] [-per N] [-ready FILE] [-file FILE] [-state FILE] [-reopen load|resume|both|none] [-linger [-termed FILE]]")
 		flag.PrintDefaults()
 	}
 }

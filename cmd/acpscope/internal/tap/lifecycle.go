@@ -36,12 +36,24 @@ type Config struct {
 	EditorOut io.Writer
 	// Observer follows the connection; nil passes the bytes only.
 	Observer *Observer
-	// Signals are forwarded to the agent. SIGTERM and SIGHUP also end the
-	// tap: the agent has Grace to exit, then it is stopped.
+	// Signals are forwarded to the agent. A stop signal (SIGTERM, SIGHUP,
+	// SIGQUIT: the editor ends the tap) also stops the agent at once and
+	// ends the observation without waiting for the agent (see Run).
 	Signals <-chan os.Signal
 	// Grace is how long the agent may take to exit once its input ended
-	// (or SIGTERM or SIGHUP came) before it is stopped (default 3s).
+	// before it is stopped (default 3s).
 	Grace time.Duration
+	// SignalWait bounds, after a stop signal, how long the tap waits for
+	// the agent's output to end, and then for the observer to finish what
+	// is queued (default DefaultSignalWait each): an editor that sends
+	// SIGTERM kills soon after.
+	SignalWait time.Duration
+	// Observed, when set, is called once with what Run returns as soon as
+	// the observation is complete, before Run waits for the agent to be
+	// gone: the caller stores and reports there, so that an editor that
+	// kills the tap while the agent is slow to exit loses neither. When
+	// the agent ended its output first, its process has exited by then.
+	Observed func(Stats, error)
 	// DrainWait bounds how long the tap waits, once the agent is gone,
 	// for the editor to take the rest of the agent's output (default 5s).
 	DrainWait time.Duration
@@ -57,6 +69,9 @@ type Config struct {
 	MaxLineBytes int
 }
 
+// DefaultSignalWait is Config.SignalWait's default.
+const DefaultSignalWait = 500 * time.Millisecond
+
 // Stats is what a tap passed and observed.
 type Stats struct {
 	// FromEditor and FromAgent count the bytes forwarded each way.
@@ -71,6 +86,9 @@ type Stats struct {
 	// EditorClosed reports that the editor ended its side first;
 	// AgentExited that the agent ended its output first.
 	EditorClosed, AgentExited bool
+	// Signal is the stop signal that ended the tap (0: none did); what
+	// passed after the observation ended is forwarded but not counted.
+	Signal syscall.Signal
 }
 
 // String is the one-line report the tap logs at the end.
@@ -86,16 +104,24 @@ var ErrOutputClosed = errors.New("tap: writing to the editor failed")
 // errDrain reports output the agent left that never reached its end.
 var errDrain = errors.New("tap: the agent exited, and the editor did not take the rest of its output")
 
-// Run passes the connection through until the editor closes its side or
-// the agent ends its output, and ends the agent either way: no agent
-// process outlives Run. When the editor closes, the agent's input is
-// closed and it has Grace to exit before it is stopped; the agent's output
-// is forwarded to its end. When the agent ends its output, it is stopped
-// (whatever it left running) and Run returns without waiting for the
-// editor's side: interrupt, when set, is called to end its pending read,
-// and reports whether it will end (then Run waits up to DrainWait for it);
-// otherwise the read is abandoned to end with the process. ctx ending
-// stops the agent at once.
+// Run passes the connection through until the editor closes its side, the
+// agent ends its output or a stop signal comes, and ends the agent in each
+// case: no agent process outlives Run.
+//
+// When the editor closes, the agent's input is closed and it has Grace to
+// exit before it is stopped; the agent's output is forwarded to its end.
+// When the agent ends its output (exits), whatever it left running is
+// stopped and Run does not wait for the editor's side: interrupt, when
+// set, is called to end its pending read, and reports whether it will end
+// (then Run waits up to DrainWait for it); otherwise the read is abandoned
+// to end with the process. A stop signal is forwarded and the agent is
+// stopped at once; Run waits up to SignalWait for the agent's output to
+// end, and what the pumps read after that is still forwarded but no
+// longer observed. ctx ending stops the agent at once.
+//
+// Then the observer finishes what is queued (up to ObserveWait, SignalWait
+// after a stop signal), Observed is called, and Run returns once the agent
+// and everything it started are gone.
 func Run(ctx context.Context, cfg Config, agent Agent, interrupt func() bool) (Stats, error) {
 	if cfg.Grace <= 0 {
 		cfg.Grace = 3 * time.Second
@@ -105,6 +131,9 @@ func Run(ctx context.Context, cfg Config, agent Agent, interrupt func() bool) (S
 	}
 	if cfg.ObserveWait <= 0 {
 		cfg.ObserveWait = 30 * time.Second
+	}
+	if cfg.SignalWait <= 0 {
+		cfg.SignalWait = DefaultSignalWait
 	}
 	q := NewQueue(cfg.QueueLines, cfg.QueueBytes)
 	up := &Pump{From: capture.FromClient, MaxLineBytes: cfg.MaxLineBytes}
@@ -125,17 +154,12 @@ func Run(ctx context.Context, cfg Config, agent Agent, interrupt func() bool) (S
 
 	var st Stats
 	var runErr error
-	stopping := false // the agent was told to end: stop it after the grace
-	var grace <-chan time.Time
-	startGrace := func() {
-		if !stopping {
-			stopping = true
-			grace = time.After(cfg.Grace)
-		}
-	}
+	var grace <-chan time.Time // the editor closed: when the agent is stopped
 	finishedUp := false
+	outputEnded := false // the agent's output ended by itself
 	exited := agent.Exited
-	var drain <-chan time.Time // the agent is gone: how long its output may take
+	var drain <-chan time.Time      // the agent is gone: how long its output may take
+	var signalWait <-chan time.Time // a stop signal came: how long its output may take
 wait:
 	for {
 		select {
@@ -150,13 +174,15 @@ wait:
 				// ends the tap. A failed read is the editor's side.
 				runErr = fmt.Errorf("reading from the editor: %w", err)
 			}
-			startGrace()
+			if grace == nil {
+				grace = time.After(cfg.Grace)
+			}
 		case err := <-downDone:
 			st.AgentExited = !st.EditorClosed
 			var werr *WriteError
 			switch {
 			case err == nil, isClosedPipe(err) && !errors.As(err, &werr):
-				// The agent's output ended.
+				outputEnded = st.Signal == 0
 			case errors.As(err, &werr):
 				if runErr == nil {
 					runErr = fmt.Errorf("%w: %v", ErrOutputClosed, werr.Err)
@@ -168,11 +194,18 @@ wait:
 			}
 			break wait
 		case sig := <-cfg.Signals:
-			if s, ok := sig.(syscall.Signal); ok {
-				agent.Signal(s)
-				if s == syscall.SIGTERM || s == syscall.SIGHUP {
-					startGrace()
-				}
+			s, ok := sig.(syscall.Signal)
+			if !ok {
+				continue
+			}
+			agent.Signal(s)
+			if isStopSignal(s) && st.Signal == 0 {
+				// The editor ends the tap and will not wait long: the
+				// agent is stopped now, and its output waited for only
+				// SignalWait.
+				st.Signal = s
+				go agent.Stop()
+				signalWait = time.After(cfg.SignalWait)
 			}
 		case <-exited:
 			// What the agent left running goes too, so that its output
@@ -188,6 +221,9 @@ wait:
 				runErr = errDrain
 			}
 			break wait
+		case <-signalWait:
+			// The observation ends here; the pumps go on forwarding.
+			break wait
 		case <-grace:
 			grace = nil
 			// The agent had its grace: end it, and with it its output.
@@ -197,21 +233,33 @@ wait:
 			ctx = context.Background() // once
 		}
 	}
-	// The agent's output ended: whatever it left running goes too.
-	agent.Stop()
+	// Whatever the agent left running goes too; the observation is
+	// finished meanwhile, without waiting for that.
+	stopped := make(chan struct{})
+	go func() {
+		agent.Stop()
+		close(stopped)
+	}()
+	if outputEnded {
+		<-agent.Exited // imminent, and its exit status is the caller's to read
+	}
+	drainWait, observeWait := cfg.DrainWait, cfg.ObserveWait
+	if st.Signal != 0 {
+		drainWait, observeWait = min(drainWait, cfg.SignalWait), min(observeWait, cfg.SignalWait)
+	}
 	if !finishedUp {
 		_ = agent.Stdin.Close()
 		if interrupt != nil && interrupt() {
 			select {
 			case <-upDone:
-			case <-time.After(cfg.DrainWait):
+			case <-time.After(drainWait):
 			}
 		}
 	}
 	q.Close()
 	select {
 	case st.Unobserved = <-observed:
-	case <-time.After(cfg.ObserveWait):
+	case <-time.After(observeWait):
 		st.Unobserved = int64(q.Len())
 	}
 	st.FromEditor, st.FromAgent = up.Bytes.Load(), down.Bytes.Load()
@@ -221,7 +269,16 @@ wait:
 	if cfg.Observer != nil {
 		st.Unparsed = cfg.Observer.Unparsed.Load()
 	}
+	if cfg.Observed != nil {
+		cfg.Observed(st, runErr)
+	}
+	<-stopped
 	return st, runErr
+}
+
+// isStopSignal reports the signals by which an editor ends the tap.
+func isStopSignal(s syscall.Signal) bool {
+	return s == syscall.SIGTERM || s == syscall.SIGHUP || s == syscall.SIGQUIT
 }
 
 // observe drains q into obs until q is closed, and returns 0 (no line was

@@ -315,3 +315,77 @@ func TestBurstWaitsForABusyObserver(t *testing.T) {
 		t.Fatalf("observed %d of %d lines, %d dropped", i, n, q.Dropped.Load())
 	}
 }
+
+// notifyWriter passes writes on to w and closes wrote after the first.
+type notifyWriter struct {
+	w     io.Writer
+	wrote chan struct{}
+	once  sync.Once
+}
+
+func (n *notifyWriter) Write(p []byte) (int, error) {
+	defer n.once.Do(func() { close(n.wrote) })
+	return n.w.Write(p)
+}
+
+func (n *notifyWriter) Close() error { return nil }
+
+// A stop signal does not wait for an agent slow to exit, nor for the
+// grace: the agent's stop starts at once, the observation ends with every
+// line sent before the signal observed, Observed gets it while the agent
+// still runs, and Run returns once the agent is gone.
+func TestStopSignalObservesBeforeTheAgentIsGone(t *testing.T) {
+	editorR, editorW := io.Pipe()
+	agentOutR, agentOutW := io.Pipe()
+	toAgent := &notifyWriter{w: io.Discard, wrote: make(chan struct{})}
+	toEditor := &notifyWriter{w: io.Discard, wrote: make(chan struct{})}
+	observed, stopping, exited := make(chan Stats, 1), make(chan struct{}), make(chan struct{})
+	var stopOnce sync.Once
+	agent := Agent{
+		Stdin: toAgent, Stdout: agentOutR, Exited: exited, Signal: func(syscall.Signal) {},
+		Stop: func() { // gone only once the observation was handed over
+			stopOnce.Do(func() {
+				close(stopping)
+				<-observed
+				agentOutW.Close()
+				close(exited)
+			})
+			<-exited
+		},
+	}
+	sigs := make(chan os.Signal, 1)
+	go func() { // the editor, the agent, then the editor's SIGTERM
+		_, _ = io.WriteString(editorW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`+"\n")
+		_, _ = io.WriteString(agentOutW, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}`+"\n")
+		<-toAgent.wrote // each line is offered to the observer before it is forwarded
+		<-toEditor.wrote
+		sigs <- syscall.SIGTERM
+	}()
+	var seen Stats
+	st, err := Run(context.Background(), Config{
+		EditorIn: editorR, EditorOut: toEditor, Observer: newTestObserver(t, io.Discard), Signals: sigs, Grace: time.Hour,
+		Observed: func(st Stats, err error) {
+			select {
+			case <-stopping:
+			default:
+				t.Error("the agent's stop had not begun when the observation ended")
+			}
+			seen = st
+			observed <- st
+		},
+	}, agent, func() bool { return editorR.CloseWithError(io.ErrClosedPipe) == nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	default:
+		t.Fatal("Run returned before the agent was gone")
+	}
+	if st != seen {
+		t.Errorf("Run returned %+v, Observed got %+v", st, seen)
+	}
+	if st.Signal != syscall.SIGTERM || st.Lines != 2 || st.Dropped+st.TooLong+st.Unparsed+st.Unobserved != 0 {
+		t.Errorf("stats %+v: want SIGTERM's end with both lines observed", st)
+	}
+}
