@@ -20,6 +20,8 @@ var tapCases = []struct{ agent, scenario string }{
 	{"claude-0.101.0", "parallel"},
 	{"claude-0.101.0", "permission-allow"},
 	{"codex-acp-0.16.0", "parallel"},
+	{"codex-acp-2.6.0", "v1-parallel"},
+	{"codex-acp-2.6.0", "v2-sessions-parallel"},
 	{cursorFake.Name, "fanout"},
 }
 
