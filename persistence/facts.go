@@ -129,8 +129,9 @@ ON CONFLICT (subagent_id) DO UPDATE SET
 	parent_session_id = COALESCE(excluded.parent_session_id, ` + factsTable + `.parent_session_id)`
 
 // normaliseFacts is the stored form of facts: "" → NULL, the parent
-// session an encoded id, each earlier answer capped at MaxSubagentText
-// and the list a JSON array.
+// session an encoded id, the failure's reason and each earlier answer
+// capped at MaxSubagentText (agent text, cut like a text) and the list a
+// JSON array.
 func normaliseFacts(f CardFacts) (errorMessage, earlierResults, parentSessionID *string) {
 	if len(f.EarlierResults) > 0 {
 		clean := make([]string, len(f.EarlierResults))
@@ -142,7 +143,8 @@ func normaliseFacts(f CardFacts) (errorMessage, earlierResults, parentSessionID 
 		js := string(b)
 		earlierResults = &js
 	}
-	return nonEmpty(f.ErrorMessage), earlierResults, nonEmptyID(f.ParentSessionID)
+	errorMessage, _ = capText(f.ErrorMessage, MaxSubagentText)
+	return errorMessage, earlierResults, nonEmptyID(f.ParentSessionID)
 }
 
 // longerList is factsMergeSQL's rule for earlier_results in Go (mergeRows):

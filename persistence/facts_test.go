@@ -2,7 +2,9 @@ package persistence
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // facts reads one card's facts of session S, execution E.
@@ -96,6 +98,21 @@ func TestCardFactsPlanAndForeignTable(t *testing.T) {
 		}
 		if !found {
 			t.Fatalf("a foreign facts table was not refused: %+v", rep)
+		}
+	})
+}
+
+// A failure's reason is agent text: it is stored cut at MaxSubagentText
+// like a text (at a character boundary), never whole however long.
+func TestCardFactsErrorMessageIsCapped(t *testing.T) {
+	engines(t, func(t *testing.T, e *env) {
+		s := e.open(hooks{}, WithCardFacts())
+		e.session("S", "T")
+		long := "é" + strings.Repeat("x", MaxSubagentText)
+		s.Record(e.ctx, frame("tc1", func(f *Frame) { f.ToolStatus = "error"; f.Facts = &CardFacts{ErrorMessage: long} }))
+		got := facts(t, s, "tc1").ErrorMessage
+		if len(got) > MaxSubagentText || !strings.HasPrefix(long, got) || !utf8.ValidString(got) {
+			t.Fatalf("stored reason: %d bytes, a prefix %v", len(got), strings.HasPrefix(long, got))
 		}
 	})
 }
