@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -224,4 +225,84 @@ WHERE t.task_session_id = ? AND t.agent_execution_id = ? AND t.tool_call_id = ?`
 		}
 	}
 	return out, nil
+}
+
+// MaxFactSummary is the most characters of a failure's reason that
+// ListCardFacts reads per card (a page of many cards shows a summary; the
+// whole stored reason is SubagentFacts').
+const MaxFactSummary = 2000
+
+// CardFactsSummary is one card's facts as a page of many cards reads them
+// (ListCardFacts): the failure's reason cut at MaxFactSummary characters,
+// whether earlier answers are stored (not the answers: they are read per
+// card), and the parent card's session.
+type CardFactsSummary struct {
+	// SessionID, ExecutionID and ToolCallID are the key of the row the
+	// facts belong to (the execution id as stored).
+	SessionID   string
+	ExecutionID string
+	ToolCallID  string
+	// ErrorMessage is the failure's reason, at most MaxFactSummary
+	// characters; ErrorTruncated when the stored reason is longer.
+	ErrorMessage   string
+	ErrorTruncated bool
+	// HasEarlierResults is true when earlier answers are stored.
+	HasEarlierResults bool
+	// ParentSessionID is CardFacts.ParentSessionID.
+	ParentSessionID string
+}
+
+// listCardFactsSQL reads the facts summaries of the rows of the sessions
+// its %s lists (one placeholder each): one join through the key's index
+// (task_session_id leads it) and the facts' primary key.
+var listCardFactsSQL = `SELECT t.task_session_id, t.agent_execution_id, t.tool_call_id,
+	SUBSTR(f.error_message, 1, ` + strconv.Itoa(MaxFactSummary) + `),
+	CASE WHEN LENGTH(f.error_message) > ` + strconv.Itoa(MaxFactSummary) + ` THEN 1 ELSE 0 END,
+	CASE WHEN f.earlier_results IS NULL THEN 0 ELSE 1 END,
+	f.parent_session_id
+FROM ` + factsTable + ` f JOIN task_session_subagents t ON t.id = f.subagent_id
+WHERE t.task_session_id IN (%s)`
+
+// ListCardFacts returns, in one query, the facts summaries of every row of
+// the given sessions that has facts, in no particular order: what a page
+// of those sessions' cards shows beside them (ListCards and ListFamily
+// return the cards; a card's facts are its AgentExecutionID row's). It
+// returns ErrNoFactStore (wrapped) when the database keeps no card facts.
+func (s *Store) ListCardFacts(ctx context.Context, sessionIDs ...string) ([]CardFactsSummary, error) {
+	has, err := s.eng.hasRelation(ctx, s.reader, factsTable)
+	if err != nil {
+		return nil, err
+	}
+	if !has {
+		return nil, fmt.Errorf("%w", ErrNoFactStore)
+	}
+	if len(sessionIDs) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(sessionIDs))
+	for i, id := range sessionIDs {
+		args[i] = encodeID(id)
+	}
+	q := s.eng.rebind(fmt.Sprintf(listCardFactsSQL, placeholders(len(sessionIDs))))
+	rows, err := s.reader.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []CardFactsSummary
+	for rows.Next() {
+		var c CardFactsSummary
+		var msg, parent sql.NullString
+		var cut, earlier int
+		if err := rows.Scan(&c.SessionID, &c.ExecutionID, &c.ToolCallID, &msg, &cut, &earlier, &parent); err != nil {
+			return nil, err
+		}
+		c.SessionID, c.ExecutionID, c.ToolCallID = decodeID(c.SessionID), decodeID(c.ExecutionID), decodeID(c.ToolCallID)
+		c.ErrorMessage, c.ErrorTruncated, c.HasEarlierResults = msg.String, cut == 1, earlier == 1
+		if parent.Valid {
+			c.ParentSessionID = decodeID(parent.String)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }

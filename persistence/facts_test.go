@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -113,6 +114,70 @@ func TestCardFactsErrorMessageIsCapped(t *testing.T) {
 		got := facts(t, s, "tc1").ErrorMessage
 		if len(got) > MaxSubagentText || !strings.HasPrefix(long, got) || !utf8.ValidString(got) {
 			t.Fatalf("stored reason: %d bytes, a prefix %v", len(got), strings.HasPrefix(long, got))
+		}
+	})
+}
+
+// ListCardFacts reads the facts of several sessions' cards in one query,
+// keyed by each row's key (ids decoded), the reason cut at MaxFactSummary
+// characters, earlier answers only flagged; a card without facts and a
+// session not asked for are absent, on both engines.
+func TestListCardFacts(t *testing.T) {
+	engines(t, func(t *testing.T, e *env) {
+		s := e.open(hooks{}, WithCardFacts())
+		for _, id := range []string{"S", "C\x00hild", "other"} {
+			if err := s.EnsureSession(e.ctx, id, "T"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		long := strings.Repeat("é", MaxFactSummary+1)
+		s.Record(e.ctx, frame("failed", func(f *Frame) { f.ToolStatus = "error"; f.Facts = &CardFacts{ErrorMessage: "API error: 400"} }))
+		s.Record(e.ctx, frame("long", func(f *Frame) { f.ToolStatus = "error"; f.Facts = &CardFacts{ErrorMessage: long} }))
+		s.Record(e.ctx, frame("again", func(f *Frame) { f.Facts = &CardFacts{EarlierResults: []string{"first"}} }))
+		s.Record(e.ctx, frame("plain"))
+		s.Record(e.ctx, frame("nested", func(f *Frame) {
+			f.TaskSessionID, f.ExecutionID = "C\x00hild", "E\x00x"
+			f.Facts = &CardFacts{ParentSessionID: "S"}
+		}))
+		s.Record(e.ctx, frame("elsewhere", func(f *Frame) { f.TaskSessionID = "other"; f.Facts = &CardFacts{ErrorMessage: "x"} }))
+		got, err := s.ListCardFacts(e.ctx, "S", "C\x00hild")
+		if err != nil {
+			t.Fatal(err)
+		}
+		byCall := map[string]CardFactsSummary{}
+		for _, f := range got {
+			byCall[f.ToolCallID] = f
+		}
+		want := map[string]CardFactsSummary{
+			"failed": {SessionID: "S", ExecutionID: "E", ToolCallID: "failed", ErrorMessage: "API error: 400"},
+			"long":   {SessionID: "S", ExecutionID: "E", ToolCallID: "long", ErrorMessage: long[:2*MaxFactSummary], ErrorTruncated: true},
+			"again":  {SessionID: "S", ExecutionID: "E", ToolCallID: "again", HasEarlierResults: true},
+			"nested": {SessionID: "C\x00hild", ExecutionID: "E\x00x", ToolCallID: "nested", ParentSessionID: "S"},
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d summaries: %+v", len(got), got)
+		}
+		for call, w := range want {
+			if byCall[call] != w {
+				t.Errorf("%s: got %+v, want %+v", call, byCall[call], w)
+			}
+		}
+		if none, err := s.ListCardFacts(e.ctx); err != nil || none != nil {
+			t.Fatalf("no sessions: %v %v", none, err)
+		}
+		plain := e.open(hooks{})
+		if _, err := plain.ListCardFacts(e.ctx, "S"); err != nil {
+			t.Fatalf("the table exists (made by the other store): %v", err)
+		}
+	})
+}
+
+// A database without the facts table says so: ErrNoFactStore.
+func TestListCardFactsWithoutTheTable(t *testing.T) {
+	engines(t, func(t *testing.T, e *env) {
+		s := e.open(hooks{})
+		if _, err := s.ListCardFacts(e.ctx, "S"); !errors.Is(err, ErrNoFactStore) {
+			t.Fatalf("got %v, want ErrNoFactStore", err)
 		}
 	})
 }
