@@ -181,3 +181,21 @@ func TestListCardFactsWithoutTheTable(t *testing.T) {
 		}
 	})
 }
+
+// Upsert writes a frame as Record does, its facts included (returning the
+// error instead of counting it), on both engines.
+func TestUpsertWritesFacts(t *testing.T) {
+	engines(t, func(t *testing.T, e *env) {
+		s := e.open(hooks{}, WithCardFacts())
+		e.session("S", "T")
+		if err := s.Upsert(e.ctx, *frame("tc1", func(f *Frame) {
+			f.ToolStatus = "error"
+			f.Facts = &CardFacts{ErrorMessage: "API error: 400", EarlierResults: []string{"first"}}
+		})); err != nil {
+			t.Fatal(err)
+		}
+		if got := facts(t, s, "tc1"); got.ErrorMessage != "API error: 400" || !slices.Equal(got.EarlierResults, []string{"first"}) {
+			t.Fatalf("facts after Upsert: %+v", got)
+		}
+	})
+}
