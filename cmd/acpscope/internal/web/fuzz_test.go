@@ -43,7 +43,7 @@ func FuzzBuildView(f *testing.F) {
 			}
 			rows = append(rows, c)
 		}
-		v := BuildView(SessionRow{ID: "sa"}, rows)
+		v := BuildView(SessionRow{ID: "sa"}, rows, nil)
 		for i, m := range v.Turns {
 			if m.N != i+1 || (i > 0 && m.Start < v.Turns[i-1].Start) {
 				t.Fatalf("turn marks out of order: %+v", v.Turns)

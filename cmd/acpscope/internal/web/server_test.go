@@ -35,10 +35,11 @@ var xssCorpus = []string{
 // hostileSession is a session id from the corpus too.
 const hostileSession = `s"><svg onload="document.body.dataset.xss='sid'">`
 
-// openStore opens a fresh store as acpscope does: with subagent texts.
+// openStore opens a fresh store as acpscope does: with subagent texts and
+// card facts.
 func openStore(t testing.TB) *persistence.Store {
 	t.Helper()
-	return openStoreWith(t, persistence.WithSubagentText())
+	return openStoreWith(t, persistence.WithSubagentText(), persistence.WithCardFacts())
 }
 
 // openStoreWith opens a fresh store with opts only.
