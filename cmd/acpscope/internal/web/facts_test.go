@@ -246,4 +246,3 @@ func TestEarlierResultsAreBounded(t *testing.T) {
 		t.Errorf("none: %+v", f)
 	}
 }
-
