@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web/webtest"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
@@ -70,45 +71,16 @@ func postgresSchema(t *testing.T) string {
 	return base + sep + "search_path=" + schema
 }
 
-// hostileFact is agent text for a fact: markup for each page context and
-// a right-to-left override that would reorder what is shown.
-const hostileFact = `<script>document.body.dataset.xss="fact"</script><img src=x onerror="document.body.dataset.xss=1"> ` +
-	"evil\u202etxt.exe\x1b[31m\nsecond line"
+// hostileFact and hostileFactShown: webtest's hostile fact and how the
+// pages show it.
+const (
+	hostileFact      = webtest.HostileFact
+	hostileFactShown = webtest.HostileFactShown
+)
 
-// hostileFactShown is hostileFact as the pages show it: the override and
-// the control character neutralised (safetext.Lines), the line end kept.
-const hostileFactShown = `<script>document.body.dataset.xss="fact"</script><img src=x onerror="document.body.dataset.xss=1"> ` +
-	"evil\ufffdtxt.exe\ufffd[31m\nsecond line"
-
-// seedTruths stores, as acpscope does, a session S with a failed card
-// (its reason hostile), a card messaged again (earlier answers, one
-// hostile) that launched child session "again" holding a nested card, and
-// a child the agent stopped tracking (unknown).
 func seedTruths(t *testing.T, s *persistence.Store) {
 	t.Helper()
-	exec := ExecutionID("claude", "r")
-	frame := func(session, call string, at int, mod func(*persistence.Frame)) {
-		f := persistence.Frame{TaskSessionID: session, ToolCallID: call, ExecutionID: exec, ChildSessionID: call,
-			Description: call, ObservedAt: t0.Add(time.Duration(at) * time.Second)}
-		mod(&f)
-		upsert(t, s, f)
-	}
-	frame("S", "failing", 0, func(f *persistence.Frame) {
-		f.ToolStatus = "failed"
-		f.Facts = &persistence.CardFacts{ErrorMessage: hostileFact}
-	})
-	frame("S", "again", 1, func(f *persistence.Frame) {
-		f.ToolStatus, f.ResultText = "completed", "third answer"
-		f.Facts = &persistence.CardFacts{EarlierResults: []string{"first answer", hostileFact}}
-	})
-	frame("again", "nested", 2, func(f *persistence.Frame) {
-		f.ToolStatus = "completed"
-		f.Facts = &persistence.CardFacts{ParentSessionID: "S"}
-	})
-	frame("S", "lost", 3, func(f *persistence.Frame) { f.ToolStatus = "in_progress" })
-	frame("S", "lost", 4, func(f *persistence.Frame) { f.ToolStatus = "unknown" })
-	// A later card: the session's latest update is after lost's.
-	frame("S", "late", 60, func(f *persistence.Frame) { f.ToolStatus = "in_progress" })
+	webtest.SeedCardTruths(t, s, ExecutionID("claude", "r"))
 }
 
 // cardsByCall indexes a view's cards by tool call id.

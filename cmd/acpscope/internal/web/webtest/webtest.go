@@ -126,3 +126,58 @@ func SeedSubagents(tb testing.TB, s *persistence.Store, session, execution strin
 		}
 	}
 }
+
+// HostileFact is agent text for a card fact: markup for each page context
+// (each payload sets data-xss on <body> if it runs), a right-to-left
+// override that would reorder what is shown, a terminal escape and a
+// second line.
+const HostileFact = `<script>document.body.dataset.xss="fact"</script><img src=x onerror="document.body.dataset.xss='img'"> ` +
+	"evil\u202etxt.exe\x1b[31m\nsecond line"
+
+// HostileFactShown is HostileFact as the pages show it: the override and
+// the control character neutralised (safetext.Lines), the line end kept.
+const HostileFactShown = `<script>document.body.dataset.xss="fact"</script><img src=x onerror="document.body.dataset.xss='img'"> ` +
+	"evil\ufffdtxt.exe\ufffd[31m\nsecond line"
+
+// SeedCardTruths stores, as acpscope does (s opened with
+// persistence.WithCardFacts), session S: a failed card "failing" (its
+// reason HostileFact), a card "again" messaged again (earlier answers
+// "first answer" and HostileFact, result "third answer") that launched
+// child session "again" holding the nested card "nested", a child "lost"
+// the agent stopped tracking (unknown) and a card "late" still open. In
+// the session view they are cards 0 to 4: failing, again, lost, late,
+// nested.
+func SeedCardTruths(tb testing.TB, s *persistence.Store, execution string) {
+	tb.Helper()
+	ctx := context.Background()
+	for _, id := range []string{"S", "again"} {
+		if err := s.EnsureSession(ctx, id, id); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	start := time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC)
+	frame := func(session, call string, at int, mod func(*persistence.Frame)) {
+		f := persistence.Frame{TaskSessionID: session, TaskID: session, ToolCallID: call, ExecutionID: execution,
+			ChildSessionID: call, Description: "card " + call, SubagentType: "general-purpose",
+			ObservedAt: start.Add(time.Duration(at) * time.Second)}
+		mod(&f)
+		if err := s.Upsert(ctx, f); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	frame("S", "failing", 0, func(f *persistence.Frame) {
+		f.ToolStatus = "failed"
+		f.Facts = &persistence.CardFacts{ErrorMessage: HostileFact}
+	})
+	frame("S", "again", 1, func(f *persistence.Frame) {
+		f.ToolStatus, f.ResultText = "completed", "third answer"
+		f.Facts = &persistence.CardFacts{EarlierResults: []string{"first answer", HostileFact}}
+	})
+	frame("again", "nested", 2, func(f *persistence.Frame) {
+		f.ToolStatus = "completed"
+		f.Facts = &persistence.CardFacts{ParentSessionID: "S"}
+	})
+	frame("S", "lost", 3, func(f *persistence.Frame) { f.ToolStatus = "in_progress" })
+	frame("S", "lost", 4, func(f *persistence.Frame) { f.ToolStatus = "unknown" })
+	frame("S", "late", 60, func(f *persistence.Frame) { f.ToolStatus = "in_progress" })
+}
