@@ -96,8 +96,8 @@ func SelfCheck(t testing.TB, dom string) map[string]string {
 
 // SeedSubagents stores one session of n subagents: nested under every
 // tenth card, observed 50 ms apart, running up to 10 s each (so up to 200
-// at once), a fifth failed or cancelled, a few left open, some in the
-// background.
+// at once), a fifth failed or cancelled (a failed one with its reason, in
+// a store with card facts), a few left open, some in the background.
 func SeedSubagents(tb testing.TB, s *persistence.Store, session, execution string, n int) {
 	tb.Helper()
 	ctx := context.Background()
@@ -120,6 +120,9 @@ func SeedSubagents(tb testing.TB, s *persistence.Store, session, execution strin
 			continue // stays open
 		}
 		f.ToolStatus = []string{"completed", "completed", "completed", "failed", "cancelled"}[i%5]
+		if f.ToolStatus == "failed" {
+			f.Facts = &persistence.CardFacts{ErrorMessage: fmt.Sprintf("subagent %d: API error 400", i)}
+		}
 		f.ObservedAt = f.ObservedAt.Add(time.Duration(1+i%200) * 50 * time.Millisecond)
 		if err := s.Upsert(ctx, f); err != nil {
 			tb.Fatal(err)
