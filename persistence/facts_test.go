@@ -202,6 +202,7 @@ func TestUpsertWritesFacts(t *testing.T) {
 		}
 	})
 }
+
 // An empty earlier answer is an answer: stored as "", never a failed
 // write, on both engines.
 func TestCardFactsEmptyEarlierAnswer(t *testing.T) {

@@ -109,7 +109,7 @@ type storeSink struct {
 	// this run's card of each child session, which the list is stored on.
 	referrers map[string][]string
 	launched  map[string]cardKey
-	clock func() time.Time  // observation times; nil = now (a replay sets the capture's)
+	clock     func() time.Time // observation times; nil = now (a replay sets the capture's)
 	// turnStart is when the current turn began: its flush is bounded by
 	// that plus --timeout and --cancel-grace.
 	turnStart time.Time
