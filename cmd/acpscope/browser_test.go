@@ -281,8 +281,8 @@ func TestBrowserFiveThousandSubagents(t *testing.T) {
 // Every fact the store keeps about a card reaches the page, inert: the
 // failed card's reason (hostile markup and a bidi override, shown as text
 // with the override neutralised), the earlier answers of a child messaged
-// again, the unknown child's own badge, and the nested child's link to
-// its parent card.
+// again, the unknown child's own badge and the tool calls referencing it
+// (one id hostile), and the nested child's link to its parent card.
 func TestBrowserCardFacts(t *testing.T) {
 	webtest.Chromium(t)
 	t.Parallel()
@@ -301,7 +301,9 @@ func TestBrowserCardFacts(t *testing.T) {
 		1: {`<summary>2 earlier answers</summary>`, `<li><div class="text">first answer</div></li>`,
 			`<li><div class="text">` + shown + `</div></li>`, `<div class="text">third answer</div>`},
 		2: {`<span class="tag unknown">not tracked</span>`, `class="node st-unknown`, `class="bar unknown`,
-			"<dd>unknown: the agent no longer tracks this child"},
+			"<dd>unknown: the agent no longer tracks this child",
+			`<dt>Referenced by</dt><dd><code class="ref-id">t_stop</code> · <code class="ref-id">t_&lt;b&gt;msg&lt;/b&gt;` + "\ufffd</code></dd>",
+			`<span class="tag ref" title="referenced by t_stop, t_&lt;b&gt;msg&lt;/b&gt;` + "\ufffd" + `">referenced ×2</span>`},
 		4: {`<dt>Parent card</dt><dd><a class="card-link" href="#card-1" data-i="1">general-purpose · card again</a></dd>`,
 			"<dd>S</dd>"},
 	} {
@@ -316,6 +318,7 @@ func TestBrowserCardFacts(t *testing.T) {
 		wantAttr(t, attrs, "tree-nodes", "5")
 		wantAttr(t, attrs, "unknown", "1")
 		wantAttr(t, attrs, "reasons", "1")
+		wantAttr(t, attrs, "referenced", "1")
 		wantAttr(t, attrs, "card-facts", "stored")
 		if card == 1 {
 			wantAttr(t, attrs, "earlier-shown", "2")

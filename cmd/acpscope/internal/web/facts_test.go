@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +113,9 @@ func TestSessionViewShowsCardFacts(t *testing.T) {
 			t.Errorf("again: %+v", c)
 		}
 		lost, late := cards["lost"], cards["late"]
+		if !slices.Equal(lost.ReferencedBy, []string{"t_stop", webtest.HostileReferrerShown}) {
+			t.Errorf("lost: referenced by %q", lost.ReferencedBy)
+		}
 		if lost.Status != "unknown" || lost.Settled != nil || lost.ToolStatus != "unknown" {
 			t.Errorf("lost: status %q tool status %q settled %v", lost.Status, lost.ToolStatus, lost.Settled)
 		}
@@ -168,6 +172,9 @@ func TestCardFactsOnDemand(t *testing.T) {
 		}
 		if str(again.ResultText) != "third answer" {
 			t.Errorf("again: result %q", str(again.ResultText))
+		}
+		if f := card("lost").Facts; !slices.Equal(f.ReferencedBy, []string{"t_stop", webtest.HostileReferrerShown}) {
+			t.Errorf("lost: referenced by %q", f.ReferencedBy)
 		}
 	}, persistence.WithSubagentText(), persistence.WithCardFacts())
 

@@ -121,6 +121,9 @@ type CardFactTexts struct {
 	EarlierCount int `json:"earlier_count"`
 	// EarlierTruncated: the oldest answer served was cut.
 	EarlierTruncated bool `json:"earlier_truncated"`
+	// ReferencedBy are the tool calls referencing the card's child session
+	// (persistence.CardFacts.ReferencedBy), sanitised by safetext.Text.
+	ReferencedBy []string `json:"referenced_by"`
 }
 
 // LoadCardTexts reads the texts and the facts of the card with the given
@@ -151,7 +154,11 @@ func LoadCardTexts(ctx context.Context, s *persistence.Store, session, execution
 // factTexts is the served form of stored facts: sanitised, and the
 // earlier answers bounded (CardFactTexts.EarlierResults).
 func factTexts(f persistence.CardFacts) CardFactTexts {
-	out := CardFactTexts{Stored: true, EarlierResults: []string{}, EarlierCount: len(f.EarlierResults)}
+	out := CardFactTexts{Stored: true, EarlierResults: []string{}, EarlierCount: len(f.EarlierResults),
+		ReferencedBy: safeTexts(f.ReferencedBy)}
+	if out.ReferencedBy == nil {
+		out.ReferencedBy = []string{}
+	}
 	if f.ErrorMessage != "" {
 		m := safetext.Lines(f.ErrorMessage)
 		out.ErrorMessage = &m

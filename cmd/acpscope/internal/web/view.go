@@ -54,6 +54,10 @@ type Card struct {
 	// ParentSessionID is the session holding the parent card of a card in
 	// a child session (that card's tool call id is SessionID).
 	ParentSessionID string `json:"parent_session_id,omitempty"`
+	// ReferencedBy are the tool calls whose `session` content names the
+	// card's child session (TaskStop, SendMessage, …), first seen first,
+	// sanitised by safetext.Text.
+	ReferencedBy []string `json:"referenced_by,omitempty"`
 
 	Observed time.Time  `json:"observed_at"`
 	Settled  *time.Time `json:"settled_at"`
@@ -317,7 +321,21 @@ func applyFacts(cards []Card, facts []persistence.CardFactsSummary) {
 		c := &cards[i]
 		c.ErrorMessage, c.ErrorTruncated = safetext.Lines(f.ErrorMessage), f.ErrorTruncated
 		c.HasEarlierResults, c.ParentSessionID = f.HasEarlierResults, f.ParentSessionID
+		c.ReferencedBy = safeTexts(f.ReferencedBy)
 	}
+}
+
+// safeTexts is list with each text sanitised by safetext.Text (nil when
+// empty).
+func safeTexts(list []string) []string {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = safetext.Text(s)
+	}
+	return out
 }
 
 // linkTree sets every card's Parent and Depth. Stored links are the

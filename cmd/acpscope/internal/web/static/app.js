@@ -180,6 +180,11 @@
       if (c.is_async) row.appendChild(el("span", "tag bg", "background"));
       if (c.status === "unknown") row.appendChild(el("span", "tag unknown", "not tracked"));
       if (c.has_earlier_results) row.appendChild(el("span", "tag", "answered again"));
+      if (c.referenced_by && c.referenced_by.length) {
+        var refTag = el("span", "tag ref", "referenced ×" + c.referenced_by.length);
+        refTag.title = "referenced by " + c.referenced_by.join(", ");
+        row.appendChild(refTag);
+      }
       if (c.error_message) {
         var reason = el("span", "reason", c.error_message);
         reason.title = c.error_message;
@@ -322,6 +327,20 @@
     if (!n) childrenDd.textContent = "none";
   }
 
+  // references fills the cell of the tool calls referencing card c's
+  // child session: a link to each that is a card of this window, else its
+  // id as text.
+  function references(view, c, dd) {
+    var refs = c.referenced_by || [];
+    if (!refs.length) { dd.textContent = "–"; return; }
+    var byCall = {};
+    view.cards.forEach(function (k, j) { if (k.session_id === c.session_id && !(k.tool_call_id in byCall)) byCall[k.tool_call_id] = j; });
+    refs.forEach(function (id, n) {
+      if (n > 0) dd.appendChild(document.createTextNode(" · "));
+      dd.appendChild(id in byCall ? cardLink(view, byCall[id] + (view.offset || 0), id) : el("code", "ref-id", id));
+    });
+  }
+
   // fillFacts shows a card's failure reason and earlier answers: the
   // reason's summary from the session's data at once, the whole reason and
   // the answers (a collapsed list, each as text) once /api/card answered.
@@ -407,8 +426,9 @@
     var dl = document.getElementById("details-list");
     var promptDd = el("dd", "texts"), resultDd = el("dd", "texts");
     var errDd = el("dd", "texts"), earlierDd = el("dd", "texts");
-    var parentDd = el("dd"), childrenDd = el("dd");
+    var parentDd = el("dd"), childrenDd = el("dd"), refsDd = el("dd");
     relatives(current, i, parentDd, childrenDd);
+    references(current, c, refsDd);
     var rows = [
       ["Description", c.description || "–"],
       ["Status", statusText(c)],
@@ -428,6 +448,7 @@
       ["Tool call", c.tool_call_id],
       ["Parent card", parentDd],
       ["Sub-cards", childrenDd],
+      ["Referenced by", refsDd],
       ["Parent tool call", c.parent_tool_call_id || "–"],
       ["Parent session", c.parent_session_id || "–"],
       ["Session", c.session_id],
@@ -464,6 +485,7 @@
       turnMarks: document.querySelectorAll("#timeline .turn-mark").length,
       unknown: document.querySelectorAll("#tree li.st-unknown").length,
       reasons: document.querySelectorAll("#tree .reason").length,
+      referenced: document.querySelectorAll("#tree .tag.ref").length,
       renderMs: (performance.now() - t0).toFixed(1)
     });
   }

@@ -142,12 +142,20 @@ const HostileFact = `<script>document.body.dataset.xss="fact"</script><img src=x
 const HostileFactShown = `<script>document.body.dataset.xss="fact"</script><img src=x onerror="document.body.dataset.xss='img'"> ` +
 	"evil\ufffdtxt.exe\ufffd[31m\nsecond line"
 
+// HostileReferrer is a referring tool call id with markup and a bidi
+// override; HostileReferrerShown is how the pages show it.
+const (
+	HostileReferrer      = "t_<b>msg</b>\u202e"
+	HostileReferrerShown = "t_<b>msg</b>\ufffd"
+)
+
 // SeedCardTruths stores, as acpscope does (s opened with
 // persistence.WithCardFacts), session S: a failed card "failing" (its
 // reason HostileFact), a card "again" messaged again (earlier answers
 // "first answer" and HostileFact, result "third answer") that launched
 // child session "again" holding the nested card "nested", a child "lost"
-// the agent stopped tracking (unknown) and a card "late" still open. In
+// the agent stopped tracking (unknown), referenced by the tool calls
+// "t_stop" and HostileReferrer, and a card "late" still open. In
 // the session view they are cards 0 to 4: failing, again, lost, late,
 // nested.
 func SeedCardTruths(tb testing.TB, s *persistence.Store, execution string) {
@@ -181,6 +189,9 @@ func SeedCardTruths(tb testing.TB, s *persistence.Store, execution string) {
 		f.Facts = &persistence.CardFacts{ParentSessionID: "S"}
 	})
 	frame("S", "lost", 3, func(f *persistence.Frame) { f.ToolStatus = "in_progress" })
-	frame("S", "lost", 4, func(f *persistence.Frame) { f.ToolStatus = "unknown" })
+	frame("S", "lost", 4, func(f *persistence.Frame) {
+		f.ToolStatus = "unknown"
+		f.Facts = &persistence.CardFacts{ReferencedBy: []string{"t_stop", HostileReferrer}}
+	})
 	frame("S", "late", 60, func(f *persistence.Frame) { f.ToolStatus = "in_progress" })
 }
