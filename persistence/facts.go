@@ -340,8 +340,11 @@ type CardFactsSummary struct {
 
 // listCardFactsSQL reads the facts summaries of the rows of the sessions
 // its second %s lists (one placeholder each; the first is the referrers'
-// expression, factsReferences): one join through the key's index
-// (task_session_id leads it) and the facts' primary key.
+// expression, factsReferences): one join through the session index and
+// the facts' primary key (EXPLAIN: SQLite "SEARCH t USING INDEX
+// idx_subagents_session_id", then "SEARCH f USING INDEX" of its primary
+// key; PostgreSQL an index scan of idx_subagents_session_id and a nested
+// loop over task_session_subagent_facts_pkey).
 var listCardFactsSQL = `SELECT t.task_session_id, t.agent_execution_id, t.tool_call_id,
 	SUBSTR(f.error_message, 1, ` + strconv.Itoa(MaxFactSummary) + `),
 	CASE WHEN LENGTH(f.error_message) > ` + strconv.Itoa(MaxFactSummary) + ` THEN 1 ELSE 0 END,
