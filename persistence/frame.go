@@ -133,9 +133,10 @@ type row struct {
 	prompt, result           *string
 	promptBytes, resultBytes *int64
 	// The card's facts (facts.go), written only with WithCardFacts:
-	// errorMessage and parentSessionID (an id, encoded) as reported,
-	// earlierResults the JSON array of the capped earlier answers.
-	errorMessage, earlierResults, parentSessionID *string
+	// errorMessage (capped) and parentSessionID (an id, encoded) as
+	// reported, earlierResults the JSON array of the capped earlier
+	// answers, referencedBy the JSON array of the encoded referrers.
+	errorMessage, earlierResults, parentSessionID, referencedBy *string
 }
 
 // normalise applies every field rule that must hold before SQL (docs/persistence.md#normalisation-before-sql):
@@ -177,7 +178,7 @@ func normalise(f *Frame, now func() time.Time) row {
 		}
 	}
 	if f.Facts != nil {
-		r.errorMessage, r.earlierResults, r.parentSessionID = normaliseFacts(*f.Facts)
+		r.setFacts(*f.Facts)
 	}
 	r.observedAt = f.ObservedAt
 	if r.observedAt.IsZero() {
@@ -229,6 +230,7 @@ func mergeRows(older, newer row) row {
 	m.errorMessage = firstSet(newer.errorMessage, older.errorMessage)
 	m.parentSessionID = firstSet(newer.parentSessionID, older.parentSessionID)
 	m.earlierResults = longerList(older.earlierResults, newer.earlierResults)
+	m.referencedBy = longerList(older.referencedBy, newer.referencedBy)
 	return m
 }
 

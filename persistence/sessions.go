@@ -210,7 +210,7 @@ func (s *Store) eachPair(ctx context.Context, query string, ids []string, fn fun
 	for i, id := range ids {
 		args[i] = id
 	}
-	q := s.eng.rebind(fmt.Sprintf(query, strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")))
+	q := s.eng.rebind(fmt.Sprintf(query, placeholders(len(ids))))
 	rows, err := s.reader.QueryContext(ctx, q, args...)
 	if err != nil {
 		return err
@@ -225,6 +225,10 @@ func (s *Store) eachPair(ctx context.Context, query string, ids []string, fn fun
 	}
 	return rows.Err()
 }
+
+// placeholders is the list of n bind placeholders ("?, ?, ?") of an IN
+// list.
+func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
 
 // likeEscape escapes LIKE's wildcards and its escape character '\'.
 func likeEscape(s string) string {
@@ -300,7 +304,7 @@ func (s *Store) Changes(ctx context.Context, sessionIDs ...string) (ChangeMark, 
 		args[i] = encodeID(id)
 	}
 	if len(sessionIDs) > 0 {
-		q += ` WHERE task_session_id IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(sessionIDs)), ", ") + `)`
+		q += ` WHERE task_session_id IN (` + placeholders(len(sessionIDs)) + `)`
 	}
 	var m ChangeMark
 	var last nullTime

@@ -443,14 +443,23 @@ func (s *Store) Record(ctx context.Context, f *Frame) {
 	}
 }
 
-// Upsert normalises f exactly as Record does and writes it, returning the
-// error instead of counting it. It moves no counter. Callers bypassing
-// Record therefore cannot blank stored values with "" or 0.
+// Upsert normalises f exactly as Record does and writes it, its facts
+// after its row as Record does, returning the error instead of counting
+// it. It moves no counter. Callers bypassing Record therefore cannot blank
+// stored values with "" or 0.
 func (s *Store) Upsert(ctx context.Context, f Frame) error {
 	if f.TaskSessionID == "" || f.TaskID == "" || f.ToolCallID == "" {
 		return ErrNoIdentity
 	}
-	return s.write(ctx, normalise(&f, s.now))
+	r := normalise(&f, s.now)
+	if err := s.write(ctx, r); err != nil {
+		return err
+	}
+	if st, ok := s.factsStatement(r); ok {
+		_, err := s.writer.ExecContext(ctx, st.sql, st.args...)
+		return err
+	}
+	return nil
 }
 
 func (s *Store) write(ctx context.Context, r row) error {

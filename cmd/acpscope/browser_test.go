@@ -277,3 +277,59 @@ func TestBrowserFiveThousandSubagents(t *testing.T) {
 		t.Log("timings taken under -race: run without it (make web-bench) for representative numbers")
 	}
 }
+
+// Every fact the store keeps about a card reaches the page, inert: the
+// failed card's reason (hostile markup and a bidi override, shown as text
+// with the override neutralised), the earlier answers of a child messaged
+// again, the unknown child's own badge and the tool calls referencing it
+// (one id hostile), and the nested child's link to its parent card.
+func TestBrowserCardFacts(t *testing.T) {
+	webtest.Chromium(t)
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "facts.db")
+	writer, err := persistence.Open(context.Background(), db, persistence.WithSubagentText(), persistence.WithCardFacts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	webtest.SeedCardTruths(t, writer, web.ExecutionID("claude", "r"))
+	writer.Close()
+	_, base := serveStore(t, db, nil)
+	shown := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(webtest.HostileFactShown)
+	for card, wants := range map[int][]string{
+		0: {`<dt>Failure reason</dt><dd class="texts"><div class="text reason-text">` + shown + `</div></dd>`,
+			`<span class="reason" title="` + strings.ReplaceAll(shown, `"`, "&quot;") + `">` + shown + `</span>`},
+		1: {`<summary>2 earlier answers</summary>`, `<li><div class="text">first answer</div></li>`,
+			`<li><div class="text">` + shown + `</div></li>`, `<div class="text">third answer</div>`},
+		2: {`<span class="tag unknown">not tracked</span>`, `class="node st-unknown`, `class="bar unknown`,
+			"<dd>unknown: the agent no longer tracks this child",
+			`<dt>Referenced by</dt><dd><code class="ref-id">t_stop</code> · <code class="ref-id">t_&lt;b&gt;msg&lt;/b&gt;` + "\ufffd</code></dd>",
+			`<span class="tag ref" title="referenced by t_stop, t_&lt;b&gt;msg&lt;/b&gt;` + "\ufffd" + `">referenced ×2</span>`},
+		4: {`<dt>Parent card</dt><dd><a class="card-link" href="#card-1" data-i="1">general-purpose · card again</a></dd>`,
+			"<dd>S</dd>"},
+	} {
+		what := fmt.Sprintf("card %d", card)
+		dom := webtest.DumpDOM(t, base+"session?id=S"+fmt.Sprintf("#card-%d", card), "--virtual-time-budget=3000")
+		attrs := webtest.SelfCheck(t, dom)
+		if v, fired := attrs["xss"]; fired {
+			t.Errorf("%s: a payload ran (data-xss=%q)", what, v)
+		}
+		wantAttr(t, attrs, "injected", "0")
+		noInjectedMarkup(t, what, dom)
+		wantAttr(t, attrs, "tree-nodes", "5")
+		wantAttr(t, attrs, "unknown", "1")
+		wantAttr(t, attrs, "reasons", "1")
+		wantAttr(t, attrs, "referenced", "1")
+		wantAttr(t, attrs, "card-facts", "stored")
+		if card == 1 {
+			wantAttr(t, attrs, "earlier-shown", "2")
+		}
+		if strings.ContainsRune(dom, '\u202e') {
+			t.Errorf("%s: a bidi override reached the page", what)
+		}
+		for _, want := range wants {
+			if !strings.Contains(dom, want) {
+				t.Errorf("%s: the page lacks %s", what, want)
+			}
+		}
+	}
+}

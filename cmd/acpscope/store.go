@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -102,7 +103,13 @@ type storeSink struct {
 
 	mu    sync.Mutex
 	turns map[string]string // session id → current turn id
-	clock func() time.Time  // observation times; nil = now (a replay sets the capture's)
+	// referrers lists, per child session, the tool calls whose `session`
+	// content names it, first seen first (at most
+	// persistence.MaxReferences), as --json's referenced_by; launched is
+	// this run's card of each child session, which the list is stored on.
+	referrers map[string][]string
+	launched  map[string]cardKey
+	clock     func() time.Time // observation times; nil = now (a replay sets the capture's)
 	// turnStart is when the current turn began: its flush is bounded by
 	// that plus --timeout and --cancel-grace.
 	turnStart time.Time
@@ -144,32 +151,75 @@ func openSink(ctx context.Context, o outputFlags, stderr io.Writer) (*storeSink,
 	}, nil
 }
 
+// cardKey is a card's session and tool call id.
+type cardKey struct{ session, call string }
+
 // record queues ev, sent by an agent of the given dialect, when it is a
-// subagent card. It never fails the turn and waits only while the store
-// is behind by the writer's whole queue (persistence.Writer). The dialect
-// goes into the execution id, the only place the store keeps it
-// (web.ExecutionID).
+// subagent card, and, when ev references child sessions, the referring
+// tool call as a fact of each child's card (Facts.ReferencedBy). It never
+// fails the turn and waits only while the store is behind by the writer's
+// whole queue (persistence.Writer). The dialect goes into the execution
+// id, the only place the store keeps it (web.ExecutionID).
 func (s *storeSink) record(dialect string, ev adapter.Event) {
 	if s == nil || s.writer == nil {
 		return
 	}
 	f := frameOf(ev)
-	if f == nil {
-		return
-	}
 	s.mu.Lock()
-	turn, ok := s.turns[f.TaskSessionID]
-	if !ok {
-		turn = "turn-" + randomID()
-		s.turns[f.TaskSessionID] = turn
+	frames := s.referenceFrames(ev, f)
+	if f != nil {
+		frames = append(frames, f)
+	}
+	for _, f := range frames {
+		turn, ok := s.turns[f.TaskSessionID]
+		if !ok {
+			turn = "turn-" + randomID()
+			s.turns[f.TaskSessionID] = turn
+		}
+		f.TurnID = turn
 	}
 	s.mu.Unlock()
-	f.ExecutionID = s.executionID(dialect)
-	f.TurnID = turn
-	if s.clock != nil {
-		f.ObservedAt = s.clock()
+	for _, f := range frames {
+		f.ExecutionID = s.executionID(dialect)
+		if s.clock != nil {
+			f.ObservedAt = s.clock()
+		}
+		s.writer.Record(f)
 	}
-	s.writer.Record(f)
+}
+
+// referenceFrames notes ev's references to child sessions and returns a
+// frame carrying only the new list for each referenced child whose card
+// this run already stored; it gives card f (ev's own, nil when ev is no
+// card) the references its child session has. Called with mu held.
+func (s *storeSink) referenceFrames(ev adapter.Event, f *persistence.Frame) []*persistence.Frame {
+	if s.referrers == nil {
+		s.referrers, s.launched = map[string][]string{}, map[string]cardKey{}
+	}
+	var out []*persistence.Frame
+	for _, r := range ev.SessionRefs {
+		list := s.referrers[r.SessionID]
+		if !r.Known || ev.ToolCallID == "" || slices.Contains(list, ev.ToolCallID) || len(list) >= persistence.MaxReferences {
+			continue
+		}
+		list = append(list, ev.ToolCallID)
+		s.referrers[r.SessionID] = list
+		if k, ok := s.launched[r.SessionID]; ok && (f == nil || k != (cardKey{f.TaskSessionID, f.ToolCallID})) {
+			out = append(out, &persistence.Frame{TaskSessionID: k.session, TaskID: k.session, ToolCallID: k.call,
+				Facts: &persistence.CardFacts{ReferencedBy: slices.Clone(list)}})
+		}
+	}
+	if f != nil && ev.Child != nil && ev.Child.SessionID != "" {
+		child := ev.Child.SessionID
+		s.launched[child] = cardKey{f.TaskSessionID, f.ToolCallID}
+		if list := s.referrers[child]; len(list) > 0 {
+			if f.Facts == nil {
+				f.Facts = &persistence.CardFacts{}
+			}
+			f.Facts.ReferencedBy = slices.Clone(list)
+		}
+	}
+	return out
 }
 
 // notStoredError is a run whose turn went well but some of whose subagent

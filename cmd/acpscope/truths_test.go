@@ -14,7 +14,8 @@ import (
 // Every card truth of issue 23 reaches --json and the store alike: a
 // failure's reason, a child run again (each answer kept), a nested child
 // naming its parent card, an unknown child (its own status, neither
-// running nor finished) and a session reference. The capture is synthetic
+// running nor finished) and a session reference (stored on the card of
+// the referenced child). The capture is synthetic
 // (testdata/subagent_truths.jsonl), built from the frames the issue
 // describes for claude-agent-acp 0.101.0.
 func TestCardTruthsReachJSONAndTheStore(t *testing.T) {
@@ -84,6 +85,10 @@ func TestCardTruthsReachJSONAndTheStore(t *testing.T) {
 	}
 	if r := row("s1", "lost"); r.ToolStatus == nil || *r.ToolStatus != "unknown" || r.SettledAt != nil {
 		t.Errorf("stored unknown row: %v settled %v", r.ToolStatus, r.SettledAt)
+	}
+	// The session reference --json lists is stored on the referenced card.
+	if f := facts("s1", "lost"); !slices.Equal(f.ReferencedBy, anyStrings(lines["lost"]["referenced_by"])) {
+		t.Errorf("stored lost references %q, --json %v", f.ReferencedBy, lines["lost"]["referenced_by"])
 	}
 }
 

@@ -41,15 +41,34 @@ func Text(s string) string {
 	if utf8.ValidString(s) && !strings.ContainsFunc(s, Forbidden) {
 		return s
 	}
+	return strings.Map(textRune, strings.ToValidUTF8(s, string(utf8.RuneError)))
+}
+
+// Lines returns s sanitised as Text does, except that line ends ('\n')
+// are kept: for multi-line text shown where a line break is only a line
+// break (a page's text block), as Writer does for a stream.
+func Lines(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r != '\n' && Forbidden(r) }) {
+		return s
+	}
 	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\t':
-			return ' '
-		case Forbidden(r):
-			return utf8.RuneError
+		if r == '\n' {
+			return r
 		}
-		return r
+		return textRune(r)
 	}, strings.ToValidUTF8(s, string(utf8.RuneError)))
+}
+
+// textRune is Text's replacement of one rune: a tab by a space, a
+// forbidden rune by U+FFFD, any other unchanged.
+func textRune(r rune) rune {
+	switch {
+	case r == '\t':
+		return ' '
+	case Forbidden(r):
+		return utf8.RuneError
+	}
+	return r
 }
 
 // JSON escapes the forbidden runes in encoded JSON (as \uXXXX), so the

@@ -118,3 +118,22 @@ func FuzzSanitise(f *testing.F) {
 		}
 	})
 }
+
+// Lines sanitises as Text does and keeps only the line ends.
+func TestLinesKeepsLineEndsOnly(t *testing.T) {
+	for _, s := range hostile {
+		got := Lines(s)
+		if !clean(strings.ReplaceAll(got, "\n", "")) {
+			t.Errorf("Lines(%q) = %q still holds a forbidden rune", s, got)
+		}
+		if want := Text(strings.ReplaceAll(s, "\n", "\u2028")); strings.ReplaceAll(got, "\n", "\ufffd") != want {
+			t.Errorf("Lines(%q) = %q, differs from Text beyond line ends (%q)", s, got, want)
+		}
+	}
+	if got := Lines("one\n\u202etwo\t\r\n"); got != "one\n\ufffdtwo \ufffd\n" {
+		t.Fatalf("got %q", got)
+	}
+	if s := "plain\nlines"; Lines(s) != s {
+		t.Fatal("ordinary text changed")
+	}
+}

@@ -55,12 +55,10 @@ func (sw *Writer) emit(b []byte) error {
 		switch {
 		case r == '\n':
 			out = append(out, '\n')
-		case r == '\t':
-			out = append(out, ' ')
-		case Forbidden(r) || (r == utf8.RuneError && n == 1):
+		case r == utf8.RuneError && n == 1:
 			out = utf8.AppendRune(out, utf8.RuneError)
 		default:
-			out = append(out, b[:n]...)
+			out = utf8.AppendRune(out, textRune(r))
 		}
 		b = b[n:]
 	}

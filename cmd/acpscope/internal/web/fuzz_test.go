@@ -10,7 +10,8 @@ import (
 )
 
 // FuzzBuildView lays out cards whose links (parent tool call, child
-// session) and times come from the input, as a hostile agent could store
+// session, the parent session of their facts), statuses and times come
+// from the input, as a hostile agent could store
 // them: it never panics, every parent chain ends (no cycle), no two bars
 // of a lane overlap, and turns are numbered in the order they began, a
 // card's turn mark no later than the card.
@@ -37,13 +38,26 @@ func FuzzBuildView(f *testing.F) {
 				turn := id(b[3] >> 2)
 				c.TurnID = &turn
 			}
+			if b[4]%4 == 2 {
+				unknown := "unknown"
+				c.ToolStatus = &unknown
+			}
 			if b[4]%2 == 1 {
 				s := c.ObservedAt.Add(time.Duration(b[4]) * time.Millisecond)
 				c.SettledAt, c.UpdatedAt = &s, s
 			}
 			rows = append(rows, c)
 		}
-		v := BuildView(SessionRow{ID: "sa"}, rows)
+		// Facts name a parent session for every third row: any session,
+		// the row's own included.
+		var facts []persistence.CardFactsSummary
+		for i, r := range rows {
+			if i%3 == 0 {
+				facts = append(facts, persistence.CardFactsSummary{SessionID: r.TaskSessionID, ExecutionID: r.AgentExecutionID,
+					ToolCallID: r.ToolCallID, ParentSessionID: "s" + id(byte(i)), ErrorMessage: r.ToolCallID})
+			}
+		}
+		v := BuildView(SessionRow{ID: "sa"}, rows, facts)
 		for i, m := range v.Turns {
 			if m.N != i+1 || (i > 0 && m.Start < v.Turns[i-1].Start) {
 				t.Fatalf("turn marks out of order: %+v", v.Turns)

@@ -12,7 +12,8 @@ var pageElements = map[string]bool{
 	"header": true, "main": true, "section": true, "aside": true, "form": true, "label": true, "select": true,
 	"option": true, "input": true, "button": true, "table": true, "thead": true, "tbody": true, "tr": true,
 	"th": true, "td": true, "p": true, "h1": true, "h2": true, "code": true, "div": true, "span": true,
-	"a": true, "ul": true, "li": true, "dl": true, "dt": true, "dd": true,
+	"a": true, "ul": true, "ol": true, "li": true, "dl": true, "dt": true, "dd": true, "details": true,
+	"summary": true,
 }
 
 var (

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"time"
+	"unicode/utf8"
 
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
@@ -76,7 +78,8 @@ func timePtr(t time.Time) *time.Time {
 	return &u
 }
 
-// CardTexts is one card's prompt and result text as /api/card serves them.
+// CardTexts is one card's prompt and result text, and its facts, as
+// /api/card serves them.
 type CardTexts struct {
 	// Stored is false when the store keeps no texts (it was written without
 	// persistence.WithSubagentText, e.g. by an older acpscope or a host);
@@ -91,18 +94,98 @@ type CardTexts struct {
 	ResultBytes     int64 `json:"result_bytes"`
 	PromptTruncated bool  `json:"prompt_truncated"`
 	ResultTruncated bool  `json:"result_truncated"`
+	// Facts are the card's facts (persistence.Store.SubagentFacts).
+	Facts CardFactTexts `json:"facts"`
 }
 
-// LoadCardTexts reads the texts of the card with the given key.
+// MaxEarlierResults bounds the earlier answers /api/card serves of one
+// card (the latest ones); together they are at most
+// persistence.MaxSubagentText bytes, as one stored text is.
+const MaxEarlierResults = 100
+
+// CardFactTexts are a card's facts as /api/card serves them, agent text
+// sanitised by safetext.Lines.
+type CardFactTexts struct {
+	// Stored is false when the store keeps no card facts (it was written
+	// without persistence.WithCardFacts); the other fields are then empty.
+	Stored bool `json:"stored"`
+	// ErrorMessage is the failure's reason (nil when none is stored).
+	ErrorMessage *string `json:"error_message"`
+	// EarlierResults are the child's answers before its latest (the
+	// result text), oldest first: the last of them, within
+	// MaxEarlierResults answers and persistence.MaxSubagentText bytes (an
+	// answer that does not fit whole is cut, then no older one is served).
+	EarlierResults []string `json:"earlier_results"`
+	// EarlierCount is how many earlier answers are stored; the first
+	// EarlierCount-len(EarlierResults) of them are not served.
+	EarlierCount int `json:"earlier_count"`
+	// EarlierTruncated: the oldest answer served was cut.
+	EarlierTruncated bool `json:"earlier_truncated"`
+	// ReferencedBy are the tool calls referencing the card's child session
+	// (persistence.CardFacts.ReferencedBy), sanitised by safetext.Text.
+	ReferencedBy []string `json:"referenced_by"`
+}
+
+// LoadCardTexts reads the texts and the facts of the card with the given
+// key.
 func LoadCardTexts(ctx context.Context, s *persistence.Store, session, execution, call string) (CardTexts, error) {
+	var out CardTexts
 	t, err := s.SubagentTexts(ctx, session, execution, call)
-	if errors.Is(err, persistence.ErrNoTextStore) {
-		return CardTexts{}, nil
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, persistence.ErrNoTextStore):
+	case err != nil:
 		return CardTexts{}, err
+	default:
+		out = CardTexts{Stored: true, Prompt: t.Prompt, ResultText: t.ResultText,
+			PromptBytes: t.PromptBytes, ResultBytes: t.ResultBytes,
+			PromptTruncated: t.PromptTruncated(), ResultTruncated: t.ResultTruncated()}
 	}
-	return CardTexts{Stored: true, Prompt: t.Prompt, ResultText: t.ResultText,
-		PromptBytes: t.PromptBytes, ResultBytes: t.ResultBytes,
-		PromptTruncated: t.PromptTruncated(), ResultTruncated: t.ResultTruncated()}, nil
+	f, err := s.SubagentFacts(ctx, session, execution, call)
+	switch {
+	case errors.Is(err, persistence.ErrNoFactStore):
+	case err != nil:
+		return CardTexts{}, err
+	default:
+		out.Facts = factTexts(f)
+	}
+	return out, nil
+}
+
+// factTexts is the served form of stored facts: sanitised, and the
+// earlier answers bounded (CardFactTexts.EarlierResults).
+func factTexts(f persistence.CardFacts) CardFactTexts {
+	out := CardFactTexts{Stored: true, EarlierResults: []string{}, EarlierCount: len(f.EarlierResults),
+		ReferencedBy: safeTexts(f.ReferencedBy)}
+	if out.ReferencedBy == nil {
+		out.ReferencedBy = []string{}
+	}
+	if f.ErrorMessage != "" {
+		m := safetext.Lines(f.ErrorMessage)
+		out.ErrorMessage = &m
+	}
+	budget := persistence.MaxSubagentText
+	first := len(f.EarlierResults)
+	for first > 0 && len(f.EarlierResults)-first < MaxEarlierResults && budget > 0 {
+		first--
+		budget -= len(f.EarlierResults[first])
+	}
+	for i := first; i < len(f.EarlierResults); i++ {
+		text := f.EarlierResults[i]
+		if i == first && budget < 0 {
+			text, out.EarlierTruncated = cutText(text, len(text)+budget), true
+		}
+		out.EarlierResults = append(out.EarlierResults, safetext.Lines(text))
+	}
+	return out
+}
+
+// cutText is s cut to at most n bytes at a character boundary.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

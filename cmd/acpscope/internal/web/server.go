@@ -6,7 +6,10 @@
 // html/template escapes it in HTML and attributes, page data reaches the
 // script as JSON (in a <script type="application/json"> block or from the
 // JSON endpoints) and is put into the DOM only as text, and a strict
-// Content-Security-Policy allows no inline script at all.
+// Content-Security-Policy allows no inline script at all. The card facts'
+// text (a failure's reason, earlier answers) is also sanitised
+// (safetext.Lines): no control character or bidirectional override reaches
+// the page.
 package web
 
 import (
@@ -98,8 +101,8 @@ type server struct {
 //	GET /api/changes[?id=ID]   {"token": …}: moves when the session (or,
 //	                           without id, the store) changed
 //	GET /api/card?session=ID&execution=EXEC&call=TOOLCALL
-//	                           one card's prompt and result text (CardTexts),
-//	                           read when its details open
+//	                           one card's prompt and result text and its
+//	                           facts (CardTexts), read when its details open
 //	GET /static/…              the embedded script and style sheet
 func Handler(s *persistence.Store, opts Options) http.Handler {
 	opts.PollInterval = orDefault(opts.PollInterval, 2*time.Second)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
@@ -35,10 +36,11 @@ var xssCorpus = []string{
 // hostileSession is a session id from the corpus too.
 const hostileSession = `s"><svg onload="document.body.dataset.xss='sid'">`
 
-// openStore opens a fresh store as acpscope does: with subagent texts.
+// openStore opens a fresh store as acpscope does: with subagent texts and
+// card facts.
 func openStore(t testing.TB) *persistence.Store {
 	t.Helper()
-	return openStoreWith(t, persistence.WithSubagentText())
+	return openStoreWith(t, persistence.WithSubagentText(), persistence.WithCardFacts())
 }
 
 // openStoreWith opens a fresh store with opts only.
@@ -71,7 +73,8 @@ func seedHostile(t testing.TB, s *persistence.Store) {
 		upsert(t, s, persistence.Frame{TaskSessionID: hostileSession, ToolCallID: "call-" + p,
 			ExecutionID: ExecutionID("claude", "r"), ParentToolCallID: p, ToolStatus: []string{"completed", "failed"}[i%2],
 			Description: p, SubagentType: p, Model: p, AgentID: p, Status: p, ChildSessionID: p,
-			Prompt: p, ResultText: p, ObservedAt: t0.Add(time.Duration(i) * time.Second)})
+			Prompt: p, ResultText: p, ObservedAt: t0.Add(time.Duration(i) * time.Second),
+			Facts: &persistence.CardFacts{ErrorMessage: p, EarlierResults: []string{p}, ParentSessionID: p, ReferencedBy: []string{p}}})
 	}
 }
 
@@ -148,6 +151,15 @@ func TestHostileTextIsEscapedEverywhere(t *testing.T) {
 		}
 		if !texts.Stored || str(texts.Prompt) != xssCorpus[i] || str(texts.ResultText) != xssCorpus[i] {
 			t.Errorf("card %d: texts %+v", i, texts)
+		}
+		// The facts' text: sanitised, otherwise exact.
+		shown := safetext.Lines(xssCorpus[i])
+		if f := texts.Facts; !f.Stored || str(f.ErrorMessage) != shown || len(f.EarlierResults) != 1 ||
+			f.EarlierResults[0] != shown || len(f.ReferencedBy) != 1 || f.ReferencedBy[0] != safetext.Text(xssCorpus[i]) {
+			t.Errorf("card %d: facts %+v", i, f)
+		}
+		if c.ErrorMessage != shown || c.ParentSessionID != xssCorpus[i] {
+			t.Errorf("card %d: reason %q parent session %q", i, c.ErrorMessage, c.ParentSessionID)
 		}
 	}
 }

@@ -3,9 +3,11 @@ package web
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"sort"
 	"time"
 
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
@@ -30,14 +32,32 @@ type Card struct {
 	AgentStatus    string `json:"agent_status,omitempty"`
 	ToolStatus     string `json:"tool_status,omitempty"`
 	ChildSessionID string `json:"child_session_id,omitempty"`
-	// Status is the card's status class: open, complete, error or
-	// cancelled.
+	// Status is the card's status class: open, unknown (a child the agent
+	// no longer tracks: neither running nor finished nor failed), complete,
+	// error or cancelled.
 	Status       string `json:"status"`
 	IsAsync      bool   `json:"is_async,omitempty"`
 	TotalTokens  *int64 `json:"total_tokens"`
 	ToolUseCount *int64 `json:"tool_use_count"`
 	DurationMs   *int64 `json:"duration_ms"`
 	Source       string `json:"source"`
+
+	// The card's facts (persistence.ListCardFacts), agent text sanitised
+	// by safetext.Lines. ErrorMessage is the failure's reason, cut at
+	// persistence.MaxFactSummary characters (ErrorTruncated); the whole
+	// reason and the earlier answers are /api/card's.
+	ErrorMessage   string `json:"error_message,omitempty"`
+	ErrorTruncated bool   `json:"error_truncated,omitempty"`
+	// HasEarlierResults: the child answered before its latest answer (it
+	// was messaged again); /api/card serves those answers.
+	HasEarlierResults bool `json:"has_earlier_results,omitempty"`
+	// ParentSessionID is the session holding the parent card of a card in
+	// a child session (that card's tool call id is SessionID).
+	ParentSessionID string `json:"parent_session_id,omitempty"`
+	// ReferencedBy are the tool calls whose `session` content names the
+	// card's child session (TaskStop, SendMessage, …), first seen first,
+	// sanitised by safetext.Text.
+	ReferencedBy []string `json:"referenced_by,omitempty"`
 
 	Observed time.Time  `json:"observed_at"`
 	Settled  *time.Time `json:"settled_at"`
@@ -128,7 +148,11 @@ func LoadSession(ctx context.Context, s *persistence.Store, id string) (v Sessio
 	if err != nil {
 		return v, false, err
 	}
-	v = BuildView(rowOf(sum), rows)
+	facts, err := s.ListCardFacts(ctx, family...)
+	if err != nil && !errors.Is(err, persistence.ErrNoFactStore) {
+		return v, false, err
+	}
+	v = BuildView(rowOf(sum), rows, facts)
 	v.Family = family
 	v.Token = token
 	return v, true, nil
@@ -149,9 +173,10 @@ func FamilyToken(ctx context.Context, s *persistence.Store, id string) (string, 
 }
 
 // BuildView lays out a session's cards (the root session's first, as
-// persistence.Store.ListFamily returns them): tree parents and depths,
-// timeline bars and lanes.
-func BuildView(session SessionRow, rows []persistence.SubagentContext) SessionView {
+// persistence.Store.ListFamily returns them) with their facts (of
+// persistence.Store.ListCardFacts, matched by each card's key): tree
+// parents and depths, timeline bars and lanes.
+func BuildView(session SessionRow, rows []persistence.SubagentContext, facts []persistence.CardFactsSummary) SessionView {
 	v := SessionView{Session: session, Cards: make([]Card, len(rows)), Turns: []TurnMark{}}
 	if len(rows) == 0 {
 		return v
@@ -169,6 +194,7 @@ func BuildView(session SessionRow, rows []persistence.SubagentContext) SessionVi
 	for i, r := range rows {
 		v.Cards[i] = cardOf(r, origin, last)
 	}
+	applyFacts(v.Cards, facts)
 	linkTree(v.Cards, session.ID)
 	v.Lanes = assignLanes(v.Cards)
 	v.Turns, v.TurnCount = numberTurns(v.Cards)
@@ -199,11 +225,16 @@ func cardOf(r persistence.SubagentContext, origin, last time.Time) Card {
 		Source: r.Source, Observed: r.ObservedAt.UTC(), Parent: -1, turnID: str(r.TurnID),
 	}
 	end := last
-	if r.SettledAt != nil {
+	c.Status = statusClass(c.ToolStatus, r.SettledAt != nil)
+	switch {
+	case r.SettledAt != nil:
 		t := r.SettledAt.UTC()
 		c.Settled, end = &t, t
+	case c.Status == statusUnknown:
+		// Not running: the bar ends where the card was last updated (the
+		// agent stopped tracking it), not at the session's latest update.
+		end = r.UpdatedAt
 	}
-	c.Status = statusClass(c.ToolStatus, r.SettledAt != nil)
 	c.Start = r.ObservedAt.Sub(origin).Milliseconds()
 	c.End = max(end.Sub(origin).Milliseconds(), c.Start)
 	return c
@@ -250,10 +281,17 @@ func str(p *string) string {
 	return *p
 }
 
+// statusUnknown is the status class of a child the agent no longer
+// tracks (tool status unknown, never settled): shown as itself, never as
+// open (running), complete or error.
+const statusUnknown = "unknown"
+
 // statusClass folds the terminal tool statuses into the classes the page
 // colours.
 func statusClass(toolStatus string, settled bool) string {
 	switch {
+	case !settled && toolStatus == statusUnknown:
+		return statusUnknown
 	case !settled:
 		return "open"
 	case toolStatus == "error" || toolStatus == "failed":
@@ -262,6 +300,42 @@ func statusClass(toolStatus string, settled bool) string {
 		return "cancelled"
 	}
 	return "complete"
+}
+
+// applyFacts sets each card's facts from the summary of its key (session,
+// execution, tool call); a summary of no card is ignored.
+func applyFacts(cards []Card, facts []persistence.CardFactsSummary) {
+	if len(facts) == 0 {
+		return
+	}
+	type key struct{ session, execution, call string }
+	byKey := make(map[key]int, len(cards))
+	for i, c := range cards {
+		byKey[key{c.SessionID, c.Execution, c.ToolCallID}] = i
+	}
+	for _, f := range facts {
+		i, ok := byKey[key{f.SessionID, f.ExecutionID, f.ToolCallID}]
+		if !ok {
+			continue
+		}
+		c := &cards[i]
+		c.ErrorMessage, c.ErrorTruncated = safetext.Lines(f.ErrorMessage), f.ErrorTruncated
+		c.HasEarlierResults, c.ParentSessionID = f.HasEarlierResults, f.ParentSessionID
+		c.ReferencedBy = safeTexts(f.ReferencedBy)
+	}
+}
+
+// safeTexts is list with each text sanitised by safetext.Text (nil when
+// empty).
+func safeTexts(list []string) []string {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = safetext.Text(s)
+	}
+	return out
 }
 
 // linkTree sets every card's Parent and Depth. Stored links are the
@@ -284,6 +358,11 @@ func linkTree(cards []Card, root string) {
 	for i := range cards {
 		c := &cards[i]
 		if p, ok := byCall[key{c.SessionID, c.ParentToolCallID}]; ok && c.ParentToolCallID != "" && p != i {
+			c.Parent = p
+		} else if p, ok := byCall[key{c.ParentSessionID, c.SessionID}]; ok && c.ParentSessionID != "" && p != i {
+			// A card in a child session: its parent card is the child
+			// session's own card (tool call id = the child session id) in
+			// the session the facts name.
 			c.Parent = p
 		} else if p, ok := launcher[c.SessionID]; ok && c.SessionID != root && p != i {
 			c.Parent = p

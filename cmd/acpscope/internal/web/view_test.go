@@ -54,7 +54,7 @@ func TestBuildViewTree(t *testing.T) {
 		ctxRow("kid", "k1", "", "", 8, 9, "completed"),        // 8: under s
 		ctxRow("kid", "k2", "k1", "root", 8, 9, "completed"),  // 9: under k1; its child link to root is ignored
 	}
-	v := BuildView(SessionRow{ID: "root"}, rows)
+	v := BuildView(SessionRow{ID: "root"}, rows, nil)
 	got := parents(v)
 	// The f ↔ g cycle is cut at one of its cards; the other keeps its link.
 	if !(got[5] == -1 && got[6] == 5) && !(got[5] == 6 && got[6] == -1) {
@@ -85,7 +85,7 @@ func TestAssignLanes(t *testing.T) {
 		ctxRow("s", "d", "", "", 4, 6, "completed"), // b's lane is free again at 4
 		ctxRow("s", "e", "", "", 11, 12, "completed"),
 	}
-	v := BuildView(SessionRow{ID: "s"}, rows)
+	v := BuildView(SessionRow{ID: "s"}, rows, nil)
 	var lanes []int
 	for _, c := range v.Cards {
 		lanes = append(lanes, c.Lane)
@@ -104,7 +104,7 @@ func TestAssignLanes(t *testing.T) {
 }
 
 func TestBuildViewEmptyAndLongChain(t *testing.T) {
-	if v := BuildView(SessionRow{ID: "s"}, nil); len(v.Cards) != 0 || v.Origin != nil {
+	if v := BuildView(SessionRow{ID: "s"}, nil, nil); len(v.Cards) != 0 || v.Origin != nil {
 		t.Fatalf("empty view: %+v", v)
 	}
 	// A 20,000-deep chain, listed child first: depths without recursion.
@@ -117,7 +117,7 @@ func TestBuildViewEmptyAndLongChain(t *testing.T) {
 		}
 		rows[i] = ctxRow("s", "a"+strconv.Itoa(i), parent, "", i, i+1, "completed")
 	}
-	v := BuildView(SessionRow{ID: "s"}, rows)
+	v := BuildView(SessionRow{ID: "s"}, rows, nil)
 	if v.Cards[0].Depth != n-1 || v.Cards[n-1].Depth != 0 {
 		t.Fatalf("depths %d, %d", v.Cards[0].Depth, v.Cards[n-1].Depth)
 	}
@@ -137,7 +137,7 @@ func TestBuildViewTurns(t *testing.T) {
 		turn(ctxRow("s", "second", "", "", 5, 50, "completed"), "turn-a"),
 		ctxRow("s", "untracked", "", "", 20, 25, "completed"),
 	}
-	v := BuildView(SessionRow{ID: "s"}, rows)
+	v := BuildView(SessionRow{ID: "s"}, rows, nil)
 	var got []int
 	for _, c := range v.Cards {
 		got = append(got, c.Turn)
@@ -153,8 +153,37 @@ func TestBuildViewTurns(t *testing.T) {
 	for i := range many {
 		many[i] = turn(ctxRow("s", strconv.Itoa(i), "", "", i, -1, ""), strconv.Itoa(i))
 	}
-	if v := BuildView(SessionRow{ID: "s"}, many); len(v.Turns) != MaxTurnMarks || v.TurnCount != len(many) ||
+	if v := BuildView(SessionRow{ID: "s"}, many, nil); len(v.Turns) != MaxTurnMarks || v.TurnCount != len(many) ||
 		v.Cards[len(many)-1].Turn != len(many) {
 		t.Fatalf("%d marks of %d turns, last card's turn %d", len(v.Turns), v.TurnCount, v.Cards[len(many)-1].Turn)
+	}
+}
+
+// Facts reach the cards by key: a card in a child session hangs under the
+// card its parent session fact names (tool call id = the child session),
+// even when that card records no child session; the unknown status is its
+// own class; a summary of no card is ignored.
+func TestBuildViewFacts(t *testing.T) {
+	rows := []persistence.SubagentContext{
+		ctxRow("root", "kid", "", "", 0, -1, "unknown"), // 0: no child_session_id recorded
+		ctxRow("kid", "k1", "", "", 1, 2, "failed"),     // 1: under kid by its fact
+		ctxRow("root", "x", "", "", 3, 9, "completed"),  // 2
+	}
+	exec := rows[0].AgentExecutionID
+	v := BuildView(SessionRow{ID: "root"}, rows, []persistence.CardFactsSummary{
+		{SessionID: "kid", ExecutionID: exec, ToolCallID: "k1", ParentSessionID: "root", ErrorMessage: "boom\u202e"},
+		{SessionID: "root", ExecutionID: "other-execution", ToolCallID: "x", ErrorMessage: "not this card's"},
+	})
+	if got := parents(v); !slices.Equal(got, []int{-1, 0, -1}) {
+		t.Fatalf("parents %v", got)
+	}
+	if c := v.Cards[1]; c.ErrorMessage != "boom\ufffd" || c.ParentSessionID != "root" || c.Status != "error" {
+		t.Errorf("k1: %+v", c)
+	}
+	if c := v.Cards[0]; c.Status != "unknown" || c.End != 0 {
+		t.Errorf("kid: status %q ends %d", c.Status, c.End)
+	}
+	if c := v.Cards[2]; c.ErrorMessage != "" {
+		t.Errorf("x took another execution's facts: %q", c.ErrorMessage)
 	}
 }

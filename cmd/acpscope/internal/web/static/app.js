@@ -178,6 +178,18 @@
       if (c.turn > 0 && view.turn_count > 1) row.appendChild(el("span", "tag turn", "turn " + c.turn));
       if (c.child_session_id) row.appendChild(el("span", "tag", "session"));
       if (c.is_async) row.appendChild(el("span", "tag bg", "background"));
+      if (c.status === "unknown") row.appendChild(el("span", "tag unknown", "not tracked"));
+      if (c.has_earlier_results) row.appendChild(el("span", "tag", "answered again"));
+      if (c.referenced_by && c.referenced_by.length) {
+        var refTag = el("span", "tag ref", "referenced ×" + c.referenced_by.length);
+        refTag.title = "referenced by " + c.referenced_by.join(", ");
+        row.appendChild(refTag);
+      }
+      if (c.error_message) {
+        var reason = el("span", "reason", c.error_message);
+        reason.title = c.error_message;
+        row.appendChild(reason);
+      }
       row.appendChild(el("span", "meta", c.tool_status || "pending"));
       li.appendChild(row);
       item[1].appendChild(li);
@@ -269,6 +281,99 @@
     return JSON.stringify([c.session_id, c.execution, c.tool_call_id]);
   }
 
+  // statusText says what a card's status class means.
+  function statusText(c) {
+    switch (c.status) {
+      case "unknown": return "unknown: the agent no longer tracks this child (neither running, finished nor failed)";
+      case "open": return "open (not settled)";
+    }
+    return c.status;
+  }
+
+  // cardLink is a link that opens the details of the card at index i of
+  // the whole view: in this window, or the window that begins with it.
+  function cardLink(view, i, text) {
+    var a = el("a", "card-link", text);
+    var j = local(view, i);
+    if (j >= 0) {
+      a.href = "#card-" + j;
+      a.dataset.i = String(j);
+    } else {
+      a.href = "/session?id=" + encodeURIComponent(view.session.id) + "&offset=" + i + "&limit=" + windowLimit + "#card-0";
+    }
+    return a;
+  }
+
+  // MAX_CHILD_LINKS bounds the sub-card links one card's details list.
+  var MAX_CHILD_LINKS = 50;
+
+  // relatives fills the parent-card and sub-card cells of card i.
+  function relatives(view, i, parentDd, childrenDd) {
+    var c = view.cards[i];
+    if (c.parent >= 0) {
+      var p = view.cards[local(view, c.parent)];
+      parentDd.appendChild(cardLink(view, c.parent, p ? label(p) : "card " + (c.parent + 1)));
+    } else {
+      parentDd.textContent = "– (top level)";
+    }
+    var whole = i + (view.offset || 0), n = 0, more = 0;
+    view.cards.forEach(function (k, j) {
+      if (k.parent !== whole) return;
+      if (n >= MAX_CHILD_LINKS) { more++; return; }
+      if (n++ > 0) childrenDd.appendChild(document.createTextNode(" · "));
+      childrenDd.appendChild(cardLink(view, j + (view.offset || 0), label(k)));
+    });
+    if (more) childrenDd.appendChild(el("span", "note", " (and " + more + " more)"));
+    if (!n) childrenDd.textContent = "none";
+  }
+
+  // references fills the cell of the tool calls referencing card c's
+  // child session: a link to each that is a card of this window, else its
+  // id as text.
+  function references(view, c, dd) {
+    var refs = c.referenced_by || [];
+    if (!refs.length) { dd.textContent = "–"; return; }
+    var byCall = {};
+    view.cards.forEach(function (k, j) { if (k.session_id === c.session_id && !(k.tool_call_id in byCall)) byCall[k.tool_call_id] = j; });
+    refs.forEach(function (id, n) {
+      if (n > 0) dd.appendChild(document.createTextNode(" · "));
+      dd.appendChild(id in byCall ? cardLink(view, byCall[id] + (view.offset || 0), id) : el("code", "ref-id", id));
+    });
+  }
+
+  // fillFacts shows a card's failure reason and earlier answers: the
+  // reason's summary from the session's data at once, the whole reason and
+  // the answers (a collapsed list, each as text) once /api/card answered.
+  function fillFacts(errDd, earlierDd, c, d) {
+    errDd.replaceChildren();
+    earlierDd.replaceChildren();
+    var f = d && d.facts;
+    var reason = f && f.stored ? f.error_message : c.error_message;
+    if (reason) {
+      errDd.appendChild(el("div", "text reason-text", reason));
+      if (!(f && f.stored) && c.error_truncated) errDd.appendChild(el("span", "note", "(summary; the whole reason is loading)"));
+    } else {
+      errDd.textContent = f && !f.stored ? "not stored (this store keeps no card facts)" : "–";
+    }
+    if (!d) { earlierDd.textContent = c.has_earlier_results ? "loading…" : "none"; return; }
+    if (!f.stored) { earlierDd.textContent = "not stored (this store keeps no card facts)"; return; }
+    if (!f.earlier_count) { earlierDd.textContent = "none"; return; }
+    var box = el("details", "earlier");
+    box.appendChild(el("summary", null, f.earlier_count + (f.earlier_count === 1 ? " earlier answer" : " earlier answers")));
+    var skipped = f.earlier_count - f.earlier_results.length;
+    if (skipped > 0) box.appendChild(el("p", "note", "the first " + skipped + " not shown (only the latest are served)"));
+    var ol = el("ol");
+    ol.start = skipped + 1;
+    f.earlier_results.forEach(function (text, k) {
+      var li = el("li");
+      li.appendChild(el("div", "text", text));
+      if (k === 0 && f.earlier_truncated) li.appendChild(el("span", "note", "(truncated)"));
+      ol.appendChild(li);
+    });
+    box.appendChild(ol);
+    earlierDd.appendChild(box);
+  }
+
   // fillText shows one stored text (prompt or result) in dd, as text.
   function fillText(dd, d, text, bytes, truncated, what) {
     dd.replaceChildren();
@@ -282,11 +387,12 @@
   // loadTexts reads a card's prompt and result text (not part of the
   // session's data, so a large session stays a small page) into the two
   // cells, unless another card was opened meanwhile.
-  function loadTexts(c, promptDd, resultDd) {
+  function loadTexts(c, promptDd, resultDd, errDd, earlierDd) {
     var key = cardKey(c);
     function apply(d) {
       fillText(promptDd, d, d && d.prompt, d && d.prompt_bytes, d && d.prompt_truncated, "prompts");
       fillText(resultDd, d, d && d.result_text, d && d.result_bytes, d && d.result_truncated, "result texts");
+      fillFacts(errDd, earlierDd, c, d);
       body.dataset.injected = String(injectedCount());
     }
     apply(texts.key === key ? texts.data : null);
@@ -300,10 +406,12 @@
         texts = { key: key, data: d };
         apply(d);
         body.dataset.cardTexts = d.stored ? "stored" : "not-stored";
+        body.dataset.cardFacts = d.facts.stored ? "stored" : "not-stored";
+        body.dataset.earlierShown = String(earlierDd.querySelectorAll("li").length);
       })
       .catch(function () {
         if (seq !== textsSeq) return;
-        promptDd.textContent = resultDd.textContent = "could not be read";
+        promptDd.textContent = resultDd.textContent = earlierDd.textContent = "could not be read";
         body.dataset.cardTexts = "error";
       });
   }
@@ -317,8 +425,14 @@
     document.querySelectorAll('[data-i="' + i + '"]').forEach(function (e) { e.classList.add("sel"); });
     var dl = document.getElementById("details-list");
     var promptDd = el("dd", "texts"), resultDd = el("dd", "texts");
+    var errDd = el("dd", "texts"), earlierDd = el("dd", "texts");
+    var parentDd = el("dd"), childrenDd = el("dd"), refsDd = el("dd");
+    relatives(current, i, parentDd, childrenDd);
+    references(current, c, refsDd);
     var rows = [
       ["Description", c.description || "–"],
+      ["Status", statusText(c)],
+      ["Failure reason", errDd],
       ["Prompt", promptDd],
       ["Type", c.subagent_type || "–"],
       ["Model", c.model || "–"],
@@ -327,11 +441,16 @@
       ["Duration", c.duration_ms === null ? "not reported" : fmtMs(c.duration_ms)],
       ["Turn", c.turn > 0 ? "turn " + c.turn + " of " + current.turn_count : "not recorded"],
       ["Result", resultDd],
+      ["Earlier results", earlierDd],
       ["Tool status", c.tool_status || "–"],
       ["Agent status", c.agent_status || "–"],
       ["Background", c.is_async ? "yes" : "no"],
       ["Tool call", c.tool_call_id],
+      ["Parent card", parentDd],
+      ["Sub-cards", childrenDd],
+      ["Referenced by", refsDd],
       ["Parent tool call", c.parent_tool_call_id || "–"],
+      ["Parent session", c.parent_session_id || "–"],
       ["Session", c.session_id],
       ["Child session", c.child_session_id || "–"],
       ["Agent id", c.agent_id || "–"],
@@ -347,7 +466,7 @@
     });
     dl.replaceChildren(frag);
     aside.hidden = false;
-    loadTexts(c, promptDd, resultDd);
+    loadTexts(c, promptDd, resultDd, errDd, earlierDd);
   }
 
   function renderSession(d) {
@@ -364,6 +483,9 @@
       cards: current.cards.length,
       total: current.total,
       turnMarks: document.querySelectorAll("#timeline .turn-mark").length,
+      unknown: document.querySelectorAll("#tree li.st-unknown").length,
+      reasons: document.querySelectorAll("#tree .reason").length,
+      referenced: document.querySelectorAll("#tree .tag.ref").length,
       renderMs: (performance.now() - t0).toFixed(1)
     });
   }

@@ -96,8 +96,8 @@ func SelfCheck(t testing.TB, dom string) map[string]string {
 
 // SeedSubagents stores one session of n subagents: nested under every
 // tenth card, observed 50 ms apart, running up to 10 s each (so up to 200
-// at once), a fifth failed or cancelled, a few left open, some in the
-// background.
+// at once), a fifth failed or cancelled (a failed one with its reason, in
+// a store with card facts), a few left open, some in the background.
 func SeedSubagents(tb testing.TB, s *persistence.Store, session, execution string, n int) {
 	tb.Helper()
 	ctx := context.Background()
@@ -120,9 +120,78 @@ func SeedSubagents(tb testing.TB, s *persistence.Store, session, execution strin
 			continue // stays open
 		}
 		f.ToolStatus = []string{"completed", "completed", "completed", "failed", "cancelled"}[i%5]
+		if f.ToolStatus == "failed" {
+			f.Facts = &persistence.CardFacts{ErrorMessage: fmt.Sprintf("subagent %d: API error 400", i)}
+		}
 		f.ObservedAt = f.ObservedAt.Add(time.Duration(1+i%200) * 50 * time.Millisecond)
 		if err := s.Upsert(ctx, f); err != nil {
 			tb.Fatal(err)
 		}
 	}
+}
+
+// HostileFact is agent text for a card fact: markup for each page context
+// (each payload sets data-xss on <body> if it runs), a right-to-left
+// override that would reorder what is shown, a terminal escape and a
+// second line.
+const HostileFact = `<script>document.body.dataset.xss="fact"</script><img src=x onerror="document.body.dataset.xss='img'"> ` +
+	"evil\u202etxt.exe\x1b[31m\nsecond line"
+
+// HostileFactShown is HostileFact as the pages show it: the override and
+// the control character neutralised (safetext.Lines), the line end kept.
+const HostileFactShown = `<script>document.body.dataset.xss="fact"</script><img src=x onerror="document.body.dataset.xss='img'"> ` +
+	"evil\ufffdtxt.exe\ufffd[31m\nsecond line"
+
+// HostileReferrer is a referring tool call id with markup and a bidi
+// override; HostileReferrerShown is how the pages show it.
+const (
+	HostileReferrer      = "t_<b>msg</b>\u202e"
+	HostileReferrerShown = "t_<b>msg</b>\ufffd"
+)
+
+// SeedCardTruths stores, as acpscope does (s opened with
+// persistence.WithCardFacts), session S: a failed card "failing" (its
+// reason HostileFact), a card "again" messaged again (earlier answers
+// "first answer" and HostileFact, result "third answer") that launched
+// child session "again" holding the nested card "nested", a child "lost"
+// the agent stopped tracking (unknown), referenced by the tool calls
+// "t_stop" and HostileReferrer, and a card "late" still open. In
+// the session view they are cards 0 to 4: failing, again, lost, late,
+// nested.
+func SeedCardTruths(tb testing.TB, s *persistence.Store, execution string) {
+	tb.Helper()
+	ctx := context.Background()
+	for _, id := range []string{"S", "again"} {
+		if err := s.EnsureSession(ctx, id, id); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	start := time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC)
+	frame := func(session, call string, at int, mod func(*persistence.Frame)) {
+		f := persistence.Frame{TaskSessionID: session, TaskID: session, ToolCallID: call, ExecutionID: execution,
+			ChildSessionID: call, Description: "card " + call, SubagentType: "general-purpose",
+			ObservedAt: start.Add(time.Duration(at) * time.Second)}
+		mod(&f)
+		if err := s.Upsert(ctx, f); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	frame("S", "failing", 0, func(f *persistence.Frame) {
+		f.ToolStatus = "failed"
+		f.Facts = &persistence.CardFacts{ErrorMessage: HostileFact}
+	})
+	frame("S", "again", 1, func(f *persistence.Frame) {
+		f.ToolStatus, f.ResultText = "completed", "third answer"
+		f.Facts = &persistence.CardFacts{EarlierResults: []string{"first answer", HostileFact}}
+	})
+	frame("again", "nested", 2, func(f *persistence.Frame) {
+		f.ToolStatus = "completed"
+		f.Facts = &persistence.CardFacts{ParentSessionID: "S"}
+	})
+	frame("S", "lost", 3, func(f *persistence.Frame) { f.ToolStatus = "in_progress" })
+	frame("S", "lost", 4, func(f *persistence.Frame) {
+		f.ToolStatus = "unknown"
+		f.Facts = &persistence.CardFacts{ReferencedBy: []string{"t_stop", HostileReferrer}}
+	})
+	frame("S", "late", 60, func(f *persistence.Frame) { f.ToolStatus = "in_progress" })
 }
