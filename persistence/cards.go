@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 )
 
@@ -89,17 +90,24 @@ ORDER BY observed_at, ` + e.binary("tool_call_id") + `, ` + e.binary("agent_exec
 // window sorts are paid only by sessions that several executions wrote.
 func (s *Store) ListCards(ctx context.Context, sessionID string) ([]SubagentContext, error) {
 	id := encodeID(sessionID)
-	var lo, hi *string
-	err := s.reader.QueryRowContext(ctx, s.eng.rebind(executionSpanSQL), id, id).Scan(&lo, &hi)
-	if err == nil && (lo == nil || hi == nil || *lo == *hi) {
+	var one sql.NullBool
+	err := s.reader.QueryRowContext(ctx, s.eng.rebind(`SELECT `+oneExecutionSQL("?")), id, id).Scan(&one)
+	if err == nil && (!one.Valid || one.Bool) {
 		return s.ListBySession(ctx, sessionID)
 	}
 	return s.query(ctx, s.eng.rebind(orderedCardsSQL(s.eng, "task_session_id = ?")), id)
 }
 
-// executionSpanSQL is the least and greatest execution id of a session's
-// rows, each one lookup in the key's index (task_session_id leads it,
-// agent_execution_id follows): equal, the session has one execution.
-const executionSpanSQL = `SELECT
-	(SELECT MIN(agent_execution_id) FROM task_session_subagents WHERE task_session_id = ?),
-	(SELECT MAX(agent_execution_id) FROM task_session_subagents WHERE task_session_id = ?)`
+// oneExecutionSQL is whether one execution wrote the rows of the session
+// the expression session names (used twice: a placeholder takes two
+// values): the least and greatest execution id of its rows, each one
+// lookup in the key's index (task_session_id leads it, agent_execution_id
+// follows), are equal; NULL when it has no rows. Such a session has one
+// row per card (the key is session, execution, tool call), so its rows
+// are its cards without the collapse.
+func oneExecutionSQL(session string) string {
+	span := func(agg string) string {
+		return `(SELECT ` + agg + `(agent_execution_id) FROM task_session_subagents WHERE task_session_id = ` + session + `)`
+	}
+	return span("MIN") + ` = ` + span("MAX")
+}

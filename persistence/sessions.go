@@ -233,17 +233,14 @@ WHERE task_session_id IN (%s) AND child_session_id IS NOT NULL`, ids, func(sessi
 // else the first observation of its rows, which is its cards' first: a
 // card's observed_at is its rows' least), ties by id in byte order, at most
 // the last placeholder's count. Each comes with its task id, canonical
-// started_at, and whether one execution wrote its rows (the least and
-// greatest agent_execution_id are equal; NULL: no rows). The first observation
-// is read through idx_subagents_session_observed (one seek on PostgreSQL,
+// started_at, and whether one execution wrote its rows (oneExecutionSQL:
+// two seeks in the key's index; NULL: no rows). The first observation is
+// read through idx_subagents_session_observed (one seek on PostgreSQL,
 // where canon is the column itself; the session's index entries on
 // SQLite), only for sessions without started_at (COALESCE stops at the
-// first value); the execution span through the key's index, two seeks.
+// first value).
 func summaryPageSQL(e engine, cond string) string {
-	span := func(agg string) string {
-		return `(SELECT ` + agg + `(agent_execution_id) FROM task_session_subagents WHERE task_session_id = page.id)`
-	}
-	return `SELECT id, task_id, started_c, ` + span("MIN") + ` = ` + span("MAX") + `
+	return `SELECT id, task_id, started_c, ` + oneExecutionSQL("page.id") + `
 FROM (SELECT s.id, s.task_id, ` + e.canon("s.started_at") + ` AS started_c,
 		COALESCE(` + e.canon("s.started_at") + `, (SELECT MIN(` + e.canon("observed_at") + `) FROM task_session_subagents
 			WHERE task_session_id = s.id)) AS recent_c
