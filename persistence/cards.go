@@ -3,6 +3,7 @@ package persistence
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"strings"
 )
 
@@ -37,9 +38,18 @@ const cardPartition = "PARTITION BY task_session_id, tool_call_id"
 // (a condition on task_session_subagents' own columns): every column of
 // finalColumns, in that order, one row per pair, unordered; observed_at,
 // settled_at and updated_at come out canonical (engine.canon).
-func cardsSQL(e engine, cond string) string {
-	cols := make([]string, len(finalColumns))
-	for i, c := range finalColumns {
+func cardsSQL(e engine, cond string) string { return collapsedSQL(e, cond, finalColumns) }
+
+// collapsedSQL is cardsSQL with only the given columns of finalColumns,
+// in that order: each by the same rule, and the window sorts carry only
+// the columns the rule needs for them (a reader that counts cards need not
+// sort their descriptions).
+func collapsedSQL(e engine, cond string, columns []string) string {
+	cols := make([]string, len(columns))
+	// The rows' columns the windows order and partition by, then those
+	// the wanted columns are made of (the times come canonical, below).
+	base := []string{"task_session_id", "tool_call_id", "agent_execution_id", "turn_id"}
+	for i, c := range columns {
 		switch c {
 		case "turn_id":
 			cols[i] = "FIRST_VALUE(turn_id) OVER earliest"
@@ -58,13 +68,16 @@ func cardsSQL(e engine, cond string) string {
 			cols[i] = c
 		}
 		cols[i] += " AS " + c
+		if !slices.Contains(base, c) && !slices.Contains([]string{"observed_at", "settled_at", "updated_at"}, c) {
+			base = append(base, c)
+		}
 	}
 	exec := e.binary("agent_execution_id")
 	// Three windows only: each ordered one costs a sort of the rows.
-	return `SELECT ` + selectColumns + `
+	return `SELECT ` + strings.Join(columns, ", ") + `
 FROM (SELECT ` + strings.Join(cols, ",\n\t") + `,
 	ROW_NUMBER() OVER newest_settled AS status_rank
-	FROM (SELECT ` + selectColumns + `, ` + e.canon("observed_at") + ` AS observed_c, ` + e.canon("settled_at") + ` AS settled_c, ` +
+	FROM (SELECT ` + strings.Join(base, ", ") + `, ` + e.canon("observed_at") + ` AS observed_c, ` + e.canon("settled_at") + ` AS settled_c, ` +
 		e.canon("updated_at") + ` AS updated_c
 		FROM task_session_subagents
 		WHERE ` + cond + `) canon_rows

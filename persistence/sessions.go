@@ -264,11 +264,12 @@ ORDER BY recent_c DESC, ` + e.binary("id")
 // none, as in the collapse), failed and cancelled by its status row's
 // tool_status (TestSummaryPathsAreTheCollapse).
 func summaryCountsSQL(e engine, multi, single int) string {
+	summaryCardColumns := []string{"task_session_id", "turn_id", "tool_status", "observed_at", "settled_at", "updated_at"}
 	var parts []string
 	if multi > 0 {
 		parts = append(parts, `SELECT task_session_id, turn_id, tool_status,
 		observed_at AS observed_c, settled_at AS settled_c, updated_at AS updated_c
-	FROM (`+cardsSQL(e, "task_session_id IN ("+placeholders(multi)+")")+`) collapsed`)
+	FROM (`+collapsedSQL(e, "task_session_id IN ("+placeholders(multi)+")", summaryCardColumns)+`) collapsed`)
 	}
 	if single > 0 {
 		parts = append(parts, `SELECT task_session_id, turn_id, tool_status,
