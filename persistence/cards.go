@@ -2,6 +2,8 @@ package persistence
 
 import (
 	"context"
+	"database/sql"
+	"slices"
 	"strings"
 )
 
@@ -36,9 +38,18 @@ const cardPartition = "PARTITION BY task_session_id, tool_call_id"
 // (a condition on task_session_subagents' own columns): every column of
 // finalColumns, in that order, one row per pair, unordered; observed_at,
 // settled_at and updated_at come out canonical (engine.canon).
-func cardsSQL(e engine, cond string) string {
-	cols := make([]string, len(finalColumns))
-	for i, c := range finalColumns {
+func cardsSQL(e engine, cond string) string { return collapsedSQL(e, cond, finalColumns) }
+
+// collapsedSQL is cardsSQL with only the given columns of finalColumns,
+// in that order: each by the same rule, and the window sorts carry only
+// the columns the rule needs for them (a reader that counts cards need not
+// sort their descriptions).
+func collapsedSQL(e engine, cond string, columns []string) string {
+	cols := make([]string, len(columns))
+	// The rows' columns the windows order and partition by, then those
+	// the wanted columns are made of (the times come canonical, below).
+	base := []string{"task_session_id", "tool_call_id", "agent_execution_id", "turn_id"}
+	for i, c := range columns {
 		switch c {
 		case "turn_id":
 			cols[i] = "FIRST_VALUE(turn_id) OVER earliest"
@@ -57,13 +68,16 @@ func cardsSQL(e engine, cond string) string {
 			cols[i] = c
 		}
 		cols[i] += " AS " + c
+		if !slices.Contains(base, c) && !slices.Contains([]string{"observed_at", "settled_at", "updated_at"}, c) {
+			base = append(base, c)
+		}
 	}
 	exec := e.binary("agent_execution_id")
 	// Three windows only: each ordered one costs a sort of the rows.
-	return `SELECT ` + selectColumns + `
+	return `SELECT ` + strings.Join(columns, ", ") + `
 FROM (SELECT ` + strings.Join(cols, ",\n\t") + `,
 	ROW_NUMBER() OVER newest_settled AS status_rank
-	FROM (SELECT ` + selectColumns + `, ` + e.canon("observed_at") + ` AS observed_c, ` + e.canon("settled_at") + ` AS settled_c, ` +
+	FROM (SELECT ` + strings.Join(base, ", ") + `, ` + e.canon("observed_at") + ` AS observed_c, ` + e.canon("settled_at") + ` AS settled_c, ` +
 		e.canon("updated_at") + ` AS updated_c
 		FROM task_session_subagents
 		WHERE ` + cond + `) canon_rows
@@ -89,17 +103,24 @@ ORDER BY observed_at, ` + e.binary("tool_call_id") + `, ` + e.binary("agent_exec
 // window sorts are paid only by sessions that several executions wrote.
 func (s *Store) ListCards(ctx context.Context, sessionID string) ([]SubagentContext, error) {
 	id := encodeID(sessionID)
-	var lo, hi *string
-	err := s.reader.QueryRowContext(ctx, s.eng.rebind(executionSpanSQL), id, id).Scan(&lo, &hi)
-	if err == nil && (lo == nil || hi == nil || *lo == *hi) {
+	var one sql.NullBool
+	err := s.reader.QueryRowContext(ctx, s.eng.rebind(`SELECT `+oneExecutionSQL("?")), id, id).Scan(&one)
+	if err == nil && (!one.Valid || one.Bool) {
 		return s.ListBySession(ctx, sessionID)
 	}
 	return s.query(ctx, s.eng.rebind(orderedCardsSQL(s.eng, "task_session_id = ?")), id)
 }
 
-// executionSpanSQL is the least and greatest execution id of a session's
-// rows, each one lookup in the key's index (task_session_id leads it,
-// agent_execution_id follows): equal, the session has one execution.
-const executionSpanSQL = `SELECT
-	(SELECT MIN(agent_execution_id) FROM task_session_subagents WHERE task_session_id = ?),
-	(SELECT MAX(agent_execution_id) FROM task_session_subagents WHERE task_session_id = ?)`
+// oneExecutionSQL is whether one execution wrote the rows of the session
+// the expression session names (used twice: a placeholder takes two
+// values): the least and greatest execution id of its rows, each one
+// lookup in the key's index (task_session_id leads it, agent_execution_id
+// follows), are equal; NULL when it has no rows. Such a session has one
+// row per card (the key is session, execution, tool call), so its rows
+// are its cards without the collapse.
+func oneExecutionSQL(session string) string {
+	span := func(agg string) string {
+		return `(SELECT ` + agg + `(agent_execution_id) FROM task_session_subagents WHERE task_session_id = ` + session + `)`
+	}
+	return span("MIN") + ` = ` + span("MAX")
+}

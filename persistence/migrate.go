@@ -419,6 +419,10 @@ var indexDDL = []string{
 	`CREATE INDEX IF NOT EXISTS idx_subagents_turn_id ON task_session_subagents (turn_id)`,
 	// Health reads the rows observed since a bound through it.
 	`CREATE INDEX IF NOT EXISTS idx_subagents_observed_at ON task_session_subagents (observed_at)`,
+	// The session summaries read a session's first observation through it
+	// (summaryPageSQL): one seek on PostgreSQL, the session's entries
+	// without its rows on SQLite.
+	`CREATE INDEX IF NOT EXISTS idx_subagents_session_observed ON task_session_subagents (task_session_id, observed_at)`,
 }
 
 // finalColumns is the column list of the final shape, in order.

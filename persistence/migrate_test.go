@@ -31,9 +31,18 @@ func (e *env) preAmendmentTable(metric string) {
 	source TEXT NOT NULL DEFAULT 'live',
 	observed_at TIMESTAMP NOT NULL, settled_at TIMESTAMP, updated_at TIMESTAMP NOT NULL,
 	UNIQUE (task_session_id, tool_call_id))`)
-	for _, q := range indexDDL {
+	for _, q := range indexDDLBefore(summaryIndex) {
 		e.exec(q)
 	}
+}
+
+// summaryIndex is the index the session summaries added to the schema.
+const summaryIndex = "idx_subagents_session_observed"
+
+// indexDDLBefore is indexDDL as it was before the named index was added:
+// the indexes an older build's table carries.
+func indexDDLBefore(name string) []string {
+	return slices.DeleteFunc(slices.Clone(indexDDL), func(d string) bool { return indexName(d) == name })
 }
 
 // seedPreRows inserts n fully populated rows into a pre-amendment table.
@@ -181,7 +190,8 @@ var wantShape = func() []string {
 		out = append(out, fmt.Sprintf("column %s notnull=%v default=%s", c, notNull[c], defaults[c]))
 	}
 	out = append(out, "unique id", "unique task_session_id,agent_execution_id,tool_call_id",
-		"index idx_subagents_observed_at", "index idx_subagents_session_id", "index idx_subagents_task_id", "index idx_subagents_turn_id",
+		"index idx_subagents_observed_at", "index idx_subagents_session_id", "index idx_subagents_session_observed",
+		"index idx_subagents_task_id", "index idx_subagents_turn_id",
 		"fk task_session_id->task_sessions(id) CASCADE")
 	sort.Strings(out)
 	return out
@@ -305,6 +315,65 @@ func TestMigrateTwiceIsIdempotent(t *testing.T) {
 	})
 }
 
+// A store of the build before the summaries' index (every step done, its
+// key present, cards of two executions) gains the index in the schema
+// step on its next pass, and only that: the dry run plans exactly that
+// statement, the read-only open (acpscope web, sessions) reads it without
+// the index, the pass changes no row or key and reads the same
+// summaries, and the pass after it runs nothing.
+func TestMigrateAddsSummaryIndex(t *testing.T) {
+	engines(t, func(t *testing.T, e *env) {
+		s := liveEnv(t, e)
+		for i, exec := range []string{"E1", "E2", "E2"} {
+			s.Record(e.ctx, frame(fmt.Sprint("tc", i%2), func(f *Frame) {
+				f.ExecutionID, f.ToolStatus, f.ObservedAt = exec, "completed", t0.Add(time.Duration(i)*time.Second)
+			}))
+		}
+		e.exec(`DROP INDEX ` + summaryIndex)
+		for _, q := range indexDDLBefore(summaryIndex) {
+			e.exec(q) // what the older build left: every other index
+		}
+		shape, rows, keys := e.describe(), e.allRows(), e.keys()
+		if slices.Contains(shape, "index "+summaryIndex) {
+			t.Fatal("fixture keeps the index")
+		}
+		ro, err := OpenReadOnly(e.ctx, e.dsn)
+		if err != nil {
+			t.Fatalf("read-only open of the older store: %v", err)
+		}
+		defer ro.Close()
+		before, err := ro.ListSessions(e.ctx, SessionFilter{})
+		if err != nil || len(before) != 1 || before[0].Cards != 2 {
+			t.Fatalf("older store's summaries %+v %v", before, err)
+		}
+		plan, err := ro.Plan(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Statements) != 1 || plan.Statements[0].Step != StepSchema ||
+			indexName(plan.Statements[0].SQL) != summaryIndex || len(plan.Refusals) != 0 {
+			t.Fatalf("plan:\n%s", plan)
+		}
+		rep := s.Migrate(e.ctx)
+		if st, _ := rep.Step(StepSchema); !rep.OK() || st.Skipped {
+			t.Fatalf("pass: %+v", rep)
+		}
+		if got := e.describe(); !slices.Equal(got, wantShape) {
+			t.Fatalf("shape\n%s", strings.Join(got, "\n"))
+		}
+		if !slices.Equal(e.allRows(), rows) || fmt.Sprint(e.keys()) != fmt.Sprint(keys) {
+			t.Fatal("the pass changed rows or keys")
+		}
+		after, err := ro.ListSessions(e.ctx, SessionFilter{})
+		if err != nil || !slices.EqualFunc(after, before, func(a, b SessionSummary) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
+			t.Fatalf("summaries changed: %+v, were %+v (%v)", after, before, err)
+		}
+		if plan, err := ro.Plan(e.ctx); err != nil || !plan.Empty() {
+			t.Fatalf("converged plan %v:\n%s", err, plan)
+		}
+	})
+}
+
 // Criteria .7, .23, .29 of the README table
 func TestWideMetrics(t *testing.T) {
 	engines(t, func(t *testing.T, e *env) {
@@ -391,7 +460,10 @@ func TestAmendmentFailpoints(t *testing.T) {
 				e.preAmendmentTable("INTEGER")
 				e.seedPreRows(2)
 				e.message(message{ID: "m1", Session: "S", Task: "T", Metadata: subagentMeta("tc-hist", "completed", nil), Created: t0})
-				shape, rows := e.describe(), e.dump(preColumns)
+				// The schema step, before the amendment, adds the index older
+				// tables lack: the shape a failed amendment must leave.
+				shape, rows := append(e.describe(), "index "+summaryIndex), e.dump(preColumns)
+				sort.Strings(shape)
 				fail := true
 				s := e.open(hooks{fail: func(p string) error {
 					if fail && p == point {

@@ -104,88 +104,185 @@ func (s *Store) ListSessions(ctx context.Context, f SessionFilter) ([]SessionSum
 		where = append(where, `(LOWER(s.id) LIKE ? ESCAPE '\' OR s.id IN (SELECT task_session_id FROM task_session_subagents
 	WHERE `+strings.Join(ors, " OR ")+`))`)
 	}
-	return s.summaries(ctx, "1 = 1", nil, where, args, limit)
+	return s.summaries(ctx, where, args, limit)
 }
 
 // Session returns the summary of one session; ok is false when no
 // task_sessions row has that id.
 func (s *Store) Session(ctx context.Context, id string) (sum SessionSummary, ok bool, err error) {
-	out, err := s.summaries(ctx, "task_session_id = ?", []any{encodeID(id)}, []string{"s.id = ?"}, []any{encodeID(id)}, 1)
+	out, err := s.summaries(ctx, []string{"s.id = ?"}, []any{encodeID(id)}, 1)
 	if err != nil || len(out) == 0 {
 		return SessionSummary{}, false, err
 	}
 	return out[0], true, nil
 }
 
-// summaries runs the aggregate query under the given conditions: where on
-// the sessions (s), cardCond on the rows whose cards (cardsSQL: one per
-// tool call, however many executions stored it) are counted.
-func (s *Store) summaries(ctx context.Context, cardCond string, cardArgs []any, where []string, args []any, limit int) ([]SessionSummary, error) {
+// summaries reads the summaries of the sessions (s) the conditions in
+// where select, at most limit, most recently started first. The cost is
+// the listed sessions', not the store's: a first query picks the page
+// (summaryPageSQL), and only the rows of the page's sessions are counted
+// (summaryCountsSQL), each session's without the collapse's windows when
+// one execution wrote it. Every query of one call reads one snapshot, so
+// a session's counts are never taken by the wrong path while an execution
+// joins it.
+func (s *Store) summaries(ctx context.Context, where []string, args []any, limit int) ([]SessionSummary, error) {
+	out, err := s.readSummaries(ctx, where, args, limit)
+	if err != nil && s.eng.classify(err) == errStalePlan {
+		out, err = s.readSummaries(ctx, where, args, limit)
+	}
+	return out, err
+}
+
+// readSummaries is one attempt of summaries, in one read transaction.
+func (s *Store) readSummaries(ctx context.Context, where []string, args []any, limit int) ([]SessionSummary, error) {
 	e := s.eng
+	tx, err := s.reader.BeginTx(ctx, e.snapshot())
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
 	cond := ""
 	if len(where) > 0 {
 		cond = "WHERE " + strings.Join(where, " AND ")
 	}
-	q := e.rebind(`SELECT s.id, s.task_id, ` + e.canon("s.started_at") + `,
-	MIN(` + e.canon("c.observed_at") + `), MAX(` + e.canon("c.updated_at") + `),
-	COUNT(c.id), COUNT(DISTINCT c.turn_id),
-	COALESCE(SUM(CASE WHEN c.id IS NOT NULL AND c.settled_at IS NULL THEN 1 ELSE 0 END), 0),
-	COALESCE(SUM(CASE WHEN c.tool_status IN ('error', 'failed') THEN 1 ELSE 0 END), 0),
-	COALESCE(SUM(CASE WHEN c.tool_status = 'cancelled' THEN 1 ELSE 0 END), 0)
-FROM task_sessions s LEFT JOIN (` + cardsSQL(e, cardCond) + `) c ON c.task_session_id = s.id
-` + cond + `
-GROUP BY s.id, s.task_id, s.started_at
-ORDER BY COALESCE(` + e.canon("s.started_at") + `, MIN(` + e.canon("c.observed_at") + `)) DESC, ` + e.binary("s.id") + `
-LIMIT ?`)
-	args = append(append(cardArgs[:len(cardArgs):len(cardArgs)], args...), limit)
-	rows, err := s.reader.QueryContext(ctx, q, args...)
-	if err != nil && e.classify(err) == errStalePlan {
-		rows, err = s.reader.QueryContext(ctx, q, args...)
-	}
+	rows, err := tx.QueryContext(ctx, e.rebind(summaryPageSQL(e, cond)), append(args[:len(args):len(args)], limit)...)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	var out []SessionSummary
 	index := map[string]int{}
+	var single, multi []any
+	var started []bool // by index: the session's started_at is set
 	for rows.Next() {
 		var m SessionSummary
-		var started, first, last nullTime
-		if err := rows.Scan(&m.ID, &m.TaskID, &started, &first, &last, &m.Cards, &m.Turns,
-			&m.Open, &m.Failed, &m.Cancelled); err != nil {
+		var startedAt nullTime
+		var oneExecution sql.NullBool
+		if err := rows.Scan(&m.ID, &m.TaskID, &startedAt, &oneExecution); err != nil {
+			rows.Close()
 			return nil, err
 		}
-		m.StartedAt, m.LastUpdate = first.Time, last.Time
-		if started.Valid {
-			m.StartedAt = started.Time
-		}
-		m.Status = sessionStatus(m)
+		m.StartedAt = startedAt.Time
+		started = append(started, startedAt.Valid)
 		index[m.ID] = len(out)
 		out = append(out, m)
+		switch {
+		case !oneExecution.Valid: // no cards
+		case oneExecution.Bool:
+			single = append(single, m.ID)
+		default:
+			multi = append(multi, m.ID)
+		}
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
+	}
+	if len(single)+len(multi) > 0 {
+		rows, err := tx.QueryContext(ctx, e.rebind(summaryCountsSQL(e, len(multi), len(single))), append(multi, single...)...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id string
+			var c SessionSummary
+			var first, last nullTime
+			if err := rows.Scan(&id, &first, &last, &c.Cards, &c.Turns, &c.Open, &c.Failed, &c.Cancelled); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			m := &out[index[id]]
+			if !started[index[id]] {
+				m.StartedAt = first.Time
+			}
+			m.LastUpdate, m.Cards, m.Turns, m.Open, m.Failed, m.Cancelled = last.Time, c.Cards, c.Turns, c.Open, c.Failed, c.Cancelled
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
 	}
 	if len(out) == 0 {
 		return out, nil
 	}
-	err = s.eachPair(ctx, `SELECT DISTINCT task_session_id, agent_execution_id FROM task_session_subagents
-WHERE task_session_id IN (%s)`, slices.Sorted(maps.Keys(index)), func(session, value string) {
+	ids := slices.Sorted(maps.Keys(index))
+	err = eachPair(ctx, tx, e, `SELECT DISTINCT task_session_id, agent_execution_id FROM task_session_subagents
+WHERE task_session_id IN (%s)`, ids, func(session, value string) {
 		out[index[session]].Executions = append(out[index[session]].Executions, decodeID(value))
 	})
 	if err != nil {
 		return nil, err
 	}
-	err = s.eachPair(ctx, `SELECT DISTINCT task_session_id, child_session_id FROM task_session_subagents
-WHERE task_session_id IN (%s) AND child_session_id IS NOT NULL`, slices.Sorted(maps.Keys(index)), func(session, value string) {
+	err = eachPair(ctx, tx, e, `SELECT DISTINCT task_session_id, child_session_id FROM task_session_subagents
+WHERE task_session_id IN (%s) AND child_session_id IS NOT NULL`, ids, func(session, value string) {
 		out[index[session]].ChildSessions = append(out[index[session]].ChildSessions, decodeID(value))
 	})
+	if err != nil {
+		return nil, err
+	}
 	for i := range out {
+		out[i].Status = sessionStatus(out[i])
 		out[i].ID, out[i].TaskID = decodeID(out[i].ID), decodeID(out[i].TaskID)
 		slices.Sort(out[i].Executions)
 		slices.Sort(out[i].ChildSessions)
 	}
-	return out, err
+	return out, tx.Commit()
+}
+
+// summaryPageSQL selects the page of sessions cond (a WHERE clause on
+// task_sessions s, or "") keeps: most recently started first (started_at,
+// else the first observation of its rows, which is its cards' first: a
+// card's observed_at is its rows' least), ties by id in byte order, at most
+// the last placeholder's count. Each comes with its task id, canonical
+// started_at, and whether one execution wrote its rows (oneExecutionSQL:
+// two seeks in the key's index; NULL: no rows). The first observation is
+// read through idx_subagents_session_observed (one seek on PostgreSQL,
+// where canon is the column itself; the session's index entries on
+// SQLite), only for sessions without started_at (COALESCE stops at the
+// first value).
+func summaryPageSQL(e engine, cond string) string {
+	return `SELECT id, task_id, started_c, ` + oneExecutionSQL("page.id") + `
+FROM (SELECT s.id, s.task_id, ` + e.canon("s.started_at") + ` AS started_c,
+		COALESCE(` + e.canon("s.started_at") + `, (SELECT MIN(` + e.canon("observed_at") + `) FROM task_session_subagents
+			WHERE task_session_id = s.id)) AS recent_c
+	FROM task_sessions s
+	` + cond + `
+	ORDER BY recent_c DESC, ` + e.binary("s.id") + `
+	LIMIT ?) page
+ORDER BY recent_c DESC, ` + e.binary("id")
+}
+
+// summaryCountsSQL aggregates the cards of the page's sessions, one row
+// per session that has any: task_session_id, first observation, last
+// update, cards, distinct turns, open, failed and cancelled cards. Its
+// placeholders are multi session ids several executions wrote, whose rows
+// are collapsed (cardsSQL, restricted to them through the session index),
+// then single ids one execution wrote, whose rows are their cards already
+// (one row per tool call: the key is session, execution, tool call) and
+// are counted as they are, through the same index and without a window.
+// Both give the collapse's values: times canonical, a card open while no
+// row has settled (a settled_at that does not read as a time counts as
+// none, as in the collapse), failed and cancelled by its status row's
+// tool_status (TestSummaryPathsAreTheCollapse).
+func summaryCountsSQL(e engine, multi, single int) string {
+	summaryCardColumns := []string{"task_session_id", "turn_id", "tool_status", "observed_at", "settled_at", "updated_at"}
+	var parts []string
+	if multi > 0 {
+		parts = append(parts, `SELECT task_session_id, turn_id, tool_status,
+		observed_at AS observed_c, settled_at AS settled_c, updated_at AS updated_c
+	FROM (`+collapsedSQL(e, "task_session_id IN ("+placeholders(multi)+")", summaryCardColumns)+`) collapsed`)
+	}
+	if single > 0 {
+		parts = append(parts, `SELECT task_session_id, turn_id, tool_status,
+		`+e.canon("observed_at")+` AS observed_c, `+e.canon("settled_at")+` AS settled_c, `+e.canon("updated_at")+` AS updated_c
+	FROM task_session_subagents
+	WHERE task_session_id IN (`+placeholders(single)+`)`)
+	}
+	return `SELECT task_session_id, MIN(observed_c), MAX(updated_c), COUNT(*), COUNT(DISTINCT turn_id),
+	SUM(CASE WHEN settled_c IS NULL THEN 1 ELSE 0 END),
+	SUM(CASE WHEN tool_status IN ('error', 'failed') THEN 1 ELSE 0 END),
+	SUM(CASE WHEN tool_status = 'cancelled' THEN 1 ELSE 0 END)
+FROM (` + strings.Join(parts, "\nUNION ALL\n") + `) cards
+GROUP BY task_session_id`
 }
 
 // sessionStatus derives a session's status from its counts.
@@ -203,15 +300,14 @@ func sessionStatus(m SessionSummary) string {
 	return SessionComplete
 }
 
-// eachPair runs a two-text-column query whose %s takes one placeholder per
-// id, and calls fn for every row.
-func (s *Store) eachPair(ctx context.Context, query string, ids []string, fn func(a, b string)) error {
+// eachPair runs, on q, a two-text-column query whose %s takes one
+// placeholder per id, and calls fn for every row.
+func eachPair(ctx context.Context, q queryer, e engine, query string, ids []string, fn func(a, b string)) error {
 	args := make([]any, len(ids))
 	for i, id := range ids {
 		args[i] = id
 	}
-	q := s.eng.rebind(fmt.Sprintf(query, placeholders(len(ids))))
-	rows, err := s.reader.QueryContext(ctx, q, args...)
+	rows, err := q.QueryContext(ctx, e.rebind(fmt.Sprintf(query, placeholders(len(ids)))), args...)
 	if err != nil {
 		return err
 	}
@@ -226,8 +322,7 @@ func (s *Store) eachPair(ctx context.Context, query string, ids []string, fn fun
 	return rows.Err()
 }
 
-// placeholders is the list of n bind placeholders ("?, ?, ?") of an IN
-// list.
+// placeholders is n comma-separated "?" (the list of an IN).
 func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
 
 // likeEscape escapes LIKE's wildcards and its escape character '\'.
@@ -244,7 +339,7 @@ func (s *Store) SessionFamily(ctx context.Context, id string) ([]string, error) 
 	seen := map[string]bool{id: true}
 	for frontier := []string{id}; len(frontier) > 0 && len(family) < maxFamilySessions; {
 		var next []string
-		err := s.eachPair(ctx, `SELECT DISTINCT task_session_id, child_session_id FROM task_session_subagents
+		err := eachPair(ctx, s.reader, s.eng, `SELECT DISTINCT task_session_id, child_session_id FROM task_session_subagents
 WHERE task_session_id IN (%s) AND child_session_id IS NOT NULL`, frontier, func(_, child string) {
 			if !seen[child] && len(family) < maxFamilySessions {
 				seen[child] = true
