@@ -355,3 +355,30 @@ func TestCardFactsFirstShapeGainsReferences(t *testing.T) {
 		}
 	})
 }
+
+// A session whose only unsettled card is one the agent stopped tracking
+// (tool status unknown) is neither open nor finished: its summary counts
+// the card as Unknown, not Open, and its status is SessionUnknown. An open
+// card beside it still makes the session open.
+func TestSessionOfAnUnknownCardIsUnknown(t *testing.T) {
+	engines(t, func(t *testing.T, e *env) {
+		s := liveEnv(t, e)
+		s.Record(e.ctx, frame("tc1", func(f *Frame) { f.ToolStatus = "complete" }))
+		s.Record(e.ctx, frame("tc2", func(f *Frame) { f.ToolStatus = "unknown" }))
+		sum, ok, err := s.Session(e.ctx, "S")
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		if sum.Cards != 2 || sum.Open != 0 || sum.Unknown != 1 || sum.Status != SessionUnknown {
+			t.Fatalf("summary %+v, want 2 cards, 0 open, 1 unknown, status %s", sum, SessionUnknown)
+		}
+		list, err := s.ListSessions(e.ctx, SessionFilter{})
+		if err != nil || len(list) != 1 || list[0].Status != SessionUnknown {
+			t.Fatalf("listed %+v %v, want status %s", list, err, SessionUnknown)
+		}
+		s.Record(e.ctx, frame("tc3", func(f *Frame) { f.ToolStatus = "in_progress" }))
+		if sum, _, _ = s.Session(e.ctx, "S"); sum.Open != 1 || sum.Unknown != 1 || sum.Status != SessionOpen {
+			t.Fatalf("with an open card: %+v, want status %s", sum, SessionOpen)
+		}
+	})
+}

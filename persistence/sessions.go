@@ -15,8 +15,13 @@ import (
 const (
 	// SessionEmpty: the session has no subagent card.
 	SessionEmpty = "empty"
-	// SessionOpen: at least one card has not reached a terminal status.
+	// SessionOpen: at least one card has not reached a terminal status
+	// (one the agent stopped tracking, tool status unknown, aside).
 	SessionOpen = "open"
+	// SessionUnknown: no card is open, and at least one is a child the
+	// agent stopped tracking (tool status unknown): not running, not
+	// finished.
+	SessionUnknown = "unknown"
 	// SessionError: every card settled, at least one as error or failed.
 	SessionError = "error"
 	// SessionCancelled: every card settled, none failed, at least one
@@ -39,10 +44,11 @@ type SessionSummary struct {
 	// Turns counts the distinct turns its cards were first observed in.
 	Turns int
 	// Cards counts its subagent cards, one per tool call however many agent
-	// executions stored a row of it (ListCards); Open, Failed and Cancelled
-	// count those not yet settled, settled as error/failed, and as
-	// cancelled, by each card's collapsed status.
-	Cards, Open, Failed, Cancelled int
+	// executions stored a row of it (ListCards); Open, Failed, Cancelled
+	// and Unknown count those not yet settled (unknown ones aside),
+	// settled as error/failed, settled as cancelled, and left with the
+	// tool status unknown, by each card's collapsed status.
+	Cards, Open, Failed, Cancelled, Unknown int
 	// Status is one of the Session* constants, derived from the counts.
 	Status string
 	// Executions lists the distinct agent_execution_id values of its cards,
@@ -186,7 +192,7 @@ func (s *Store) readSummaries(ctx context.Context, where []string, args []any, l
 			var id string
 			var c SessionSummary
 			var first, last nullTime
-			if err := rows.Scan(&id, &first, &last, &c.Cards, &c.Turns, &c.Open, &c.Failed, &c.Cancelled); err != nil {
+			if err := rows.Scan(&id, &first, &last, &c.Cards, &c.Turns, &c.Open, &c.Failed, &c.Cancelled, &c.Unknown); err != nil {
 				rows.Close()
 				return nil, err
 			}
@@ -194,7 +200,7 @@ func (s *Store) readSummaries(ctx context.Context, where []string, args []any, l
 			if !started[index[id]] {
 				m.StartedAt = first.Time
 			}
-			m.LastUpdate, m.Cards, m.Turns, m.Open, m.Failed, m.Cancelled = last.Time, c.Cards, c.Turns, c.Open, c.Failed, c.Cancelled
+			m.LastUpdate, m.Cards, m.Turns, m.Open, m.Failed, m.Cancelled, m.Unknown = last.Time, c.Cards, c.Turns, c.Open, c.Failed, c.Cancelled, c.Unknown
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -278,9 +284,10 @@ func summaryCountsSQL(e engine, multi, single int) string {
 	WHERE task_session_id IN (`+placeholders(single)+`)`)
 	}
 	return `SELECT task_session_id, MIN(observed_c), MAX(updated_c), COUNT(*), COUNT(DISTINCT turn_id),
-	SUM(CASE WHEN settled_c IS NULL THEN 1 ELSE 0 END),
+	SUM(CASE WHEN settled_c IS NULL AND COALESCE(tool_status, '') <> 'unknown' THEN 1 ELSE 0 END),
 	SUM(CASE WHEN tool_status IN ('error', 'failed') THEN 1 ELSE 0 END),
-	SUM(CASE WHEN tool_status = 'cancelled' THEN 1 ELSE 0 END)
+	SUM(CASE WHEN tool_status = 'cancelled' THEN 1 ELSE 0 END),
+	SUM(CASE WHEN tool_status = 'unknown' AND settled_c IS NULL THEN 1 ELSE 0 END)
 FROM (` + strings.Join(parts, "\nUNION ALL\n") + `) cards
 GROUP BY task_session_id`
 }
@@ -296,6 +303,8 @@ func sessionStatus(m SessionSummary) string {
 		return SessionError
 	case m.Cancelled > 0:
 		return SessionCancelled
+	case m.Unknown > 0:
+		return SessionUnknown
 	}
 	return SessionComplete
 }

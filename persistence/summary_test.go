@@ -19,9 +19,10 @@ func collapseSummariesSQL(e engine, cond string) string {
 	return `SELECT s.id, s.task_id, ` + e.canon("s.started_at") + `,
 	MIN(` + e.canon("c.observed_at") + `), MAX(` + e.canon("c.updated_at") + `),
 	COUNT(c.id), COUNT(DISTINCT c.turn_id),
-	COALESCE(SUM(CASE WHEN c.id IS NOT NULL AND c.settled_at IS NULL THEN 1 ELSE 0 END), 0),
+	COALESCE(SUM(CASE WHEN c.id IS NOT NULL AND c.settled_at IS NULL AND COALESCE(c.tool_status, '') <> 'unknown' THEN 1 ELSE 0 END), 0),
 	COALESCE(SUM(CASE WHEN c.tool_status IN ('error', 'failed') THEN 1 ELSE 0 END), 0),
-	COALESCE(SUM(CASE WHEN c.tool_status = 'cancelled' THEN 1 ELSE 0 END), 0)
+	COALESCE(SUM(CASE WHEN c.tool_status = 'cancelled' THEN 1 ELSE 0 END), 0),
+	COALESCE(SUM(CASE WHEN c.tool_status = 'unknown' AND c.settled_at IS NULL THEN 1 ELSE 0 END), 0)
 FROM task_sessions s LEFT JOIN (` + cardsSQL(e, "1 = 1") + `) c ON c.task_session_id = s.id
 ` + cond + `
 GROUP BY s.id, s.task_id, s.started_at
@@ -44,7 +45,7 @@ func collapseSummaries(t *testing.T, e *env, cond string, args ...any) []Session
 		var m SessionSummary
 		var started, first, last nullTime
 		if err := rows.Scan(&m.ID, &m.TaskID, &started, &first, &last, &m.Cards, &m.Turns,
-			&m.Open, &m.Failed, &m.Cancelled); err != nil {
+			&m.Open, &m.Failed, &m.Cancelled, &m.Unknown); err != nil {
 			t.Fatal(err)
 		}
 		m.ID, m.TaskID = decodeID(m.ID), decodeID(m.TaskID)
@@ -141,7 +142,7 @@ func TestSummaryPathsAreTheCollapse(t *testing.T) {
 // their ids.
 func seedRandomSessions(t *testing.T, e *env, s *Store, r *rand.Rand, prefix string) []string {
 	t.Helper()
-	statuses := []string{"", "pending", "in_progress", "completed", "complete", "failed", "error", "cancelled"}
+	statuses := []string{"", "pending", "in_progress", "completed", "complete", "failed", "error", "cancelled", "unknown"}
 	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	var ids []string
 	raw := 0

@@ -26,8 +26,10 @@ type SessionRow struct {
 	Open       int        `json:"open"`
 	Failed     int        `json:"failed"`
 	Cancelled  int        `json:"cancelled"`
+	// Unknown counts the cards the agent stopped tracking.
+	Unknown int `json:"unknown"`
 	// Status is persistence's derived session status: empty, open, error,
-	// cancelled or complete.
+	// cancelled, unknown or complete.
 	Status string `json:"status"`
 	// ChildSessions are the subagent sessions its cards launched.
 	ChildSessions []string `json:"child_sessions"`
@@ -65,7 +67,7 @@ func rowOf(m persistence.SessionSummary) SessionRow {
 	}
 	return SessionRow{
 		ID: m.ID, Agent: AgentOfAll(m.Executions), Started: timePtr(m.StartedAt), LastUpdate: timePtr(m.LastUpdate),
-		Turns: m.Turns, Cards: m.Cards, Open: m.Open, Failed: m.Failed, Cancelled: m.Cancelled,
+		Turns: m.Turns, Cards: m.Cards, Open: m.Open, Failed: m.Failed, Cancelled: m.Cancelled, Unknown: m.Unknown,
 		Status: m.Status, ChildSessions: children,
 	}
 }
