@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -13,11 +12,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/kdlbs/acp-go-sdk/internal/goldentest"
+	"github.com/kdlbs/acp-go-sdk/internal/pgtest"
 )
 
 // fakeAgent is the path of the fake ACP agent program built for the tests.
@@ -287,36 +286,7 @@ func TestReplayFollowsRecordedClientCapabilities(t *testing.T) {
 // (fails under CI=true) when none is reachable.
 func postgresDSN(t testing.TB) string {
 	t.Helper()
-	base := os.Getenv("ACP_TEST_POSTGRES_DSN")
-	if base == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ACP_TEST_POSTGRES_DSN is not set under CI=true")
-		}
-		t.Skip("ACP_TEST_POSTGRES_DSN not set")
-	}
-	db, err := sql.Open("pgx", base)
-	if err == nil {
-		err = db.PingContext(context.Background())
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL unreachable under CI=true: %v", err)
-		}
-		t.Skipf("PostgreSQL unreachable: %v", err)
-	}
-	schema := fmt.Sprintf("acpscope_test_%d", time.Now().UnixNano())
-	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = db.Exec("DROP SCHEMA " + schema + " CASCADE")
-		db.Close()
-	})
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
-	return base + sep + "search_path=" + schema
+	return pgtest.SchemaDSN(t, "acpscope_test")
 }
 
 func TestReplayPersistsToPostgres(t *testing.T) {

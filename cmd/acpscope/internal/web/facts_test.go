@@ -2,17 +2,15 @@ package web
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web/webtest"
+	"github.com/kdlbs/acp-go-sdk/internal/pgtest"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
@@ -39,37 +37,7 @@ func engines(t *testing.T, f func(t *testing.T, s *persistence.Store), opts ...p
 // when the test ends.
 func postgresSchema(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv("ACP_TEST_POSTGRES_DSN")
-	ci := os.Getenv("CI") == "true"
-	if base == "" {
-		if ci {
-			t.Fatal("ACP_TEST_POSTGRES_DSN is not set under CI=true")
-		}
-		t.Skip("ACP_TEST_POSTGRES_DSN not set")
-	}
-	db, err := sql.Open("pgx", base)
-	if err == nil {
-		err = db.PingContext(context.Background())
-	}
-	if err != nil {
-		if ci {
-			t.Fatalf("PostgreSQL unreachable under CI=true: %v", err)
-		}
-		t.Skipf("PostgreSQL unreachable: %v", err)
-	}
-	schema := fmt.Sprintf("acpscope_web_test_%d", time.Now().UnixNano())
-	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = db.Exec("DROP SCHEMA " + schema + " CASCADE")
-		db.Close()
-	})
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
-	return base + sep + "search_path=" + schema
+	return pgtest.SchemaDSN(t, "acpscope_web_test")
 }
 
 // hostileFact and hostileFactShown: webtest's hostile fact and how the
