@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web/webtest"
 	"github.com/kdlbs/acp-go-sdk/internal/pgtest"
@@ -192,4 +193,43 @@ func TestEarlierResultsAreBounded(t *testing.T) {
 	if f := factTexts(persistence.CardFacts{}); f.EarlierResults == nil || f.EarlierCount != 0 || f.ErrorMessage != nil {
 		t.Errorf("none: %+v", f)
 	}
+}
+
+// A card's own text (description, type, model, agent status, prompt and
+// answer) is agent text like its facts: no control character or bidi
+// override of it reaches the session page, its JSON or /api/card, on both
+// engines; the text around them is kept.
+func TestCardTextsReachThePagesSanitised(t *testing.T) {
+	engines(t, func(t *testing.T, s *persistence.Store) {
+		ctx := context.Background()
+		if err := s.EnsureSession(ctx, "S", "S"); err != nil {
+			t.Fatal(err)
+		}
+		exec := ExecutionID("claude", "r")
+		const hostile = "evil\u202etxt.exe\x1b[31m"
+		if err := s.Upsert(ctx, persistence.Frame{TaskSessionID: "S", TaskID: "S", ToolCallID: "c1", ExecutionID: exec,
+			Description: "desc " + hostile, SubagentType: "type " + hostile, Model: "model " + hostile, Status: "status " + hostile,
+			Prompt: "prompt " + hostile + "\nline two", ResultText: "answer " + hostile, ToolStatus: "completed",
+			ObservedAt: time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC)}); err != nil {
+			t.Fatal(err)
+		}
+		h := Handler(s, Options{})
+		for _, target := range []string{"/session?id=S", "/api/session?id=S",
+			"/api/card?session=S&execution=" + url.QueryEscape(exec) + "&call=c1"} {
+			body := bodyOf(t, get(t, h, target))
+			if strings.ContainsAny(body, "\u202e\x1b") {
+				t.Errorf("%s: a bidi override or control character reached the page", target)
+			}
+			if !strings.Contains(body, "evil") || !strings.Contains(body, "txt.exe") {
+				t.Errorf("%s: the text around them is lost", target)
+			}
+		}
+		var texts CardTexts
+		if err := json.Unmarshal([]byte(bodyOf(t, get(t, h, "/api/card?session=S&execution="+url.QueryEscape(exec)+"&call=c1"))), &texts); err != nil {
+			t.Fatal(err)
+		}
+		if texts.Prompt == nil || !strings.Contains(*texts.Prompt, "\nline two") {
+			t.Errorf("the prompt's line break is lost: %v", texts.Prompt)
+		}
+	}, persistence.WithSubagentText(), persistence.WithCardFacts())
 }

@@ -138,7 +138,7 @@ func LoadCardTexts(ctx context.Context, s *persistence.Store, session, execution
 	case err != nil:
 		return CardTexts{}, err
 	default:
-		out = CardTexts{Stored: true, Prompt: t.Prompt, ResultText: t.ResultText,
+		out = CardTexts{Stored: true, Prompt: safeLines(t.Prompt), ResultText: safeLines(t.ResultText),
 			PromptBytes: t.PromptBytes, ResultBytes: t.ResultBytes,
 			PromptTruncated: t.PromptTruncated(), ResultTruncated: t.ResultTruncated()}
 	}
@@ -190,4 +190,13 @@ func cutText(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// safeLines is *text sanitised by safetext.Lines (nil stays nil).
+func safeLines(text *string) *string {
+	if text == nil {
+		return nil
+	}
+	s := safetext.Lines(*text)
+	return &s
 }

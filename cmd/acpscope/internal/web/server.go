@@ -6,10 +6,12 @@
 // html/template escapes it in HTML and attributes, page data reaches the
 // script as JSON (in a <script type="application/json"> block or from the
 // JSON endpoints) and is put into the DOM only as text, and a strict
-// Content-Security-Policy allows no inline script at all. The card facts'
-// text (a failure's reason, earlier answers) is also sanitised
-// (safetext.Lines): no control character or bidirectional override reaches
-// the page.
+// Content-Security-Policy allows no inline script at all. Every agent text
+// a card shows (description, type, model, agent id and status, tool
+// status, prompt, answer, failure reason, earlier answers, referring tool
+// calls) is also sanitised (safetext.Text, or safetext.Lines where line
+// breaks matter): no control character or bidirectional override of it
+// reaches the page. Ids stay as stored: they are the pages' link keys.
 package web
 
 import (

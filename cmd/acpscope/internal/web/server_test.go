@@ -127,7 +127,8 @@ func TestHostileTextIsEscapedEverywhere(t *testing.T) {
 		!strings.Contains(page, "<code id=\"session-id\">"+templateEscaped(hostileSession)+"</code>") {
 		t.Errorf("session id not shown escaped:\n%s", page)
 	}
-	// The JSON API round-trips the strings.
+	// The JSON API round-trips the strings: ids exactly, agent text
+	// sanitised (no control character or bidi override), otherwise exact.
 	var d sessionData
 	if err := json.Unmarshal([]byte(bodyOf(t, get(t, h, "/api/session?id="+url.QueryEscape(hostileSession)))), &d); err != nil {
 		t.Fatal(err)
@@ -136,7 +137,7 @@ func TestHostileTextIsEscapedEverywhere(t *testing.T) {
 		t.Fatalf("%d cards", len(d.View.Cards))
 	}
 	for i, c := range d.View.Cards {
-		if c.Description != xssCorpus[i] || c.Model != xssCorpus[i] || c.ToolCallID != "call-"+xssCorpus[i] {
+		if c.Description != safetext.Text(xssCorpus[i]) || c.Model != safetext.Text(xssCorpus[i]) || c.ToolCallID != "call-"+xssCorpus[i] {
 			t.Errorf("card %d: %q", i, c.Description)
 		}
 		// The card's texts: JSON with '<', '>' and '&' escaped, so no
@@ -149,11 +150,11 @@ func TestHostileTextIsEscapedEverywhere(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &texts); err != nil {
 			t.Fatal(err)
 		}
-		if !texts.Stored || str(texts.Prompt) != xssCorpus[i] || str(texts.ResultText) != xssCorpus[i] {
+		shown := safetext.Lines(xssCorpus[i])
+		if !texts.Stored || str(texts.Prompt) != shown || str(texts.ResultText) != shown {
 			t.Errorf("card %d: texts %+v", i, texts)
 		}
-		// The facts' text: sanitised, otherwise exact.
-		shown := safetext.Lines(xssCorpus[i])
+		// The facts' text: sanitised the same way.
 		if f := texts.Facts; !f.Stored || str(f.ErrorMessage) != shown || len(f.EarlierResults) != 1 ||
 			f.EarlierResults[0] != shown || len(f.ReferencedBy) != 1 || f.ReferencedBy[0] != safetext.Text(xssCorpus[i]) {
 			t.Errorf("card %d: facts %+v", i, f)

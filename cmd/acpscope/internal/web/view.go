@@ -218,14 +218,16 @@ func cardOf(r persistence.SubagentContext, origin, last time.Time) Card {
 	c := Card{
 		SessionID: r.TaskSessionID, ToolCallID: r.ToolCallID, ParentToolCallID: str(r.ParentToolCallID),
 		Execution:   r.AgentExecutionID,
-		Description: str(r.Description), SubagentType: str(r.SubagentType), Model: str(r.Model),
-		AgentID: str(r.AgentID), AgentStatus: str(r.AgentStatus), ToolStatus: str(r.ToolStatus),
+		Description: safetext.Text(str(r.Description)), SubagentType: safetext.Text(str(r.SubagentType)),
+		Model: safetext.Text(str(r.Model)), AgentID: safetext.Text(str(r.AgentID)),
+		AgentStatus: safetext.Text(str(r.AgentStatus)), ToolStatus: str(r.ToolStatus),
 		ChildSessionID: str(r.ChildSessionID), IsAsync: r.IsAsync,
 		TotalTokens: r.TotalTokens, ToolUseCount: r.ToolUseCount, DurationMs: r.DurationMs,
 		Source: r.Source, Observed: r.ObservedAt.UTC(), Parent: -1, turnID: str(r.TurnID),
 	}
 	end := last
 	c.Status = statusClass(c.ToolStatus, r.SettledAt != nil)
+	c.ToolStatus = safetext.Text(c.ToolStatus) // shown as is once classed
 	switch {
 	case r.SettledAt != nil:
 		t := r.SettledAt.UTC()
