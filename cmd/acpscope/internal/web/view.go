@@ -244,29 +244,42 @@ func cardOf(r persistence.SubagentContext, origin, last time.Time) Card {
 
 // numberTurns numbers the turns the cards began in (the store keeps a
 // card's first turn) in the order they began, sets each card's Turn, and
-// returns the first MaxTurnMarks marks and the number of turns.
+// returns the first MaxTurnMarks marks and the number of turns. A turn
+// began at its first card's observed time, at full precision; turns that
+// began at the same instant go in the order the store lists their first
+// cards (never by their random ids).
 func numberTurns(cards []Card) ([]TurnMark, int) {
-	first := map[string]int64{}
-	for _, c := range cards {
+	type begin struct {
+		at    time.Time
+		index int // of the first card, in the store's order
+	}
+	first := map[string]begin{}
+	for i, c := range cards {
 		if c.turnID == "" {
 			continue
 		}
-		if t, ok := first[c.turnID]; !ok || c.Start < t {
-			first[c.turnID] = c.Start
+		if b, ok := first[c.turnID]; !ok || c.Observed.Before(b.at) {
+			first[c.turnID] = begin{c.Observed, i}
 		}
 	}
-	marks := make([]TurnMark, 0, len(first))
-	for id, start := range first {
-		marks = append(marks, TurnMark{ID: id, Start: start})
+	type mark struct {
+		TurnMark
+		begin
 	}
-	sort.Slice(marks, func(i, j int) bool {
-		if marks[i].Start != marks[j].Start {
-			return marks[i].Start < marks[j].Start
+	sorted := make([]mark, 0, len(first))
+	for id, b := range first {
+		sorted = append(sorted, mark{TurnMark{ID: id, Start: cards[b.index].Start}, b})
+	}
+	sort.Slice(sorted, func(i, j int) bool {
+		if !sorted[i].at.Equal(sorted[j].at) {
+			return sorted[i].at.Before(sorted[j].at)
 		}
-		return marks[i].ID < marks[j].ID
+		return sorted[i].index < sorted[j].index
 	})
+	marks := make([]TurnMark, len(sorted))
 	number := make(map[string]int, len(marks))
-	for i := range marks {
+	for i := range sorted {
+		marks[i] = sorted[i].TurnMark
 		marks[i].N = i + 1
 		number[marks[i].ID] = i + 1
 	}

@@ -159,6 +159,34 @@ func TestBuildViewTurns(t *testing.T) {
 	}
 }
 
+// Turns that began in the same millisecond are numbered by their first
+// cards' full observed times, and at the same instant in the store's
+// order, never by their random turn ids (a fast agent's two turns were
+// numbered either way before).
+func TestBuildViewTurnsWithinAMillisecond(t *testing.T) {
+	turn := func(c persistence.SubagentContext, id string, ns int) persistence.SubagentContext {
+		c.TurnID = &id
+		c.ObservedAt = c.ObservedAt.Add(time.Duration(ns))
+		return c
+	}
+	for _, ids := range [][2]string{{"turn-z", "turn-a"}, {"turn-a", "turn-z"}} {
+		rows := []persistence.SubagentContext{
+			turn(ctxRow("s", "T1", "", "", 0, 1, "completed"), ids[0], 100),
+			turn(ctxRow("s", "T2", "", "", 0, 1, "completed"), ids[1], 200),
+			turn(ctxRow("s", "T3", "", "", 0, 1, "completed"), ids[0]+"-same", 300),
+			turn(ctxRow("s", "T4", "", "", 0, 1, "completed"), ids[1]+"-same", 300),
+		}
+		v := BuildView(SessionRow{ID: "s"}, rows, nil)
+		var got []int
+		for _, c := range v.Cards {
+			got = append(got, c.Turn)
+		}
+		if !slices.Equal(got, []int{1, 2, 3, 4}) {
+			t.Errorf("turn ids %v: turns %v, want [1 2 3 4]", ids, got)
+		}
+	}
+}
+
 // Facts reach the cards by key: a card in a child session hangs under the
 // card its parent session fact names (tool call id = the child session),
 // even when that card records no child session; the unknown status is its
