@@ -1152,10 +1152,12 @@ const (
 
 // call sends a request and waits for its (barrier-released) response.
 func (c *Connection) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	wrote := wroteRequestHook(ctx)
 	id := c.nextID.Add(1)
 	e := c.free.getEncodeBuffer()
 	if err := encodeMessage(e, id, method, params); err != nil {
 		c.free.putEncodeBuffer(e)
+		wrote(err)
 		return nil, NewInvalidParams(errorData(err.Error()))
 	}
 	pc := &pendingCall{id: id, done: make(chan struct{})}
@@ -1171,7 +1173,9 @@ func (c *Connection) call(ctx context.Context, method string, params any) (json.
 	if c.ctx.Err() != nil {
 		c.mu.Unlock()
 		c.free.putEncodeBuffer(e)
-		return nil, c.peerDisconnected(textDisconnectedBeforeResponse)
+		err := c.peerDisconnected(textDisconnectedBeforeResponse)
+		wrote(err)
+		return nil, err
 	}
 	pc.readAhead = pc.noBarrier || handlerRunning || c.runningRequests > 0
 	c.pending[id] = pc
@@ -1186,6 +1190,7 @@ func (c *Connection) call(ctx context.Context, method string, params any) (json.
 	if !busy {
 		c.free.putEncodeBuffer(e)
 	}
+	wrote(err)
 	if err != nil {
 		if busy {
 			// Handed to the writer, which may yet deliver it: abandon the
