@@ -56,3 +56,40 @@ func TestReplayerRejectsNonMessages(t *testing.T) {
 		t.Errorf("frames %d, want 1", got)
 	}
 }
+
+// TestQueuedPromptsEndTheTurnWithTheLast pins that prompts queued on one
+// session (a second session/prompt sent before the first is answered)
+// make one turn span for the tracker: the first answer sweeps nothing,
+// since the agent may still be working on the queued prompt's tool calls;
+// the last answer ends the span.
+func TestQueuedPromptsEndTheTurnWithTheLast(t *testing.T) {
+	tr, err := adapter.NewTracker(adapter.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := adapter.NewReplayer(tr)
+	feed := func(from, msg string) {
+		t.Helper()
+		if err := r.Feed(from, []byte(msg)); err != nil {
+			t.Fatalf("%s: %v", msg, err)
+		}
+	}
+	feed(adapter.FromClient, `{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}`)
+	feed(adapter.FromClient, `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}`)
+	feed(adapter.FromAgent, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"a","title":"task","status":"completed"}}}`)
+	feed(adapter.FromAgent, `{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}`)
+	if got := tr.Counters()[adapter.CounterCompletedSwept]; got != 0 {
+		t.Fatalf("the first of two open prompts ended the turn span (swept %d)", got)
+	}
+	feed(adapter.FromAgent, `{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}`)
+	if got := tr.Counters()[adapter.CounterCompletedSwept]; got != 1 {
+		t.Fatalf("the last open prompt's answer did not end the turn span (swept %d)", got)
+	}
+	// A later turn on its own is a span of its own again.
+	feed(adapter.FromClient, `{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}`)
+	feed(adapter.FromAgent, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"b","title":"task","status":"completed"}}}`)
+	feed(adapter.FromAgent, `{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`)
+	if got := tr.Counters()[adapter.CounterCompletedSwept]; got != 2 {
+		t.Fatalf("a lone prompt after the queue did not end its turn (swept %d, want 2)", got)
+	}
+}

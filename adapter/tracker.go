@@ -103,6 +103,7 @@ type Tracker struct {
 	opened       map[string]bool // sessions the client opened (new, load, resume)
 	sessions     map[string]*session
 	loading      map[string]bool // sessions between load request and response
+	openPrompts  map[string]int  // prompts sent and not yet answered, per session (at most maxSessions)
 	current      string
 	lastSeen     string
 	clock        int64
@@ -131,6 +132,7 @@ func NewTracker(cfg Config) (*Tracker, error) {
 		sessions:     map[string]*session{},
 		loading:      map[string]bool{},
 		opened:       map[string]bool{},
+		openPrompts:  map[string]int{},
 		counters:     map[string]int64{},
 		onEvent:      cfg.OnEvent,
 		maxCompleted: positiveOr(cfg.MaxCompleted, DefaultMaxCompleted),
@@ -330,6 +332,7 @@ func (t *Tracker) SessionClosed(sessionID string) {
 			t.forgetSessionHistory(id)
 		}
 		t.clearSession(tx, sessionID) // still a session the client opened
+		delete(t.openPrompts, sessionID)
 		if t.current == sessionID {
 			t.current = ""
 		}
@@ -342,6 +345,7 @@ func (t *Tracker) Reset() {
 		t.sessions = map[string]*session{}
 		t.loading = map[string]bool{}
 		t.opened = map[string]bool{}
+		t.openPrompts = map[string]int{}
 		t.cardBytes, t.liveCards, t.order = 0, 0, nil
 		t.forgetSessionHistory("")
 		t.current, t.lastSeen = "", ""
@@ -351,17 +355,33 @@ func (t *Tracker) Reset() {
 
 // PromptStarted records that a prompt turn began in sessionID, making it
 // the current session (the one an extension request without a session id
-// belongs to).
+// belongs to). A prompt sent while another of the session is still open
+// (a queued prompt) joins that turn's span: see PromptEnded.
 func (t *Tracker) PromptStarted(sessionID string) {
-	t.do(func(tx *Tx) { t.current = sessionID })
+	t.do(func(tx *Tx) {
+		t.current = sessionID
+		if _, ok := t.openPrompts[sessionID]; ok || len(t.openPrompts) < t.maxSessions {
+			t.openPrompts[sessionID]++
+		}
+	})
 }
 
 // PromptEnded ends a prompt turn of sessionID. Call it after every
 // notification received before the prompt response was fed. The completed
 // sets of the session and its child sessions are swept (tool call ids may
 // recur in the next turn) and the dialect drops its per-turn state.
+//
+// While other prompts of the session are still open (prompts queued
+// behind this one), nothing is swept: ACP updates do not say which open
+// prompt they belong to, and the agent may already be working on the
+// next, so the span of queued prompts ends with the last answer.
 func (t *Tracker) PromptEnded(sessionID string) {
 	t.do(func(tx *Tx) {
+		if n := t.openPrompts[sessionID]; n > 1 {
+			t.openPrompts[sessionID] = n - 1
+			return
+		}
+		delete(t.openPrompts, sessionID)
 		for _, id := range t.familyOf(sessionID) {
 			if s := t.sessions[id]; s != nil {
 				if n := s.sweepCompleted(t); n > 0 {

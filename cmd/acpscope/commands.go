@@ -156,6 +156,7 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	o.register(fs)
 	var steps stepList
 	fs.Var(promptFlag{&steps}, "prompt", "a prompt, one turn each, sent in order on one session (repeatable; default: standard input, or one prompt line per turn on a terminal)")
+	fs.Var(queueFlag{&steps}, "queue", "a prompt sent right after the --prompt before it, without waiting for its answer, for agents that queue prompts (Claude's promptQueueing); its own turn, answered after it (repeatable)")
 	fs.Var(reopenFlag{&steps}, "reload", "reopen the session on the same connection at this point among the --prompt flags, so the agent replays its history (repeatable)")
 	resume := fs.String("resume", "", "reopen this session (see --resume-with) instead of opening a new one")
 	reopenWith := fs.String("resume-with", "auto", "how --resume and --reload reopen a session: load (session/load), resume (session/resume) or auto (load when the agent offers it, else resume)")

@@ -19,16 +19,17 @@ import (
 )
 
 // stepList is the run's steps given by flags, in the order typed: each
-// --prompt is one turn, each --reload reopens the session on the same
-// connection (see reopenFlag).
+// --prompt is one turn, each --queue a turn queued behind the prompt
+// before it (see queueFlag), each --reload reopens the session on the
+// same connection (see reopenFlag).
 type stepList []session.Request
 
-// prompts counts the steps that are turns.
+// prompts counts the steps that are turns, queued ones included.
 func (s stepList) prompts() int {
 	n := 0
 	for _, r := range s {
 		if r.Method == acp.AgentMethodSessionPrompt {
-			n++
+			n += 1 + len(r.Queue)
 		}
 	}
 	return n
@@ -46,6 +47,9 @@ func (p promptFlag) String() string {
 	for _, r := range *p.steps {
 		if r.Method == acp.AgentMethodSessionPrompt {
 			texts = append(texts, r.Text)
+			for _, q := range r.Queue {
+				texts = append(texts, q.Text)
+			}
 		}
 	}
 	return strings.Join(texts, " | ")
@@ -57,6 +61,34 @@ func (p promptFlag) Set(v string) error {
 		return errors.New("a prompt must not be empty")
 	}
 	*p.steps = append(*p.steps, session.Request{Method: acp.AgentMethodSessionPrompt, Text: v})
+	return nil
+}
+
+// queueFlag is the repeatable --queue flag: a turn sent right after the
+// --prompt before it (and the --queue flags between), without waiting
+// for its answer, for agents that queue prompts (Claude's
+// promptQueueing). Its answer is awaited after theirs, in order.
+type queueFlag struct{ steps *stepList }
+
+// String is empty: the queued prompts show in --prompt's value.
+func (queueFlag) String() string { return "" }
+
+// Set queues one prompt behind the last --prompt; one that follows no
+// --prompt (or a --reload) is refused, and so are an empty one and more
+// than session.MaxQueued behind one prompt.
+func (q queueFlag) Set(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return errors.New("a prompt must not be empty")
+	}
+	n := len(*q.steps)
+	if n == 0 || (*q.steps)[n-1].Method != acp.AgentMethodSessionPrompt {
+		return errors.New("--queue queues a prompt behind the --prompt before it: put a --prompt first")
+	}
+	last := &(*q.steps)[n-1]
+	if len(last.Queue) >= session.MaxQueued {
+		return fmt.Errorf("at most %d prompts queue behind one --prompt", session.MaxQueued)
+	}
+	last.Queue = append(last.Queue, session.Request{Method: acp.AgentMethodSessionPrompt, Text: v})
 	return nil
 }
 

@@ -409,3 +409,106 @@ func TestResumeWithChoosesTheMethod(t *testing.T) {
 		t.Errorf("--reload without load or resume: exit %d, want %d: %s\n%s", code, exitUsage, errOut, out)
 	}
 }
+
+// --queue sends a prompt right after the --prompt before it, without
+// waiting for its answer, to an agent that queues prompts (the fake with
+// -hold 2 answers nothing until two prompts arrived): every turn is
+// answered, in order; the queued prompt is on the wire before the first
+// answer; the two turns are one span (one turn id in the store), the
+// next --prompt its own; and the capture replays to the live cards, the
+// queued prompt queued again.
+func TestQueuedPromptIsSentWhileTheTurnBeforeItIsOpen(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { queuedPrompt(t, filepath.Join(t.TempDir(), "scope.db")) })
+	t.Run("postgres", func(t *testing.T) { queuedPrompt(t, postgresDSN(t)) })
+}
+
+func queuedPrompt(t *testing.T, db string) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "queue.jsonl")
+	code, out, errOut := acpscope(t, "", "run", "--json", "--db", db, "--cwd", dir, "--record", rec,
+		"--prompt", "first task", "--queue", "second task", "--prompt", "third task",
+		"--", fakeAgent, "-mode", "turns", "-hold", "2", "-state", filepath.Join(dir, "state"))
+	if code != exitOK {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	if got := cardIDs(t, out); !slices.Equal(got, []string{"toolu_T1", "toolu_T2", "toolu_T3"}) {
+		t.Fatalf("cards: %v, want one per turn in order", got)
+	}
+	c, err := capture.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string // prompts sent ("p" + text) and answers ("a")
+	prompts := map[string]string{}
+	for _, e := range c.Entries {
+		m, err := capture.ParseMessage(e.Msg)
+		if err != nil {
+			continue
+		}
+		switch {
+		case e.From == capture.FromClient && m.Method == "session/prompt":
+			var p struct {
+				Prompt []struct{ Text string } `json:"prompt"`
+			}
+			_ = json.Unmarshal(m.Params, &p)
+			prompts[capture.IDKey(m.ID)] = p.Prompt[0].Text
+			order = append(order, "p "+p.Prompt[0].Text)
+		case e.From == capture.FromAgent && m.IsResponse() && prompts[capture.IDKey(m.ID)] != "":
+			order = append(order, "a "+prompts[capture.IDKey(m.ID)])
+		}
+	}
+	want := []string{"p first task", "p second task", "a first task", "a second task", "p third task", "a third task"}
+	if !slices.Equal(order, want) {
+		t.Fatalf("wire order %q, want %q", order, want)
+	}
+	rows := storedRows(t, db, "fake-session")
+	t1, t2, t3 := rows["toolu_T1"], rows["toolu_T2"], rows["toolu_T3"]
+	if len(rows) != 3 || t1.TurnID == nil || t2.TurnID == nil || t3.TurnID == nil || *t1.TurnID != *t2.TurnID || *t3.TurnID == *t1.TurnID {
+		t.Fatalf("want T1 and T2 in one turn span, T3 in its own: %+v", rows)
+	}
+	for id, r := range rows {
+		if r.ToolStatus == nil || *r.ToolStatus != "complete" {
+			t.Errorf("%s: %+v, want complete", id, r)
+		}
+	}
+	code, replayed, errOut := acpscope(t, "", "replay", "--json", "--no-db", rec)
+	if code != exitOK || replayed != out {
+		t.Fatalf("replay: exit %d: %s\nlive:\n%s\nreplay:\n%s", code, errOut, out, replayed)
+	}
+}
+
+// The same agent never answers a client that waits for each answer
+// before its next prompt: the premise of the test above. And --queue with
+// no --prompt before it is a usage error.
+func TestQueueNeedsAPromptBeforeIt(t *testing.T) {
+	dir := t.TempDir()
+	code, _, errOut := acpscope(t, "", "run", "--plain", "--no-db", "--cwd", dir, "--timeout", "1s", "--cancel-grace", "0s",
+		"--prompt", "first task", "--prompt", "second task",
+		"--", fakeAgent, "-mode", "turns", "-hold", "2", "-state", filepath.Join(dir, "state"))
+	if code != exitCancelled {
+		t.Fatalf("two --prompt turns against -hold 2: exit %d, want %d (the first turn times out): %s", code, exitCancelled, errOut)
+	}
+	tooMany := []string{"--prompt", "a"}
+	for range 65 {
+		tooMany = append(tooMany, "--queue", "x")
+	}
+	for _, args := range [][]string{{"--queue", "x"}, {"--prompt", "a", "--reload", "--queue", "x"}, {"--prompt", "a", "--queue", " "}, tooMany} {
+		code, _, errOut := acpscope(t, "", append(append([]string{"run", "--no-db"}, args...), "--", fakeAgent)...)
+		if code != exitUsage || !strings.Contains(errOut, "queue") && !strings.Contains(errOut, "empty") {
+			t.Errorf("%q: exit %d, want %d: %s", args, code, exitUsage, errOut)
+		}
+	}
+}
+
+// A span whose first turn times out with an agent that never answers
+// ends every turn of it: the agent is stopped after --cancel-grace, the
+// queued turn is named cancelled too, and the run exits 3.
+func TestTimedOutSpanEndsEveryQueuedTurn(t *testing.T) {
+	dir := t.TempDir()
+	code, _, errOut := acpscope(t, "", "run", "--plain", "--no-db", "--cwd", dir, "--timeout", "1s", "--cancel-grace", "0s",
+		"--prompt", "first task", "--queue", "second task",
+		"--", fakeAgent, "-mode", "turns", "-hold", "3", "-state", filepath.Join(dir, "state"))
+	if code != exitCancelled || !strings.Contains(errOut, "turn 1:") || !strings.Contains(errOut, "turn 2: turn cancelled: the turn before it was stopped") {
+		t.Fatalf("exit %d, want %d naming both turns: %s", code, exitCancelled, errOut)
+	}
+}

@@ -91,6 +91,13 @@ type Scenario struct {
 // reopens the session there on the same connection (--reload).
 const Reload = "\x00reload"
 
+// queuedMark starts a step of Scenario.Turns or Resume made by Queued.
+const queuedMark = "\x00queue:"
+
+// Queued, as a step of Scenario.Turns or Resume, is the prompt sent right
+// after the prompt before it, without waiting for its answer (--queue).
+func Queued(prompt string) string { return queuedMark + prompt }
+
 // WantCard is what one card must show; empty fields are not checked.
 type WantCard struct {
 	Description string
@@ -465,6 +472,8 @@ func runProcess(t *testing.T, env *Env, a Agent, sc Scenario, p processSpec) pro
 	for _, prompt := range p.prompts {
 		if prompt == Reload {
 			args = append(args, "--reload")
+		} else if queued, ok := strings.CutPrefix(prompt, queuedMark); ok {
+			args = append(args, "--queue", queued)
 		} else {
 			args = append(args, "--prompt", prompt)
 		}

@@ -16,7 +16,9 @@
 //	-mode turns    one subagent per prompt, remembered in -state FILE and
 //	               replayed as history by session/load or session/resume
 //	               (-reopen load, resume, both or none: what the agent offers;
-//	               see turns.go)
+//	               see turns.go); with -hold N it queues prompts: none is
+//	               answered until N arrived, then they are worked in wire
+//	               order (see queue.go)
 //
 // Hostile modes, for the cancel and timeout tests. Each opens a subagent
 // card and then:
@@ -65,6 +67,7 @@ func main() {
 	reopen := flag.String("reopen", "load", "how the turns mode reopens a session: load, resume, both or none")
 	linger := flag.Bool("linger", false, "ignore SIGTERM and SIGHUP, and stay after the input ended until killed")
 	termed := flag.String("termed", "", "-linger: create this file when a SIGTERM arrives")
+	hold := flag.Int("hold", 0, "turns mode: answer no prompt until this many arrived, then work them one at a time in wire order (see queue.go)")
 	flag.Parse()
 	if *linger {
 		lingerThroughSignals(*termed)
@@ -85,7 +88,11 @@ func main() {
 		return
 	}
 	a := &agent{mode: *mode, ready: *ready, start: *start, updates: *updates, per: *per, state: *state, reopen: *reopen, cancelled: make(chan struct{})}
-	conn := acp.NewAgentSideConnection(a, os.Stdout, os.Stdin)
+	in := io.Reader(os.Stdin)
+	if *hold > 0 {
+		a.queue, in = newWireQueue(in, *hold)
+	}
+	conn := acp.NewAgentSideConnection(a, os.Stdout, in)
 	a.conn = conn
 	<-conn.Done()
 	for *linger { // input closed: only a kill ends it
@@ -110,11 +117,12 @@ func lingerThroughSignals(termed string) {
 type agent struct {
 	mode      string
 	ready     string
-	start     string // -go
-	updates   int    // -updates, for the burst mode
-	per       int    // -per, for the burst mode
-	state     string // -state, for the turns mode
-	reopen    string // -reopen, for the turns mode
+	start     string     // -go
+	updates   int        // -updates, for the burst mode
+	per       int        // -per, for the burst mode
+	state     string     // -state, for the turns mode
+	reopen    string     // -reopen, for the turns mode
+	queue     *wireQueue // -hold, for the turns mode (nil: prompts run as they come)
 	conn      *acp.AgentSideConnection
 	cancelled chan struct{}
 	sessions  atomic.Int64 // sessions opened so far

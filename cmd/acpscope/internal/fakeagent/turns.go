@@ -51,6 +51,12 @@ func (a *agent) promptTurn(ctx context.Context, req acp.PromptRequest) (acp.Prom
 			text += b.Text.Text
 		}
 	}
+	if a.queue != nil {
+		defer a.queue.take(text)()
+		// The SDK cancels a session's running prompt when the next one
+		// arrives; an agent that queues prompts works each to its end.
+		ctx = context.WithoutCancel(ctx)
+	}
 	n := len(storedTurns(a.state)) + 1
 	f, err := os.OpenFile(a.state, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {

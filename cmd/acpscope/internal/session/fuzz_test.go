@@ -80,6 +80,7 @@ func FuzzCapturedRequests(f *testing.F) {
 		`{"from":"client","msg":{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}}` + "\n"))
 	f.Add([]byte(`{"from":"client","msg":{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":7}}}` + "\n"))
 	f.Add([]byte(`{"from":"client","msg":{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"prompt":"x"}}}` + "\n"))
+	f.Add([]byte(queuedCapture))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := capture.Read(bytes.NewReader(data))
 		if err != nil {
@@ -96,6 +97,16 @@ func FuzzCapturedRequests(f *testing.F) {
 				if r.Text == "" {
 					t.Fatalf("a prompt without text: %+v", r)
 				}
+				if len(r.Queue) > MaxQueued {
+					t.Fatalf("%d prompts queued behind one, more than %d", len(r.Queue), MaxQueued)
+				}
+				for _, q := range r.Queue {
+					if q.Method != acp.AgentMethodSessionPrompt || q.Text == "" || len(q.Queue) > 0 {
+						t.Fatalf("a queued request that is no plain prompt: %+v", q)
+					}
+				}
+			} else if len(r.Queue) > 0 {
+				t.Fatalf("prompts queued behind a %s: %+v", r.Method, r)
 			}
 		}
 		if prompts == 0 {

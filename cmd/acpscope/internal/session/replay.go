@@ -21,14 +21,20 @@ import (
 // the capture recorded them: each session/new, session/load,
 // session/resume and session/prompt (with its recorded session id and
 // text), a prompt followed by a recorded session/cancel marked to cancel.
-// A capture that opens no session first gets a session/new, and one
-// without a prompt gets one prompt ("replay"), so a capture of agent
-// notifications alone replays as one turn.
+// A prompt the client sent before the agent had answered an earlier one
+// is queued behind it (Request.Queue), as it was sent. A capture that
+// opens no session first gets a session/new, and one without a prompt
+// gets one prompt ("replay"), so a capture of agent notifications alone
+// replays as one turn.
 func CapturedRequests(c *capture.Capture) []Request {
 	var out []Request
 	prompted := false
+	unanswered := map[string]bool{} // recorded prompt ids not yet answered
 	for _, e := range c.Entries {
 		if e.From != capture.FromClient {
+			if m, err := capture.ParseMessage(e.Msg); err == nil && m.IsResponse() {
+				delete(unanswered, capture.IDKey(m.ID))
+			}
 			continue
 		}
 		var m struct {
@@ -64,11 +70,23 @@ func CapturedRequests(c *capture.Capture) []Request {
 			if text == "" {
 				text = "replay"
 			}
-			out = append(out, Request{Method: m.Method, SessionID: m.Params.SessionID, Text: text})
+			req := Request{Method: m.Method, SessionID: m.Params.SessionID, Text: text}
+			if n := len(out); n > 0 && out[n-1].Method == acp.AgentMethodSessionPrompt && len(unanswered) > 0 && len(out[n-1].Queue) < MaxQueued {
+				out[n-1].Queue = append(out[n-1].Queue, req)
+			} else {
+				out = append(out, req)
+			}
+			if len(m.ID) > 0 && len(unanswered) < maxUnanswered {
+				unanswered[capture.IDKey(m.ID)] = true
+			}
 			prompted = true
 		case acp.AgentMethodSessionCancel:
 			if n := len(out); n > 0 && out[n-1].Method == acp.AgentMethodSessionPrompt && len(m.ID) == 0 {
-				out[n-1].Cancel = true
+				last := &out[n-1]
+				if q := len(last.Queue); q > 0 {
+					last = &last.Queue[q-1]
+				}
+				last.Cancel = true
 			}
 		}
 	}
@@ -80,6 +98,16 @@ func CapturedRequests(c *capture.Capture) []Request {
 	}
 	return out
 }
+
+// MaxQueued bounds the prompts queued behind one prompt (Request.Queue):
+// run --queue refuses more, and in a replay a capture with more prompts
+// open at once (hostile, or cut) has the next one sent after the span's
+// answers.
+const MaxQueued = 64
+
+// maxUnanswered bounds the recorded prompt ids CapturedRequests remembers
+// as open.
+const maxUnanswered = 1024
 
 // replayClock dates a replay's cards with the capture's own clock: the
 // replay's start plus the recorded offset of the session/update the

@@ -37,6 +37,13 @@ type Request struct {
 	// Cancel sends session/cancel once the prompt is under way (a replay
 	// of a capture whose client cancelled that turn).
 	Cancel bool
+	// Queue are prompts sent right after this one, in order, without
+	// waiting for its answer (an agent that queues prompts works them
+	// after it, as Claude's promptQueueing does). Each is a turn of its
+	// own, with its own answer; its --timeout runs from the answer of the
+	// turn before it. Together they are one turn span: see
+	// Config.TurnStarted.
+	Queue []Request
 }
 
 // MethodReopen asks for the method Config.ReopenWith names, or, when it
@@ -67,15 +74,20 @@ type Config struct {
 	Cwd     string
 	Policy  string
 	// Requests are the client's requests after initialize, in order; the
-	// driver sends each and waits for its answer before it asks for the
-	// next (so an interactive source reads the next prompt only then).
+	// driver sends each (a prompt with those queued behind it) and waits
+	// for its answers before it asks for the next (so an interactive
+	// source reads the next prompt only then).
 	Requests iter.Seq[Request]
 	// Term renders the session; sink, when set, receives every event too
 	// (persistence), with the connection's dialect.
 	Term *view.Terminal
 	Sink func(dialect string, ev adapter.Event)
-	// TurnStarted, when set, is called before each prompt is sent, and
-	// OnUpdate before each session/update is handed to the tracker.
+	// TurnStarted, when set, is called before each prompt is sent that
+	// opens a turn span, and OnUpdate before each session/update is
+	// handed to the tracker. Prompts queued behind a prompt
+	// (Request.Queue) share its span: ACP updates do not say which open
+	// prompt they answer, so what arrives while any of them is open
+	// belongs to the span.
 	TurnStarted func(sessionID string)
 	OnUpdate    func()
 	// TurnEnded, when set, is told how each turn ended (err nil: stop).
@@ -291,33 +303,53 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 			opened = true
 			continue
 		}
-		if req.SessionID == "" {
-			req.SessionID = res.SessionID
+		if cfg.TurnStarted != nil {
+			cfg.TurnStarted(sessionOr(req.SessionID, res.SessionID))
 		}
-		res.Turns++
-		stop, ans, err := promptTurn(ctx, conn, tracker, cfg, req, abort)
-		res.Dialect = tracker.Dialect()
-		if err == nil {
-			res.StopReason = ans.resp.StopReason
-		} else if errors.Is(err, ErrCancelled) {
-			res.StopReason = acp.StopReasonCancelled
+		// The prompt and those queued behind it are sent at once; their
+		// answers are then awaited in order.
+		span := append([]Request{req}, req.Queue...)
+		open := make([]openPrompt, 0, len(span))
+		for i, p := range span {
+			p.SessionID = sessionOr(p.SessionID, res.SessionID)
+			res.Turns++
+			open = append(open, sendPrompt(ctx, conn, tracker, p, res.Turns, i == len(span)-1))
 		}
-		if res.StopReason == acp.StopReasonCancelled {
-			cancelOpen = true
-			if !aborted {
-				// The agent answered: its cards are all delivered, and
-				// what it left open ends cancelled now, before the next
-				// turn, in the view and in the store alike (a replay of
-				// the capture shows what the live run showed).
-				cancelCards(cfg, tracker)
+		stop := false
+		for _, p := range open {
+			var ans promptAnswer
+			var err error
+			if stop {
+				ans, err = abandonPrompt(tracker, p)
+			} else {
+				stop, ans, err = awaitPrompt(ctx, conn, tracker, cfg, p, abort)
+			}
+			res.Dialect = tracker.Dialect()
+			if err == nil {
+				res.StopReason = ans.resp.StopReason
+			} else if errors.Is(err, ErrCancelled) {
+				res.StopReason = acp.StopReasonCancelled
+			}
+			if res.StopReason == acp.StopReasonCancelled {
+				cancelOpen = true
+			}
+			if p.last && !aborted {
+				// The agent answered the span's last prompt: its cards are
+				// all delivered, and when that turn was cancelled what it
+				// left open ends cancelled now, before the next turn, in
+				// the view and in the store alike (a replay of the capture
+				// shows what the live run showed).
+				if res.StopReason == acp.StopReasonCancelled {
+					cancelCards(cfg, tracker)
+				}
 				cancelOpen = false
 			}
-		}
-		if cfg.TurnEnded != nil {
-			cfg.TurnEnded(res.Turns, res.StopReason, err)
-		}
-		if severity(err) > severity(worst) || (err != nil && stop) {
-			worst = err
+			if cfg.TurnEnded != nil {
+				cfg.TurnEnded(p.n, res.StopReason, err)
+			}
+			if severity(err) > severity(worst) || (err != nil && stop) {
+				worst = err
+			}
 		}
 		if stop {
 			break
@@ -429,9 +461,52 @@ func reopenMethod(want string, caps acp.AgentCapabilities, sessionID string) (st
 		ErrCannotReopen, sessionID)
 }
 
-// promptTurn runs one prompt turn under its own --timeout. stop reports
-// that no further turn may run: ctx ended, or the agent was aborted.
-func promptTurn(ctx context.Context, conn *acp.ClientSideConnection, tracker *adapter.Tracker, cfg Config, req Request, abort func()) (stop bool, ans promptAnswer, err error) {
+// sessionOr is id, or the session opened last when id is "".
+func sessionOr(id, opened string) string {
+	if id == "" {
+		return opened
+	}
+	return id
+}
+
+// openPrompt is a session/prompt sent and not yet awaited: turn n of the
+// run, its answer to come on done.
+type openPrompt struct {
+	req  Request
+	n    int
+	last bool // the last prompt of its turn span
+	done chan promptAnswer
+}
+
+// sendPrompt sends req's prompt (and session/cancel after it when
+// req.Cancel) without waiting for the answer. The request is not bound to
+// ctx: a cancelled turn still waits (for the grace period) for its answer.
+func sendPrompt(ctx context.Context, conn *acp.ClientSideConnection, tracker *adapter.Tracker, req Request, n int, last bool) openPrompt {
+	p := openPrompt{req: req, n: n, last: last, done: make(chan promptAnswer, 1)}
+	tracker.PromptStarted(req.SessionID)
+	sid := acp.SessionId(req.SessionID)
+	rpcCtx := context.WithoutCancel(ctx)
+	// The next prompt (a queued one, or the cancel) goes out only once
+	// this one is on the wire, so the agent reads them in order.
+	wrote := make(chan struct{})
+	traced := acp.WithRequestTrace(rpcCtx, &acp.RequestTrace{WroteRequest: func(error) { close(wrote) }})
+	go func() {
+		resp, err := conn.Prompt(traced, acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock(req.Text)}})
+		p.done <- promptAnswer{resp, err}
+	}()
+	<-wrote
+	if req.Cancel {
+		_ = conn.Cancel(rpcCtx, acp.CancelNotification{SessionId: sid})
+	}
+	return p
+}
+
+// awaitPrompt waits for p's answer under its own --timeout, which runs
+// from now (for a queued prompt, from the answer of the one before it).
+// When the timeout passes or ctx ends, the turn is cancelled (see
+// cancelPrompt). stop reports that no further turn may run: ctx ended, or
+// the agent was aborted.
+func awaitPrompt(ctx context.Context, conn *acp.ClientSideConnection, tracker *adapter.Tracker, cfg Config, p openPrompt, abort func()) (stop bool, ans promptAnswer, err error) {
 	turnCtx := ctx
 	if cfg.TurnContext != nil {
 		var release func()
@@ -440,31 +515,17 @@ func promptTurn(ctx context.Context, conn *acp.ClientSideConnection, tracker *ad
 	}
 	turnStop, cancelTurn := context.WithTimeout(turnCtx, cfg.Timeout)
 	defer cancelTurn()
-	if cfg.TurnStarted != nil {
-		cfg.TurnStarted(req.SessionID)
-	}
-	tracker.PromptStarted(req.SessionID)
-	sid := acp.SessionId(req.SessionID)
-	done := make(chan promptAnswer, 1)
-	rpcCtx := context.WithoutCancel(ctx)
-	go func() {
-		resp, err := conn.Prompt(rpcCtx, acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock(req.Text)}})
-		done <- promptAnswer{resp, err}
-	}()
-	if req.Cancel {
-		_ = conn.Cancel(rpcCtx, acp.CancelNotification{SessionId: sid})
-	}
 	aborted := false
 	cancelled := ""
 	select {
-	case ans = <-done:
+	case ans = <-p.done:
 	case <-turnStop.Done():
-		ans, cancelled = cancelPrompt(conn, sid, cfg.Grace, done, func() { aborted = true; abort() })
+		ans, cancelled = cancelPrompt(conn, acp.SessionId(p.req.SessionID), cfg.Grace, p.done, func() { aborted = true; abort() })
 		cancelled = stopCause(turnCtx, cfg.Timeout) + "; " + cancelled
 	}
 	// The SDK's response barrier has delivered every update sent before the
 	// answer, so the turn's cards are complete here.
-	tracker.PromptEnded(req.SessionID)
+	tracker.PromptEnded(p.req.SessionID)
 	tracker.Flush() // cursor/task was answered before its events were delivered
 	stop = ctx.Err() != nil || aborted
 	if cancelled != "" {
@@ -477,6 +538,20 @@ func promptTurn(ctx context.Context, conn *acp.ClientSideConnection, tracker *ad
 		return stop, ans, fmt.Errorf("%w: session/prompt: %s", ErrTurn, describeRPC(ans.err))
 	}
 	return stop, ans, nil
+}
+
+// abandonPrompt ends a queued prompt whose turn span was stopped (ctx
+// ended, or the agent was aborted) before its turn came: its answer, if
+// the agent still gives one, is awaited for closeWait at most, and the
+// turn counts as cancelled.
+func abandonPrompt(tracker *adapter.Tracker, p openPrompt) (promptAnswer, error) {
+	var ans promptAnswer
+	select {
+	case ans = <-p.done:
+	case <-time.After(closeWait):
+	}
+	tracker.PromptEnded(p.req.SessionID)
+	return ans, fmt.Errorf("%w: the turn before it was stopped", ErrCancelled)
 }
 
 // NewClientStack builds acpscope's client side of one connection: the
