@@ -378,7 +378,9 @@ func stillHeld[K comparable, V any](order []K, m map[K]V) []K {
 // running and requires_action are live; idle ends the turn (end_turn →
 // complete, cancelled → cancelled, error → error, its error object's
 // message the failure reason; any other or no stop reason claims no
-// outcome); unknown is its own tool status (neither live nor final);
+// outcome: tool status unknown, as a child the agent no longer tracks,
+// since the child is no longer running); unknown is its own tool status
+// (neither live nor final);
 // unrecognised states are kept verbatim, never live, never terminal. The
 // child may be reused after idle: the view and the payload go back to
 // running (live again), a new answer starts, while the card's tool status,
@@ -416,6 +418,10 @@ func (d *sessionForm) applyState(tx *Tx, card *Card, view *ChildSession, task *S
 			card.SetStatus(ToolStatusCancelled)
 		case "error":
 			card.SetStatus(ToolStatusError)
+		default:
+			// The work ended and no outcome is claimed: not running any
+			// more, nor finished, nor failed.
+			card.SetStatus(ToolStatusUnknown)
 		}
 	case st.Unknown != nil:
 		view.State, view.Live = "unknown", false

@@ -86,6 +86,36 @@ func TestUnknownStateIsItsOwnStatus(t *testing.T) {
 	}
 }
 
+// An idle child whose stop reason is missing (Claude 0.101.0 at /clear
+// and at the end of its stream: the work ended, the cause was not seen)
+// or is none of end_turn, cancelled and error claims no outcome: it is
+// not live and not running, so its tool status is unknown, never
+// in_progress, and no cancel of the turn turns it cancelled. For every
+// dialect; the stop reason, when there is one, stays in the child view.
+func TestIdleWithoutAnOutcomeIsUnknown(t *testing.T) {
+	for _, dialect := range []string{adapter.DialectGeneric, adapter.DialectClaude, adapter.DialectCodex} {
+		for _, idle := range []string{`{"state":"idle"}`, `{"state":"idle","stopReason":"max_tokens"}`, `{"state":"idle","stopReason":"refusal"}`} {
+			t.Run(dialect+"/"+idle, func(t *testing.T) {
+				tr, c := sessionTracker(t, dialect)
+				subagentUpdate(t, tr, `"title":"Review","capabilities":{"cancel":{}},"state":{"state":"running"}`)
+				subagentUpdate(t, tr, `"state":`+idle)
+				e := lastCard(t, c)
+				if e.Status != adapter.ToolStatusUnknown || e.Child.Live || e.Payload.SubagentTask.Live {
+					t.Errorf("tool status %q live %v, want unknown and not live", e.Status, e.Child.Live)
+				}
+				if e.Child.State != "idle" || e.Payload.SubagentTask.Status != "idle" {
+					t.Errorf("child state %q payload status %q, want idle", e.Child.State, e.Payload.SubagentTask.Status)
+				}
+				// The answer that may still come settles it.
+				subagentUpdate(t, tr, `"state":{"state":"idle","stopReason":"end_turn"}`)
+				if e := lastCard(t, c); e.Status != adapter.ToolStatusComplete {
+					t.Errorf("end_turn after an idle without outcome: %s, want complete", e.Status)
+				}
+			})
+		}
+	}
+}
+
 // An idle child stopped by an error carries the error object's message as
 // the failure's reason (payload, child view) and ends error.
 func TestFailureCarriesItsReason(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +46,8 @@ func init() {
 		claudeTaskStop(),
 		claudeSendMessage(),
 		claudeClear(),
+		claudeClearWhileRunning(nil),
+		claudeClearWhileRunning(sessions),
 		claudeSendMessageNextTurn(),
 		claudeLoadNewProcess(),
 		claudeReload(bg, nil),
@@ -303,9 +306,9 @@ func lastUserText(req *modelserver.Request) string {
 	return ""
 }
 
-// The multi-turn scenarios of Claude 0.101.0. acpscope sends its turns one
-// after the other, so a prompt is never sent while another is open (the
-// agent's promptQueueing is not used).
+// The multi-turn scenarios of Claude 0.101.0. acpscope sends each --prompt
+// once the turn before it was answered, and a --queue while the turn
+// before it is open (the agent advertises promptQueueing).
 
 // clearPrompt resets Claude's conversation; nextPrompt is a second turn's
 // prompt that needs no tool.
@@ -316,13 +319,101 @@ const (
 
 // claudeClear: turn 1 launches a background child, turn 2 is /clear. The
 // agent holds turn 1's answer until its background child finished, so the
-// child has answered before /clear is sent (with promptQueueing /clear
-// could be sent while it ran; acpscope does not). The card stays the
-// child's: complete with its answer, still async.
+// child has answered before /clear is sent (claudeClearWhileRunning queues
+// /clear while it runs). The card stays the child's: complete with its
+// answer, still async.
 func claudeClear() Scenario {
 	sc := claudeScenario("sessions-clear", ptr(true), []string{"--subagents"}, "", childA)
 	sc.Turns = []string{clearPrompt}
 	return sc
+}
+
+// claudeClearWhileRunning: turn 1 launches a background child whose
+// model call is held until turn 3 asks the model; /clear is queued behind
+// turn 1 (--queue, the agent's promptQueueing), so it reaches the agent
+// while the child runs, and turn 3 waits 2 s after the child was answered
+// before it ends, for the child's late frames. 0.101.0 answers turn 1 at
+// once, reports the child idle without a stop reason at the reset
+// (subagent sessions), then forgets it: its answer never reaches the
+// wire. With --subagents the card is unknown (not running, no outcome
+// claimed), not live, with no result, in the view and the store; in the
+// legacy form nothing is sent at the reset, and the card stays the
+// background launch it was (complete, async, no result).
+func claudeClearWhileRunning(flags []string) Scenario {
+	name := "clear-running"
+	if len(flags) > 0 {
+		name = "sessions-clear-running"
+	}
+	sc := claudeScenario(name, ptr(true), flags, "", childA)
+	sc.Turns = []string{Queued(clearPrompt), nextPrompt}
+	inner := sc.Script
+	asked, answered := make(chan struct{}), make(chan struct{})
+	var askedOnce, answeredOnce sync.Once
+	sc.Script = func(req *modelserver.Request) modelserver.Reply {
+		switch {
+		case len(req.Tools) > 0 && strings.Contains(req.FirstUserText(), childA.Marker):
+			select {
+			case <-asked:
+			case <-time.After(turnTimeout):
+			}
+			defer answeredOnce.Do(func() { close(answered) })
+		case saidByUser(req, nextPrompt):
+			askedOnce.Do(func() { close(asked) })
+			select {
+			case <-answered:
+			case <-time.After(turnTimeout):
+			}
+			time.Sleep(2 * time.Second)
+			return modelserver.Reply{Text: Final}
+		}
+		return inner(req)
+	}
+	if len(flags) > 0 {
+		sc.Want[0].Status, sc.Want[0].Result = "unknown", ""
+	}
+	sc.Check = func(t *testing.T, r *Run) {
+		if !sentBeforeAnswer(t, r.Capture, clearPrompt, UserPrompt) {
+			t.Errorf("%s: /clear was not sent while turn 1 was open", r.Capture)
+		}
+		for _, c := range r.Cards {
+			if task := c.Normalized.Task; task != nil && (task.Live || task.ResultText != "") {
+				t.Errorf("card %s: live %v result %q after the reset forgot its child", c.ToolCallID, task.Live, task.ResultText)
+			}
+		}
+	}
+	return sc
+}
+
+// sentBeforeAnswer reports whether the capture at path has the client's
+// prompt text sent before the agent answered the prompt earlier.
+func sentBeforeAnswer(t *testing.T, path, text, earlier string) bool {
+	t.Helper()
+	c, err := capture.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := map[string]bool{} // ids of prompts holding earlier, unanswered
+	for _, e := range c.Entries {
+		m, err := capture.ParseMessage(e.Msg)
+		if err != nil {
+			continue
+		}
+		switch {
+		case e.From == capture.FromClient && m.Method == "session/prompt":
+			var p struct {
+				Prompt []struct{ Text string } `json:"prompt"`
+			}
+			_ = json.Unmarshal(m.Params, &p)
+			if len(p.Prompt) > 0 && p.Prompt[0].Text == earlier {
+				open[capture.IDKey(m.ID)] = true
+			} else if len(p.Prompt) > 0 && p.Prompt[0].Text == text {
+				return len(open) > 0
+			}
+		case e.From == capture.FromAgent && m.IsResponse():
+			delete(open, capture.IDKey(m.ID))
+		}
+	}
+	return false
 }
 
 // saidByUser reports whether a user message of the conversation holds s.
