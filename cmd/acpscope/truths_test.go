@@ -99,3 +99,44 @@ func anyStrings(v any) []string {
 	}
 	return out
 }
+
+// The live capture of Claude 0.101.0's /clear while a background child
+// runs (conformance/agents: sessions-clear-running) stores the child as
+// it was last reported, idle without a stop reason: tool status unknown,
+// never settled, not open, on both engines; sessions lists the session
+// as unknown, not open.
+func TestClearWhileRunningIsStoredUnknown(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { clearWhileRunningStored(t, filepath.Join(t.TempDir(), "scope.db")) })
+	t.Run("postgres", func(t *testing.T) { clearWhileRunningStored(t, postgresDSN(t)) })
+}
+
+func clearWhileRunningStored(t *testing.T, db string) {
+	capture := filepath.Join(agentCaptures, "claude-0.101.0", "sessions-clear-running.jsonl")
+	code, out, errOut := acpscope(t, "", "replay", "--json", "--subagents", "--db", db, capture)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var card struct {
+		SessionID  string `json:"session_id"`
+		ToolStatus string `json:"tool_status"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &card); err != nil || card.ToolStatus != "unknown" {
+		t.Fatalf("--json %s (%v), want one unknown card", out, err)
+	}
+	s, err := persistence.OpenReadOnly(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rows, err := s.ListBySession(context.Background(), card.SessionID)
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("rows %+v %v, want one", rows, err)
+	}
+	if r := rows[0]; r.ToolStatus == nil || *r.ToolStatus != "unknown" || r.SettledAt != nil {
+		t.Errorf("stored %v settled %v, want unknown, never settled", r.ToolStatus, r.SettledAt)
+	}
+	sum, ok, err := s.Session(context.Background(), card.SessionID)
+	if err != nil || !ok || sum.Open != 0 || sum.Unknown != 1 || sum.Status != persistence.SessionUnknown {
+		t.Errorf("session %+v %v, want status unknown with 1 unknown and 0 open cards", sum, err)
+	}
+}
