@@ -438,26 +438,11 @@ func queuedPrompt(t *testing.T, db string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var order []string // prompts sent ("p" + text) and answers ("a")
-	prompts := map[string]string{}
-	for _, e := range c.Entries {
-		m, err := capture.ParseMessage(e.Msg)
-		if err != nil {
-			continue
-		}
-		switch {
-		case e.From == capture.FromClient && m.Method == "session/prompt":
-			var p struct {
-				Prompt []struct{ Text string } `json:"prompt"`
-			}
-			_ = json.Unmarshal(m.Params, &p)
-			prompts[capture.IDKey(m.ID)] = p.Prompt[0].Text
-			order = append(order, "p "+p.Prompt[0].Text)
-		case e.From == capture.FromAgent && m.IsResponse() && prompts[capture.IDKey(m.ID)] != "":
-			order = append(order, "a "+prompts[capture.IDKey(m.ID)])
-		}
+	var order []string
+	for _, step := range c.PromptSteps() {
+		order = append(order, step.String())
 	}
-	want := []string{"p first task", "p second task", "a first task", "a second task", "p third task", "a third task"}
+	want := []string{"sent first task", "sent second task", "answered first task", "answered second task", "sent third task", "answered third task"}
 	if !slices.Equal(order, want) {
 		t.Fatalf("wire order %q, want %q", order, want)
 	}

@@ -392,28 +392,10 @@ func sentBeforeAnswer(t *testing.T, path, text, earlier string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := map[string]bool{} // ids of prompts holding earlier, unanswered
-	for _, e := range c.Entries {
-		m, err := capture.ParseMessage(e.Msg)
-		if err != nil {
-			continue
-		}
-		switch {
-		case e.From == capture.FromClient && m.Method == "session/prompt":
-			var p struct {
-				Prompt []struct{ Text string } `json:"prompt"`
-			}
-			_ = json.Unmarshal(m.Params, &p)
-			if len(p.Prompt) > 0 && p.Prompt[0].Text == earlier {
-				open[capture.IDKey(m.ID)] = true
-			} else if len(p.Prompt) > 0 && p.Prompt[0].Text == text {
-				return len(open) > 0
-			}
-		case e.From == capture.FromAgent && m.IsResponse():
-			delete(open, capture.IDKey(m.ID))
-		}
-	}
-	return false
+	steps := c.PromptSteps()
+	sent := slices.Index(steps, capture.PromptStep{Text: text})
+	answered := slices.Index(steps, capture.PromptStep{Answer: true, Text: earlier})
+	return sent >= 0 && answered > sent
 }
 
 // saidByUser reports whether a user message of the conversation holds s.

@@ -223,3 +223,27 @@ func TestWriterKeepsMessageBytes(t *testing.T) {
 		t.Fatal("unknown direction accepted")
 	}
 }
+
+// PromptSteps shows a queued prompt (sent before the answer of the one
+// before it) in wire order, pairs answers by id value, and skips answers
+// to other requests.
+func TestPromptStepsInWireOrder(t *testing.T) {
+	c, err := Read(strings.NewReader(`{"from":"client","msg":{"jsonrpc":"2.0","id":2,"method":"session/new","params":{}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","id":2,"result":{"sessionId":"s"}}}
+{"from":"client","msg":{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"one"},{"type":"text","text":"more"}]}}}
+{"from":"client","msg":{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"/clear"}]}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","id":3.0,"result":{"stopReason":"end_turn"}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","id":4,"error":{"code":-32603,"message":"no"}}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range c.PromptSteps() {
+		got = append(got, s.String())
+	}
+	want := []string{"sent one\nmore", "sent /clear", "answered one\nmore", "answered /clear"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("steps %q, want %q", got, want)
+	}
+}
