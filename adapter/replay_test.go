@@ -7,22 +7,29 @@ import (
 	"github.com/kdlbs/acp-go-sdk/adapter"
 )
 
-// TestReplayerPairsResponsesByIDValue pins that a response pairs with its
-// request by the id's value, not its spelling: a prompt answered with id
-// 2.0 still ends the turn (sweeping the completed set), and a response to
-// an id never asked changes nothing.
-func TestReplayerPairsResponsesByIDValue(t *testing.T) {
+// replayerFeed returns a Replayer's tracker and a func that feeds it one
+// message, failing the test on an error.
+func replayerFeed(t *testing.T) (*adapter.Tracker, func(from, msg string)) {
+	t.Helper()
 	tr, err := adapter.NewTracker(adapter.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := adapter.NewReplayer(tr)
-	feed := func(from, msg string) {
+	return tr, func(from, msg string) {
 		t.Helper()
 		if err := r.Feed(from, []byte(msg)); err != nil {
 			t.Fatalf("%s: %v", msg, err)
 		}
 	}
+}
+
+// TestReplayerPairsResponsesByIDValue pins that a response pairs with its
+// request by the id's value, not its spelling: a prompt answered with id
+// 2.0 still ends the turn (sweeping the completed set), and a response to
+// an id never asked changes nothing.
+func TestReplayerPairsResponsesByIDValue(t *testing.T) {
+	tr, feed := replayerFeed(t)
 	feed(adapter.FromClient, `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}`)
 	feed(adapter.FromAgent, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"a","title":"task","status":"completed"}}}`)
 	feed(adapter.FromAgent, `{"jsonrpc":"2.0","id":"2","result":{"stopReason":"end_turn"}}`)
@@ -63,17 +70,7 @@ func TestReplayerRejectsNonMessages(t *testing.T) {
 // since the agent may still be working on the queued prompt's tool calls;
 // the last answer ends the span.
 func TestQueuedPromptsEndTheTurnWithTheLast(t *testing.T) {
-	tr, err := adapter.NewTracker(adapter.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := adapter.NewReplayer(tr)
-	feed := func(from, msg string) {
-		t.Helper()
-		if err := r.Feed(from, []byte(msg)); err != nil {
-			t.Fatalf("%s: %v", msg, err)
-		}
-	}
+	tr, feed := replayerFeed(t)
 	feed(adapter.FromClient, `{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}`)
 	feed(adapter.FromClient, `{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}`)
 	feed(adapter.FromAgent, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"a","title":"task","status":"completed"}}}`)

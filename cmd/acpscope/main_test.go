@@ -175,12 +175,20 @@ func TestRunRecordsAndReplaysTheSameCards(t *testing.T) {
 	if !strings.Contains(out, "permission answer: allow") {
 		t.Fatalf("permission policy not applied: %s", out)
 	}
+	replaysToTheLiveCards(t, rec, out)
+}
+
+// replaysToTheLiveCards checks that `acpscope replay --json` of the
+// capture rec prints exactly live, the --json cards of the run that
+// recorded it.
+func replaysToTheLiveCards(t *testing.T, rec, live string) {
+	t.Helper()
 	code, replayed, errOut := acpscope(t, "", "replay", "--json", "--no-db", rec)
 	if code != exitOK {
 		t.Fatalf("replay exit %d: %s", code, errOut)
 	}
-	if replayed != out {
-		t.Fatalf("replay of the recording differs from the run:\n--- run\n%s\n--- replay\n%s", out, replayed)
+	if replayed != live {
+		t.Fatalf("replay of the recording differs from the run:\n--- run\n%s\n--- replay\n%s", live, replayed)
 	}
 }
 

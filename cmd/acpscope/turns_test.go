@@ -371,10 +371,7 @@ func reloadBetweenTurns(t *testing.T, db string) {
 		t1.TurnID == nil || t2.TurnID == nil || *t1.TurnID == *t2.TurnID {
 		t.Fatalf("rows: T1 %+v\nT2 %+v", t1, t2)
 	}
-	code, replayed, errOut := acpscope(t, "", "replay", "--json", "--no-db", rec)
-	if code != exitOK || replayed != out {
-		t.Fatalf("replay: exit %d: %s\nlive:\n%s\nreplay:\n%s", code, errOut, out, replayed)
-	}
+	replaysToTheLiveCards(t, rec, out)
 }
 
 // --resume-with picks how --resume and --reload reopen a session, and a
@@ -456,10 +453,7 @@ func queuedPrompt(t *testing.T, db string) {
 			t.Errorf("%s: %+v, want complete", id, r)
 		}
 	}
-	code, replayed, errOut := acpscope(t, "", "replay", "--json", "--no-db", rec)
-	if code != exitOK || replayed != out {
-		t.Fatalf("replay: exit %d: %s\nlive:\n%s\nreplay:\n%s", code, errOut, out, replayed)
-	}
+	replaysToTheLiveCards(t, rec, out)
 }
 
 // The same agent never answers a client that waits for each answer
