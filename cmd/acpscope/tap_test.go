@@ -687,3 +687,46 @@ func TestTapForwardsTheAgentsLastOutput(t *testing.T) {
 		}
 	}
 }
+
+// turnPartition renders which stored cards of session share a turn id:
+// the cards of each turn (in tool call order), the turns in the order of
+// their first cards.
+func turnPartition(t *testing.T, dsn, session string) string {
+	t.Helper()
+	var order []string
+	calls := map[string][]string{}
+	for call, r := range storedRows(t, dsn, session) {
+		turn := deref(r.TurnID)
+		if _, ok := calls[turn]; !ok {
+			order = append(order, turn)
+		}
+		calls[turn] = append(calls[turn], call)
+	}
+	var parts []string
+	for _, turn := range order {
+		slices.Sort(calls[turn])
+		parts = append(parts, strings.Join(calls[turn], "+"))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, " | ")
+}
+
+// The tap marks turns as run does: a prompt the editor sends while none
+// of the session is open starts a turn span, and a prompt queued behind
+// an open one joins its span, so the tap stores each card under the turn
+// run stores it under (before, the tap stored every card of a session
+// under one turn).
+func TestTapMarksTurnsAsRunDoes(t *testing.T) {
+	dir := t.TempDir()
+	runDB, tapDB := filepath.Join(dir, "run.db"), filepath.Join(dir, "tap.db")
+	args := []string{"run", "--json", "--db", runDB, "--cwd", dir, "--prompt", "first task", "--queue", "second task", "--prompt", "third task", "--",
+		acpscopeBin, "tap", "--db", tapDB, "--log", filepath.Join(dir, "tap.log"), "--",
+		fakeAgent, "-mode", "turns", "-hold", "2", "-state", filepath.Join(dir, "state")}
+	if code, _, errOut := acpscope(t, "", args...); code != exitOK {
+		t.Fatalf("run through the tap: exit %d: %s", code, errOut)
+	}
+	want, got := turnPartition(t, runDB, "fake-session"), turnPartition(t, tapDB, "fake-session")
+	if want != "toolu_T1+toolu_T2 | toolu_T3" || got != want {
+		t.Fatalf("turns stored by run %q, by the tap %q; want both %q", want, got, "toolu_T1+toolu_T2 | toolu_T3")
+	}
+}

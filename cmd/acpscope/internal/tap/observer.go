@@ -26,6 +26,11 @@ type ObserverConfig struct {
 	Sink func(dialect string, ev adapter.Event)
 	// Record, when set, receives every message in wire order (--record).
 	Record *capture.Writer
+	// TurnStarted, when set, is called with the session's id when the
+	// editor sends a prompt while none of that session is open: a turn
+	// span begins, as run's session.Config.TurnStarted (a prompt queued
+	// behind an open one joins its span).
+	TurnStarted func(sessionID string)
 }
 
 // maxTracked bounds the prompts and permission requests an Observer waits
@@ -131,11 +136,25 @@ func (o *Observer) before(from capture.Direction, m *capture.Message) {
 			SessionID string `json:"sessionId"`
 		}
 		if json.Unmarshal(m.Params, &p) == nil {
+			if o.cfg.TurnStarted != nil && !o.promptOpen(p.SessionID) {
+				o.cfg.TurnStarted(p.SessionID)
+			}
 			o.prompts.put(capture.IDKey(m.ID), p.SessionID)
 		}
 	case from == capture.FromAgent && m.Method == "session/request_permission":
 		o.permissions.put(capture.IDKey(m.ID), askedPermission(m.Params))
 	}
+}
+
+// promptOpen reports whether a prompt of the session is still unanswered
+// (a scan of at most maxTracked prompts, once per prompt).
+func (o *Observer) promptOpen(session string) bool {
+	for _, e := range o.prompts.m {
+		if e.v == session {
+			return true
+		}
+	}
+	return false
 }
 
 // after handles the answers: a prompt that ended cancelled ends the cards
