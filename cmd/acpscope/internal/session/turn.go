@@ -308,21 +308,38 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 		}
 		// The prompt and those queued behind it are sent at once; their
 		// answers are then awaited in order.
+		// A queued prompt goes out once the one before it is on the wire;
+		// when that write does not end within --timeout (an agent that
+		// stopped reading) or ctx ends, the rest of the span is not sent.
 		span := append([]Request{req}, req.Queue...)
 		open := make([]openPrompt, 0, len(span))
 		for i, p := range span {
 			p.SessionID = sessionOr(p.SessionID, res.SessionID)
 			res.Turns++
-			open = append(open, sendPrompt(ctx, conn, tracker, p, res.Turns, i == len(span)-1))
+			last := i == len(span)-1
+			if i > 0 && !open[i-1].onTheWire(ctx, cfg.Timeout) {
+				open = append(open, openPrompt{req: p, n: res.Turns, last: last})
+				continue
+			}
+			open = append(open, sendPrompt(ctx, conn, tracker, cfg, p, res.Turns, last))
 		}
 		stop := false
-		for _, p := range open {
+		for i, p := range open {
 			var ans promptAnswer
 			var err error
-			if stop {
+			// The span's first turn runs from its send, each queued one
+			// from the answer before it.
+			from := time.Now()
+			if i == 0 {
+				from = p.sent
+			}
+			switch {
+			case p.done == nil:
+				err = fmt.Errorf("%w: not sent: the prompt before it was not written to the agent", ErrCancelled)
+			case stop:
 				ans, err = abandonPrompt(tracker, p)
-			} else {
-				stop, ans, err = awaitPrompt(ctx, conn, tracker, cfg, p, abort)
+			default:
+				stop, ans, err = awaitPrompt(ctx, conn, tracker, cfg, p, from, abort)
 			}
 			res.Dialect = tracker.Dialect()
 			if err == nil {
@@ -469,51 +486,72 @@ func sessionOr(id, opened string) string {
 	return id
 }
 
-// openPrompt is a session/prompt sent and not yet awaited: turn n of the
-// run, its answer to come on done.
+// openPrompt is a session/prompt of the run: turn n, its answer to come
+// on done (nil: the prompt was not sent), wrote closed once it is on the
+// wire (or its write failed).
 type openPrompt struct {
-	req  Request
-	n    int
-	last bool // the last prompt of its turn span
-	done chan promptAnswer
+	req   Request
+	n     int
+	last  bool // the last prompt of its turn span
+	done  chan promptAnswer
+	wrote chan struct{}
+	sent  time.Time
 }
 
-// sendPrompt sends req's prompt (and session/cancel after it when
-// req.Cancel) without waiting for the answer. The request is not bound to
-// ctx: a cancelled turn still waits (for the grace period) for its answer.
-func sendPrompt(ctx context.Context, conn *acp.ClientSideConnection, tracker *adapter.Tracker, req Request, n int, last bool) openPrompt {
-	p := openPrompt{req: req, n: n, last: last, done: make(chan promptAnswer, 1)}
+// onTheWire waits until p's line is written, at most d and while ctx
+// lasts, and reports whether it was. A prompt not sent never is.
+func (p openPrompt) onTheWire(ctx context.Context, d time.Duration) bool {
+	if p.wrote == nil {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.wrote:
+		return true
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return false
+}
+
+// sendPrompt sends req's prompt without waiting for the answer (and,
+// when req.Cancel, session/cancel once the prompt is on the wire). The
+// request is not bound to ctx: a cancelled turn still waits (for the
+// grace period) for its answer.
+func sendPrompt(ctx context.Context, conn *acp.ClientSideConnection, tracker *adapter.Tracker, cfg Config, req Request, n int, last bool) openPrompt {
+	p := openPrompt{req: req, n: n, last: last, done: make(chan promptAnswer, 1), wrote: make(chan struct{}), sent: time.Now()}
 	tracker.PromptStarted(req.SessionID)
 	sid := acp.SessionId(req.SessionID)
 	rpcCtx := context.WithoutCancel(ctx)
-	// The next prompt (a queued one, or the cancel) goes out only once
-	// this one is on the wire, so the agent reads them in order.
-	wrote := make(chan struct{})
-	traced := acp.WithRequestTrace(rpcCtx, &acp.RequestTrace{WroteRequest: func(error) { close(wrote) }})
+	// What follows this prompt (a queued one, or the cancel) goes out
+	// only once it is on the wire, so the agent reads them in order.
+	traced := acp.WithRequestTrace(rpcCtx, &acp.RequestTrace{WroteRequest: func(error) { close(p.wrote) }})
 	go func() {
 		resp, err := conn.Prompt(traced, acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock(req.Text)}})
 		p.done <- promptAnswer{resp, err}
 	}()
-	<-wrote
-	if req.Cancel {
-		_ = conn.Cancel(rpcCtx, acp.CancelNotification{SessionId: sid})
+	if req.Cancel && p.onTheWire(ctx, cfg.Timeout) {
+		cctx, cancel := context.WithTimeout(rpcCtx, cfg.Timeout)
+		_ = conn.Cancel(cctx, acp.CancelNotification{SessionId: sid})
+		cancel()
 	}
 	return p
 }
 
 // awaitPrompt waits for p's answer under its own --timeout, which runs
-// from now (for a queued prompt, from the answer of the one before it).
-// When the timeout passes or ctx ends, the turn is cancelled (see
-// cancelPrompt). stop reports that no further turn may run: ctx ended, or
-// the agent was aborted.
-func awaitPrompt(ctx context.Context, conn *acp.ClientSideConnection, tracker *adapter.Tracker, cfg Config, p openPrompt, abort func()) (stop bool, ans promptAnswer, err error) {
+// from from (the prompt's send; for a queued prompt, the answer of the
+// one before it). When the timeout passes or ctx ends, the turn is
+// cancelled (see cancelPrompt). stop reports that no further turn may
+// run: ctx ended, or the agent was aborted.
+func awaitPrompt(ctx context.Context, conn *acp.ClientSideConnection, tracker *adapter.Tracker, cfg Config, p openPrompt, from time.Time, abort func()) (stop bool, ans promptAnswer, err error) {
 	turnCtx := ctx
 	if cfg.TurnContext != nil {
 		var release func()
 		turnCtx, release = cfg.TurnContext(ctx)
 		defer release()
 	}
-	turnStop, cancelTurn := context.WithTimeout(turnCtx, cfg.Timeout)
+	turnStop, cancelTurn := context.WithDeadline(turnCtx, from.Add(cfg.Timeout))
 	defer cancelTurn()
 	aborted := false
 	cancelled := ""
