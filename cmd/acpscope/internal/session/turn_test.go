@@ -61,7 +61,9 @@ func TestQueuedPromptToADeafAgentEnds(t *testing.T) {
 		Term: view.NewTerminal(io.Discard, false), Timeout: 500 * time.Millisecond, Grace: 0, Abort: abort,
 		Requests: slices.Values([]Request{{Method: acp.AgentMethodSessionNew}, {Method: acp.AgentMethodSessionPrompt, Text: "one",
 			Queue: []Request{{Method: acp.AgentMethodSessionPrompt, Text: "two"}, {Method: acp.AgentMethodSessionPrompt, Text: "three"}}}}),
-		TurnEnded: func(n int, _ acp.StopReason, err error) { ended = append(ended, fmt.Sprintf("%d %v", n, errors.Is(err, ErrCancelled))) },
+		TurnEnded: func(n int, _ acp.StopReason, err error) {
+			ended = append(ended, fmt.Sprintf("%d %v", n, errors.Is(err, ErrCancelled)))
+		},
 	}
 	done := make(chan error, 1)
 	go func() {
