@@ -247,3 +247,33 @@ func TestPromptStepsInWireOrder(t *testing.T) {
 		t.Fatalf("steps %q, want %q", got, want)
 	}
 }
+
+// FuzzPromptSteps reads any bytes as a capture and lists its prompt
+// exchange: it must not panic, and every answer follows the prompt it
+// answers, at most once.
+func FuzzPromptSteps(f *testing.F) {
+	f.Add([]byte(`{"from":"client","msg":{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"prompt":[{"type":"text","text":"a"}]}}}
+{"from":"client","msg":{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"prompt":[{"type":"text","text":"b"}]}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","id":3,"result":{}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","id":3,"result":{}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","id":4.0,"error":{"code":1,"message":"x"}}}
+`))
+	f.Add([]byte(`{"from":"client","msg":{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"prompt":"x"}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Read(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		pending := map[string]int{}
+		for _, s := range c.PromptSteps() {
+			if !s.Answer {
+				pending[s.Text]++
+				continue
+			}
+			if pending[s.Text] == 0 {
+				t.Fatalf("answer to %q before any prompt with that text", s.Text)
+			}
+			pending[s.Text]--
+		}
+	})
+}
