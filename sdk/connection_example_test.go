@@ -68,3 +68,35 @@ func ExampleConnection_Close() {
 	// connection closed
 	// <nil>
 }
+
+// A queued request: the second request is sent once the first is on the
+// wire, without waiting for the first's answer, so the peer reads them in
+// that order (a peer that queues them answers in that order too).
+func ExampleWithRequestTrace() {
+	serverReads, clientWrites := io.Pipe()
+	clientReads, serverWrites := io.Pipe()
+	var order []string
+	server := acp.NewConnection(func(ctx context.Context, method string, params json.RawMessage) (any, *acp.RequestError) {
+		var text string
+		_ = json.Unmarshal(params, &text)
+		return "done: " + text, nil
+	}, serverWrites, serverReads)
+	client := acp.NewConnection(nil, clientWrites, clientReads)
+
+	wrote := make(chan struct{})
+	first := make(chan string, 1)
+	ctx := acp.WithRequestTrace(context.Background(), &acp.RequestTrace{WroteRequest: func(err error) { close(wrote) }})
+	go func() {
+		answer, _ := acp.SendRequest[string](client, ctx, "prompt", "first")
+		first <- answer
+	}()
+	<-wrote // the first request is on the wire; its answer may still be on its way
+	second, _ := acp.SendRequest[string](client, context.Background(), "prompt", "second")
+	order = append(order, <-first, second)
+	fmt.Println(order)
+
+	_ = client.Close()
+	_ = server.Wait(context.Background())
+	// Output:
+	// [done: first done: second]
+}
