@@ -17,8 +17,11 @@
 // Exit codes: 0 success; 1 the agent or a turn failed; 2 usage or input
 // error (bad flags, unreadable or malformed capture, unreachable database,
 // a --resume the agent cannot serve); 3 a turn was cancelled by --timeout,
-// SIGINT or SIGTERM; 129 SIGHUP, 131 SIGQUIT and 141 a closed standard
-// output, each after the running turn was cancelled the same way.
+// SIGINT or SIGTERM; 4 subagent cards not stored; 129 SIGHUP, 131 SIGQUIT
+// and 141 a closed standard output, each after the running turn was
+// cancelled the same way. `acpscope tap` exits as its agent did: its exit
+// code, or 128+N when signal N killed it, and 128+N after the editor's
+// stop signal N (see tapEnding); its own failures keep the codes above.
 package main
 
 import (
@@ -66,10 +69,10 @@ func main() {
 	in := &interrupter{}
 	outputClosed := func() { end(&session.Ending{What: "standard output closed", Code: exitOutputClosed}) }
 	stdout := &watchedOutput{w: os.Stdout, closed: outputClosed}
-	watchOutputGone(os.Stdout, outputClosed)
 	stopSignals := func() {}
 	if len(os.Args) < 2 || !ownsSignals[os.Args[1]] {
 		stopSignals = watchSignals(end, in)
+		watchOutputGone(os.Stdout, outputClosed)
 	}
 	code := runEnv(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: stdout, stderr: os.Stderr, interrupts: in})
 	stopSignals()
@@ -77,11 +80,14 @@ func main() {
 	os.Exit(code)
 }
 
-// ownsSignals are the commands that handle the ending signals themselves,
-// so main does not watch them: the tap forwards them to its agent and ends
-// in its own order (cmdTap), which watchSignals' reset to the default
-// action after the first signal would cut short at the second (acpscope
-// run's process guard sends SIGTERM to the tap's group and to the tap).
+// ownsSignals are the commands that handle the ending signals and the end
+// of their standard output themselves, so main watches neither: the tap
+// forwards the signals to its agent and ends in its own order (cmdTap),
+// which watchSignals' reset to the default action after the first signal
+// would cut short at the second (acpscope run's process guard sends
+// SIGTERM to the tap's group and to the tap); and a standard output whose
+// reader went away is the tap's to pass on to its agent, which then ends
+// the tap as it chooses.
 var ownsSignals = map[string]bool{"tap": true}
 
 // env is what a subcommand may touch: its arguments and the process's
@@ -138,11 +144,17 @@ func runEnv(ctx context.Context, args []string, e env) int {
 	return exitCode(ctx, err, stderr)
 }
 
-// exitCode reports err and maps it to an exit code. A run ended by a
-// signal or a closed standard output (ctx's cause is a session.Ending) exits
+// exitCode reports err and maps it to an exit code. The tap's ending (an
+// *exitStatus: its agent's status, or the editor's stop signal) has its own
+// code. A run ended by a signal or a closed standard output (ctx's cause is a session.Ending) exits
 // with that ending's code when it was cancelled or had nothing else to
 // report.
 func exitCode(ctx context.Context, err error, stderr io.Writer) int {
+	var st *exitStatus
+	if errors.As(err, &st) { // the tap's ending: its agent's, or a signal's
+		fmt.Fprintf(stderr, "acpscope: %v\n", err)
+		return st.code
+	}
 	var s *session.Ending
 	if errors.As(context.Cause(ctx), &s) && (err == nil || errors.Is(err, session.ErrCancelled)) {
 		if err != nil {
@@ -188,7 +200,7 @@ Run 'acpscope <command> -h' for the flags of a command.
 Exit codes: 0 ok, 1 agent or turn failure, 2 usage or input error,
 3 turn cancelled (--timeout, SIGINT or SIGTERM), 4 subagent cards not stored,
 129 SIGHUP, 131 SIGQUIT, 141 standard output closed (the running turn
-cancelled first).
+cancelled first). tap exits as its agent did (its code, or 128+signal).
 `)
 }
 

@@ -15,7 +15,10 @@ import (
 // Agent is the agent process the tap passes to, started by the caller
 // under the process guard.
 type Agent struct {
-	// Stdin and Stdout are the agent's standard input and output.
+	// Stdin and Stdout are the agent's standard input and output. When
+	// Stdout is also an io.Closer it is closed once the editor stops
+	// reading, so that the agent's writes fail (EPIPE, SIGPIPE) as they
+	// would without the tap.
 	Stdin  io.WriteCloser
 	Stdout io.Reader
 	// Exited is closed once the agent process has exited.
@@ -54,6 +57,12 @@ type Config struct {
 	// kills the tap while the agent is slow to exit loses neither. When
 	// the agent ended its output first, its process has exited by then.
 	Observed func(Stats, error)
+	// Ended, when set, is called once the connection is over (the editor
+	// closed, the agent ended its output or exited, or a stop signal's
+	// wait ran out), with the stop signal that ended it (0: none did),
+	// before Run waits for the observer to finish what is queued: the
+	// caller bounds there what the observer may still be waiting for.
+	Ended func(stop syscall.Signal)
 	// DrainWait bounds how long the tap waits, once the agent is gone,
 	// for the editor to take the rest of the agent's output (default 5s).
 	DrainWait time.Duration
@@ -86,20 +95,29 @@ type Stats struct {
 	// EditorClosed reports that the editor ended its side first;
 	// AgentExited that the agent ended its output first.
 	EditorClosed, AgentExited bool
+	// OutputClosed reports that the editor stopped reading (a write to it
+	// failed): the agent's output was closed under it, so that its own
+	// writes failed as they would without the tap.
+	OutputClosed bool
 	// Signal is the stop signal that ended the tap (0: none did); what
 	// passed after the observation ended is forwarded but not counted.
 	Signal syscall.Signal
+	// GraceStopped reports that the agent was still running Grace after
+	// its input ended, and the tap stopped it.
+	GraceStopped bool
 }
 
-// String is the one-line report the tap logs at the end.
+// String is the one-line report the tap logs at the end. The bytes
+// passed are the bytes written to the other side: after the editor
+// stopped reading, what the agent still wrote is not among them.
 func (s Stats) String() string {
-	return fmt.Sprintf("passed %d bytes from the editor and %d from the agent (%d lines); not observed: %d dropped (observer busy), %d too long, %d not JSON-RPC, %d left when the observer was given up",
+	line := fmt.Sprintf("passed %d bytes from the editor and %d from the agent (%d lines); not observed: %d dropped (observer busy), %d too long, %d not JSON-RPC, %d left when the observer was given up",
 		s.FromEditor, s.FromAgent, s.Lines, s.Dropped, s.TooLong, s.Unparsed, s.Unobserved)
+	if s.OutputClosed {
+		line += "; the editor stopped reading the agent's output"
+	}
+	return line
 }
-
-// ErrOutputClosed reports that the editor stopped reading the agent's
-// output.
-var ErrOutputClosed = errors.New("tap: writing to the editor failed")
 
 // errDrain reports output the agent left that never reached its end.
 var errDrain = errors.New("tap: the agent exited, and the editor did not take the rest of its output")
@@ -110,6 +128,9 @@ var errDrain = errors.New("tap: the agent exited, and the editor did not take th
 //
 // When the editor closes, the agent's input is closed and it has Grace to
 // exit before it is stopped; the agent's output is forwarded to its end.
+// When the editor stops reading (a write to it fails), the agent's output
+// is closed (see Agent.Stdout) and Run waits for the agent to end as it
+// would without the tap, or for the editor's side to close.
 // When the agent ends its output (exits), whatever it left running is
 // stopped and Run does not wait for the editor's side: interrupt, when
 // set, is called to end its pending read, and reports whether it will end
@@ -178,15 +199,27 @@ wait:
 				grace = time.After(cfg.Grace)
 			}
 		case err := <-downDone:
-			st.AgentExited = !st.EditorClosed
+			downDone = nil
 			var werr *WriteError
-			switch {
-			case err == nil, isClosedPipe(err) && !errors.As(err, &werr):
-				outputEnded = st.Signal == 0
-			case errors.As(err, &werr):
-				if runErr == nil {
-					runErr = fmt.Errorf("%w: %v", ErrOutputClosed, werr.Err)
+			if errors.As(err, &werr) {
+				// The editor stopped reading: so does the tap, and the
+				// agent's writes fail from now on, as without the tap.
+				// It ends as it chooses (SIGPIPE kills most), and its
+				// end, the editor's side or a signal end the tap.
+				st.OutputClosed = true
+				if c, ok := agent.Stdout.(io.Closer); ok {
+					_ = c.Close()
 				}
+				if exited != nil {
+					continue
+				}
+				st.AgentExited = !st.EditorClosed
+				break wait
+			}
+			st.AgentExited = !st.EditorClosed
+			switch {
+			case err == nil, isClosedPipe(err):
+				outputEnded = st.Signal == 0
 			default:
 				if runErr == nil {
 					runErr = fmt.Errorf("reading from the agent: %w", err)
@@ -212,6 +245,10 @@ wait:
 			// ends once the editor has taken what is in the pipe.
 			exited = nil
 			go agent.Stop()
+			if st.OutputClosed {
+				st.AgentExited = !st.EditorClosed
+				break wait // no output left to wait for
+			}
 			drain = time.After(cfg.DrainWait)
 		case <-drain:
 			// The agent is gone and its output has not ended: the editor
@@ -227,11 +264,19 @@ wait:
 		case <-grace:
 			grace = nil
 			// The agent had its grace: end it, and with it its output.
+			select {
+			case <-agent.Exited: // it has just exited by itself
+			default:
+				st.GraceStopped = true
+			}
 			go agent.Stop()
 		case <-ctx.Done():
 			go agent.Stop()
 			ctx = context.Background() // once
 		}
+	}
+	if cfg.Ended != nil {
+		cfg.Ended(st.Signal)
 	}
 	// Whatever the agent left running goes too; the observation is
 	// finished meanwhile, without waiting for that.

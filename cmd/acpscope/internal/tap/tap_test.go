@@ -267,25 +267,66 @@ func TestSignalsAreForwarded(t *testing.T) {
 	}
 }
 
-type failingWriter struct{}
+// partWriter takes its first n bytes, then fails as a pipe whose reader
+// is gone.
+type partWriter struct{ n int }
 
-func (failingWriter) Write([]byte) (int, error) { return 0, syscall.EPIPE }
+func (w *partWriter) Write(p []byte) (int, error) {
+	if len(p) <= w.n {
+		w.n -= len(p)
+		return len(p), nil
+	}
+	n := w.n
+	w.n = 0
+	return n, syscall.EPIPE
+}
 
-// An editor that stops reading ends the tap with ErrOutputClosed, and the
-// agent is stopped.
-func TestEditorGoneEndsTheTap(t *testing.T) {
+// An editor that stops reading: the agent's output is closed under it, so
+// that its writes fail as they would without the tap; the bytes the
+// editor did not take are not counted as passed; and the tap leaves the
+// agent to end by itself (it is not stopped while it runs), then ends
+// with no error of its own. (Before, Run failed with ErrOutputClosed and
+// stopped the agent, whose output stayed open.)
+func TestEditorGoneClosesTheAgentsOutput(t *testing.T) {
 	editorR, editorW := io.Pipe()
 	defer editorW.Close()
-	a, agent := newFakeAgent([]byte("{}\n"), nil)
-	_, err := Run(context.Background(), Config{EditorIn: editorR, EditorOut: failingWriter{}},
+	agentOutR, agentOutW := io.Pipe()
+	exited := make(chan struct{})
+	writeErr := make(chan error, 1)
+	go func() { // the agent writes until a write fails, and then exits
+		defer close(exited)
+		for {
+			if _, err := io.WriteString(agentOutW, `{"jsonrpc":"2.0","method":"session/update","params":{}}`+"\n"); err != nil {
+				writeErr <- err
+				return
+			}
+		}
+	}()
+	agent := Agent{
+		Stdin: nopWriteCloser{io.Discard}, Stdout: agentOutR, Exited: exited, Signal: func(syscall.Signal) {},
+		Stop: func() {
+			select {
+			case <-exited:
+			default:
+				t.Error("the tap stopped the agent instead of letting its failed write end it")
+			}
+		},
+	}
+	st, err := Run(context.Background(), Config{EditorIn: editorR, EditorOut: &partWriter{n: 10}, Observer: newTestObserver(t, io.Discard)},
 		agent, func() bool { return editorR.CloseWithError(io.ErrClosedPipe) == nil })
-	if !errors.Is(err, ErrOutputClosed) {
-		t.Fatalf("Run: %v, want ErrOutputClosed", err)
+	if err != nil {
+		t.Fatalf("Run: %v, want no error of the tap's own", err)
 	}
 	select {
-	case <-a.exited:
+	case err := <-writeErr:
+		if !errors.Is(err, io.ErrClosedPipe) {
+			t.Errorf("the agent's write failed with %v, want its output closed", err)
+		}
 	default:
-		t.Fatal("the agent was not stopped")
+		t.Fatal("the agent's writes did not fail")
+	}
+	if !st.OutputClosed || st.FromAgent != 10 {
+		t.Errorf("stats %+v: want the output closed and the 10 bytes the editor took counted", st)
 	}
 }
 
