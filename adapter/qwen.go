@@ -1,6 +1,10 @@
 package adapter
 
-import acp "github.com/coder/acp-go-sdk"
+import (
+	"regexp"
+
+	acp "github.com/coder/acp-go-sdk"
+)
 
 // Qwen Code (qwen --acp): a subagent is the agent tool. Its launching
 // tool_call carries _meta {toolName: "agent", subagentSessionReady: false};
@@ -19,8 +23,16 @@ import acp "github.com/coder/acp-go-sdk"
 // executionSummary {totalDurationMs, totalTokens, totalToolCalls, …},
 // terminateReason}; its content repeats the result. A child cut short by
 // session/cancel ends failed, status "failed", terminateReason "Failed to
-// run subagent: Request was aborted.". No agent id and no child session id
-// are on the wire.
+// run subagent: Request was aborted.". A foreground child has no agent id
+// and no child session id on the wire.
+//
+// A background child (run_in_background, Qwen's default for a top-level
+// launch) sends nothing of its own: the launch completes at once, its
+// record's executionMode "background" and status "background", its content
+// a receipt naming "task_id: <id>". When it finishes, the parent's session
+// gets an agent_message_chunk ("Background agent … completed.") whose
+// _meta.backgroundTask {taskId, status, kind: "agent", toolUseId: <launch>}
+// says so; the answer itself goes to the parent's model, not the wire.
 
 // Qwen counters.
 const (
@@ -31,6 +43,9 @@ const (
 
 // qwenAgentTool is _meta.toolName of the launching call.
 const qwenAgentTool = "agent"
+
+// qwenReceipt matches the task id line of a background launch's receipt.
+var qwenReceipt = regexp.MustCompile(`(?m)^task_id: ([^\s()]+)`)
 
 // qwenDialect is the Qwen Code dialect.
 type qwenDialect struct{ Base }
@@ -97,22 +112,62 @@ func (qwenDialect) Apply(_ *Tx, c *Card, f *ToolFrame) {
 			SetCount(&task.ToolUseCount, n, ok)
 		}
 	}
-	if completed && !task.IsAsync {
-		// The content repeats the child's final message. A background
-		// launch's content is its receipt, never the answer.
-		FillString(&task.ResultText, ContentText(f.Content))
+	switch text := ContentText(f.Content); {
+	case !completed:
+	case task.IsAsync:
+		// A background launch's content is its receipt, never the
+		// answer.
+		if m := qwenReceipt.FindStringSubmatch(text); m != nil {
+			OverwriteString(&task.AgentID, m[1])
+		}
+	default:
+		// The content repeats the child's final message.
+		FillString(&task.ResultText, text)
 	}
 }
 
 // HandleUpdate consumes a child's message and thought chunks (and its
 // usage chunks) sent on the parent's session: they are the child's, whose
 // final message the launch's completion carries as the result.
+// A parent's notice that a background child finished
+// (_meta.backgroundTask) gives its card the task id and the final status;
+// the notice itself stays the parent's text.
 func (qwenDialect) HandleUpdate(tx *Tx, n *acp.SessionNotification) bool {
 	if _, child := qwenChildChunk(n); child {
 		tx.Count(CounterQwenChildText, 1)
 		return true
 	}
+	if chunk := n.Update.AgentMessageChunk; chunk != nil {
+		qwenBackgroundNotice(tx, string(n.SessionId), chunk.Meta)
+	}
 	return false
+}
+
+// qwenBackgroundNotice applies a _meta.backgroundTask notice to the
+// launch's card, when it is held and is a subagent.
+func qwenBackgroundNotice(tx *Tx, sessionID string, meta map[string]any) {
+	var r FieldReader
+	defer func() {
+		if r.Bad > 0 {
+			tx.Count(CounterBadFields, int64(r.Bad))
+		}
+	}()
+	bt := r.Map(meta, "backgroundTask")
+	if bt == nil || r.String(bt, "kind") != qwenAgentTool {
+		return
+	}
+	c, ok := tx.Card(sessionID, r.String(bt, "toolUseId"))
+	if !ok || !c.IsSubagent() {
+		return
+	}
+	task := c.Task()
+	changed := OverwriteString(&task.AgentID, r.String(bt, "taskId"))
+	if OverwriteString(&task.Status, r.String(bt, "status")) {
+		changed = true
+	}
+	if changed {
+		tx.Emit(EventToolUpdate, c)
+	}
 }
 
 // ChildUpdateText reports a chunk tagged with a launching call as that

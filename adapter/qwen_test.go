@@ -104,12 +104,26 @@ func TestQwenFrames(t *testing.T) {
 			want: want{payload: `{"kind":"subagent_task","subagent_task":{"description":"Inspect alpha","prompt":"Reply ANSWER-ALPHA.","subagent_type":"general-purpose","status":"failed","error_message":"Failed to run subagent: Request was aborted."}}`, status: adapter.ToolStatusError},
 		},
 		{
-			// A background launch: async, and its completion (a receipt)
-			// is no answer.
+			// A background launch (as 0.24.4 sends it): async, its
+			// receipt names the task id and is no answer; the parent's
+			// later notice (still the parent's text) gives the final
+			// status.
 			name: "background", updates: []string{
-				`{"sessionUpdate":"tool_call","toolCallId":"L","status":"in_progress","title":"Agent: Inspect alpha","kind":"other","rawInput":{"description":"Inspect alpha","prompt":"p"},"_meta":{"toolName":"agent"}}`,
-				`{"sessionUpdate":"tool_call_update","toolCallId":"L","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Launched in the background."}}],"_meta":{"toolName":"agent"},"rawOutput":{"type":"task_execution","subagentName":"Explore","executionMode":"background","status":"running"}}`},
-			want: want{payload: `{"kind":"subagent_task","subagent_task":{"description":"Inspect alpha","prompt":"p","subagent_type":"Explore","status":"running","is_async":true}}`, status: adapter.ToolStatusComplete},
+				`{"sessionUpdate":"tool_call_update","toolCallId":"L","status":"in_progress","title":"Agent: Inspect alpha","kind":"other","rawInput":{"description":"Inspect alpha","prompt":"p","subagent_type":"general-purpose"},"_meta":{"toolName":"agent","provenance":"builtin","subagentSessionReady":false}}`,
+				`{"sessionUpdate":"tool_call_update","toolCallId":"L","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Background agent launched successfully.\ntask_id: general-purpose-L (internal ID)\noutput_file: /x.jsonl"}}],"_meta":{"toolName":"agent","provenance":"builtin"},"rawOutput":{"type":"task_execution","subagentName":"general-purpose","executionMode":"background","subagentSessionReady":true,"status":"background"}}`,
+				`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Background agent \"general-purpose: Inspect alpha\" completed."},"_meta":{"source":"background_task_completed","qwenDiscreteMessage":true,"backgroundTask":{"taskId":"general-purpose-L","status":"completed","kind":"agent","toolUseId":"L"}}}`},
+			want: want{payload: `{"kind":"subagent_task","subagent_task":{"description":"Inspect alpha","prompt":"p","subagent_type":"general-purpose","status":"completed","agent_id":"general-purpose-L","is_async":true}}`, status: adapter.ToolStatusComplete},
+		},
+		{
+			// A notice for another launch, or of another kind, or before
+			// any card, changes nothing.
+			name: "background notice elsewhere", updates: []string{
+				`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"},"_meta":{"backgroundTask":{"taskId":"t","status":"completed","kind":"agent","toolUseId":"L"}}}`,
+				qwenExecuting,
+				`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"},"_meta":{"backgroundTask":{"taskId":"t","status":"completed","kind":"shell","toolUseId":"L"}}}`,
+				`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"},"_meta":{"backgroundTask":{"taskId":"t","status":"completed","kind":"agent","toolUseId":"M"}}}`,
+				`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"},"_meta":{"backgroundTask":"nope"}}`},
+			want: want{payload: `{"kind":"subagent_task","subagent_task":{"description":"Inspect alpha","prompt":"Reply ANSWER-ALPHA.","subagent_type":"general-purpose"}}`, status: adapter.ToolStatusInProgress},
 		},
 		{
 			// Wrong types are ignored field by field.
