@@ -198,11 +198,3 @@ func TestQwenChildMessage(t *testing.T) {
 		t.Errorf("%s = %d, want 4", adapter.CounterQwenChildText, got)
 	}
 }
-
-// TestQwenSelectedByAgentName: Qwen Code's agentInfo.name chooses the
-// dialect.
-func TestQwenSelectedByAgentName(t *testing.T) {
-	if got := adapter.DialectForAgent("qwen-code"); got != adapter.DialectQwen {
-		t.Errorf("qwen-code → %q, want %q", got, adapter.DialectQwen)
-	}
-}
