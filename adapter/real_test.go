@@ -184,14 +184,16 @@ func TestRealAgentCaptures(t *testing.T) {
 			// the "preparing" frame); the child's glob call, on the
 			// parent's session, nests by _meta.parentToolCallId; the
 			// task_execution record gives the result and the numbers;
-			// the child's own chunks are consumed.
+			// the child's own chunks (two thoughts, its message, two
+			// usage chunks) are consumed, the parent's thoughts not.
 			name: "QwenOne", capture: "real/qwen/one", dialect: adapter.DialectQwen,
 			payloads: map[string]string{
-				"call_launch_alpha":     `{"kind":"subagent_task","subagent_task":{"description":"Inspect alpha","prompt":"You are subagent alpha. Reply with the single word ANSWER-ALPHA.","subagent_type":"general-purpose","status":"completed","duration_ms":3321,"total_tokens":240,"tool_use_count":1,"result_text":"ANSWER-ALPHA"}}`,
+				"call_launch_alpha":     `{"kind":"subagent_task","subagent_task":{"description":"Inspect alpha","prompt":"You are subagent alpha. Reply with the single word ANSWER-ALPHA.","subagent_type":"general-purpose","status":"completed","duration_ms":4442,"total_tokens":240,"tool_use_count":1,"result_text":"ANSWER-ALPHA"}}`,
 				"call_child_glob_alpha": `null`,
 			},
-			parents: map[string]string{"call_child_glob_alpha": "call_launch_alpha"},
-			cards:   []string{"call_launch_alpha"},
+			parents:  map[string]string{"call_child_glob_alpha": "call_launch_alpha"},
+			cards:    []string{"call_launch_alpha"},
+			counters: map[string]int64{adapter.CounterQwenChildText: 5},
 		},
 		{
 			name: "QwenParallel", capture: "real/qwen/parallel", dialect: adapter.DialectQwen,

@@ -50,7 +50,7 @@ func init() {
 				"--model", "scripted", "--approval-mode", "yolo"}
 		},
 		Scenarios: []Scenario{
-			qwenScenario("one", globbing),
+			thinking(qwenScenario("one", globbing)),
 			qwenScenario("parallel", childA, childB),
 			cancel,
 			background,
@@ -78,6 +78,21 @@ func qwenScenario(name string, children ...Child) Scenario {
 	sc := Scenario{Name: name, Prompt: UserPrompt, Script: Fanout(qwenLaunch, children...)}
 	for _, c := range children {
 		sc.Want = append(sc.Want, WantCard{Description: c.Description, Type: "general-purpose", Result: c.Answer()})
+	}
+	return sc
+}
+
+// thinking makes every reply of sc that carries text or tool calls reason
+// first: the parent's thoughts are its own, the children's arrive on the
+// parent's session as agent_thought_chunk tagged with their launch.
+func thinking(sc Scenario) Scenario {
+	script := sc.Script
+	sc.Script = func(req *modelserver.Request) modelserver.Reply {
+		r := script(req)
+		if len(req.Tools) > 0 && !r.Hold {
+			r.Thought = "Thinking it over."
+		}
+		return r
 	}
 	return sc
 }
