@@ -86,6 +86,7 @@ func (qwenDialect) Apply(_ *Tx, c *Card, f *ToolFrame) {
 		FillString(&task.SubagentType, r.String(f.Meta, "subagentType"))
 	}
 	completed := f.Status == string(acp.ToolCallStatusCompleted)
+	answered := completed // the content may be the child's answer
 	out := f.RawOutputMap()
 	if out != nil && r.String(out, "type") == "task_execution" {
 		FillString(&task.Description, r.String(out, "taskDescription"))
@@ -94,6 +95,7 @@ func (qwenDialect) Apply(_ *Tx, c *Card, f *ToolFrame) {
 		SetSticky(&task.IsAsync, r.String(out, "executionMode") == "background")
 		status := r.String(out, "status")
 		OverwriteString(&task.Status, status)
+		answered = answered && (status == "completed" || status == "background")
 		reason := r.String(out, "terminateReason")
 		switch {
 		case completed && status == "completed":
@@ -113,7 +115,7 @@ func (qwenDialect) Apply(_ *Tx, c *Card, f *ToolFrame) {
 		}
 	}
 	switch text := ContentText(f.Content); {
-	case !completed:
+	case !answered:
 	case task.IsAsync:
 		// A background launch's content is its receipt, never the
 		// answer.

@@ -104,6 +104,14 @@ func TestQwenFrames(t *testing.T) {
 			want: want{payload: `{"kind":"subagent_task","subagent_task":{"description":"Inspect alpha","prompt":"Reply ANSWER-ALPHA.","subagent_type":"general-purpose","status":"failed","error_message":"Failed to run subagent: Request was aborted."}}`, status: adapter.ToolStatusError},
 		},
 		{
+			// A record that does not say completed keeps the content
+			// (then an error's text) out of the result, whatever the
+			// call's status.
+			name: "completed call, failed record", updates: []string{qwenExecuting,
+				`{"sessionUpdate":"tool_call_update","toolCallId":"L","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Subagent failed: boom"}}],"_meta":{"toolName":"agent"},"rawOutput":{"type":"task_execution","status":"failed","executionMode":"foreground"}}`},
+			want: want{payload: `{"kind":"subagent_task","subagent_task":{"description":"Inspect alpha","prompt":"Reply ANSWER-ALPHA.","subagent_type":"general-purpose","status":"failed"}}`, status: adapter.ToolStatusComplete},
+		},
+		{
 			// A background launch (as 0.24.4 sends it): async, its
 			// receipt names the task id and is no answer; the parent's
 			// later notice (still the parent's text) gives the final
