@@ -18,6 +18,7 @@ const (
 	DialectAuggie   = "auggie"
 	DialectCopilot  = "copilot"
 	DialectGemini   = "gemini"
+	DialectQwen     = "qwen"
 	DialectGeneric  = "generic"
 )
 
@@ -69,6 +70,17 @@ type ChildTexter interface {
 	// tool call id when exactly one subagent can be speaking ("" when
 	// several could).
 	ChildText(tx *Tx, sessionID string) (toolCallID string, child bool)
+}
+
+// ChildUpdateTexter is implemented by a dialect whose agent sends a
+// running subagent's text on the parent's session tagged with the child
+// (Qwen Code's _meta.parentToolCallId): it judges one update by its own
+// fields. The Tracker's ChildMessage asks it first, with the lock held.
+type ChildUpdateTexter interface {
+	// ChildUpdateText reports whether the agent_message_chunk or
+	// agent_thought_chunk n is a subagent's rather than its session's own,
+	// and the launching card's tool call id when the update names it.
+	ChildUpdateText(tx *Tx, n *acp.SessionNotification) (toolCallID string, child bool)
 }
 
 // Traits are the fixed properties of a dialect.
@@ -159,8 +171,8 @@ var (
 
 // Register makes a dialect available by name. Packages register their
 // dialect in init; registering a name twice replaces the earlier factory.
-// The adapter package registers codex, opencode, auggie, copilot, gemini
-// and generic; import adapter/claude and adapter/cursor for theirs.
+// The adapter package registers codex, opencode, auggie, copilot, gemini,
+// qwen and generic; import adapter/claude and adapter/cursor for theirs.
 func Register(name string, f Factory) {
 	if name == "" || f == nil {
 		panic("adapter: Register needs a name and a factory")
@@ -205,6 +217,7 @@ var agentNameRules = []struct{ needle, dialect string }{
 	{"augment", DialectAuggie},
 	{"copilot", DialectCopilot},
 	{"gemini", DialectGemini},
+	{"qwen", DialectQwen},
 }
 
 // DialectForAgent returns the dialect name for an initialize agentInfo.name

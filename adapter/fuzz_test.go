@@ -36,7 +36,7 @@ func FuzzNormalize(f *testing.F) {
 		if json.Unmarshal(params, &n) != nil {
 			return
 		}
-		for _, name := range []string{"generic", "claude", "codex", "opencode", "auggie", "copilot", "gemini"} {
+		for _, name := range []string{"generic", "claude", "codex", "opencode", "auggie", "copilot", "gemini", "qwen"} {
 			tr, err := adapter.NewTracker(adapter.Config{DialectName: name, MaxCompleted: 2, OnEvent: func(e adapter.Event) {
 				if _, err := json.Marshal(e); err != nil {
 					t.Fatalf("%s: event does not encode: %v", name, err)
@@ -150,7 +150,7 @@ func FuzzNormalizeSequence(f *testing.F) {
 		if len(frames) == 0 {
 			return
 		}
-		for _, name := range []string{"generic", "claude", "codex", "copilot", "gemini", "opencode", "claude+subagents"} {
+		for _, name := range []string{"generic", "claude", "codex", "copilot", "gemini", "opencode", "qwen", "claude+subagents"} {
 			dialect, declare := name, false
 			if name == "claude+subagents" {
 				dialect, declare = "claude", true
@@ -171,6 +171,7 @@ func FuzzNormalizeSequence(f *testing.F) {
 					tr.PromptEnded(string(n.SessionId))
 				}
 				tr.ChildText(string(n.SessionId))
+				tr.ChildMessage(n)
 				tr.SessionUpdate(n)
 			}
 			tr.SessionLoaded(string(frames[0].SessionId))
@@ -192,6 +193,61 @@ func (s *seedCollector) Add(args ...any) {
 	if b, ok := args[0].([]byte); ok {
 		s.params = append(s.params, b)
 	}
+}
+
+// FuzzQwenChildMessage feeds any session update to a Qwen Code tracker
+// that holds a running launch "L": nothing panics, every event encodes, and
+// an agent message or thought chunk whose _meta.parentToolCallId is a
+// non-empty string is always the child's (never the parent's text), named
+// by that id; any other chunk without a Copilot-style rule is the parent's.
+func FuzzQwenChildMessage(f *testing.F) {
+	addParams(f, filepath.Join("testdata", "real", "qwen", "one.jsonl"))
+	f.Add([]byte(`{"sessionId":"s","update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"x"},"_meta":{"parentToolCallId":"L"}}}`))
+	f.Add([]byte(`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"},"_meta":{"parentToolCallId":{"a":1}}}}`))
+	f.Add([]byte(`{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"L","status":"completed","rawOutput":{"type":"task_execution","status":"completed","result":"r","executionSummary":{"totalDurationMs":1e308,"totalToolCalls":-3}}}}`))
+	f.Add([]byte(`{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"L","_meta":{"toolName":"agent","parentToolCallId":"L"}}}`))
+	launch := []byte(`{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"L","status":"in_progress","title":"Agent: x","kind":"other","rawInput":{"description":"x","prompt":"p"},"_meta":{"toolName":"agent","provenance":"builtin"}}}`)
+	f.Fuzz(func(t *testing.T, params []byte) {
+		var n acp.SessionNotification
+		if json.Unmarshal(params, &n) != nil {
+			return
+		}
+		tr, err := adapter.NewTracker(adapter.Config{DialectName: adapter.DialectQwen, MaxCompleted: 2, OnEvent: func(e adapter.Event) {
+			if _, err := json.Marshal(e); err != nil {
+				t.Fatalf("event does not encode: %v", err)
+			}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l acp.SessionNotification
+		if err := json.Unmarshal(launch, &l); err != nil {
+			t.Fatal(err)
+		}
+		tr.SessionUpdate(l)
+		var meta map[string]any
+		switch u := n.Update; {
+		case u.AgentMessageChunk != nil:
+			meta = u.AgentMessageChunk.Meta
+		case u.AgentThoughtChunk != nil:
+			meta = u.AgentThoughtChunk.Meta
+		}
+		id, child := tr.ChildMessage(n)
+		if p, ok := meta["parentToolCallId"].(string); ok && p != "" {
+			if !child || id != p {
+				t.Fatalf("a chunk of child %q judged (%q, %t)", p, id, child)
+			}
+		} else if child {
+			t.Fatalf("an untagged update judged a child's (%q)", id)
+		}
+		tr.SessionUpdate(n)
+		tr.SessionUpdate(n)
+		tr.PromptEnded(string(n.SessionId))
+		tr.SessionUpdate(n)
+		if p := tr.Counters()[adapter.CounterRecoveredPanics]; p != 0 {
+			t.Fatalf("%d panics while normalising", p)
+		}
+	})
 }
 
 // FuzzParseGeminiTitle checks the Gemini title parser on any title: a

@@ -179,6 +179,46 @@ func TestRealAgentCaptures(t *testing.T) {
 			},
 			cards: []string{"01a2339a-fa68-7f62-9c48-287ea058337b:subagent:01a2339a-fb76-7f12-ae17-f24f5abb6002"},
 		},
+		{
+			// qwen-code 0.24.4: the executed agent call is the card (not
+			// the "preparing" frame); the child's glob call, on the
+			// parent's session, nests by _meta.parentToolCallId; the
+			// task_execution record gives the result and the numbers;
+			// the child's own chunks (two thoughts, its message, two
+			// usage chunks) are consumed, the parent's thoughts not.
+			name: "QwenOne", capture: "real/qwen/one", dialect: adapter.DialectQwen,
+			payloads: map[string]string{
+				"call_launch_alpha":     `{"kind":"subagent_task","subagent_task":{"description":"Inspect alpha","prompt":"You are subagent alpha. Reply with the single word ANSWER-ALPHA.","subagent_type":"general-purpose","status":"completed","duration_ms":4442,"total_tokens":240,"tool_use_count":1,"result_text":"ANSWER-ALPHA"}}`,
+				"call_child_glob_alpha": `null`,
+			},
+			parents:  map[string]string{"call_child_glob_alpha": "call_launch_alpha"},
+			cards:    []string{"call_launch_alpha"},
+			counters: map[string]int64{adapter.CounterQwenChildText: 5},
+		},
+		{
+			name: "QwenParallel", capture: "real/qwen/parallel", dialect: adapter.DialectQwen,
+			cards:   []string{"call_launch_alpha", "call_launch_bravo"},
+			results: map[string]string{"call_launch_alpha": "ANSWER-ALPHA", "call_launch_bravo": "ANSWER-BRAVO"},
+		},
+		{
+			// A child cut short by session/cancel ends failed: no result,
+			// the record's terminateReason its error.
+			name: "QwenCancel", capture: "real/qwen/cancel", dialect: adapter.DialectQwen,
+			payloads: map[string]string{
+				"call_launch_alpha": `{"kind":"subagent_task","subagent_task":{"description":"Inspect alpha","prompt":"You are subagent alpha. Reply with the single word ANSWER-ALPHA.","subagent_type":"general-purpose","status":"failed","error_message":"Failed to run subagent: Request was aborted."}}`,
+			},
+			cards: []string{"call_launch_alpha"},
+		},
+		{
+			// A background launch: async, the receipt's task id the agent
+			// id, never a result; the parent's notice that the child
+			// finished gives the status.
+			name: "QwenBackground", capture: "real/qwen/background", dialect: adapter.DialectQwen,
+			payloads: map[string]string{
+				"call_launch_alpha": `{"kind":"subagent_task","subagent_task":{"description":"Inspect alpha","prompt":"You are subagent alpha. Reply with the single word ANSWER-ALPHA.","subagent_type":"general-purpose","status":"completed","agent_id":"general-purpose-call_launch_alpha","is_async":true}}`,
+			},
+			cards: []string{"call_launch_alpha"},
+		},
 	})
 }
 

@@ -236,6 +236,27 @@ func (t *Tracker) ChildText(sessionID string) (toolCallID string, child bool) {
 	return toolCallID, child
 }
 
+// ChildMessage is ChildText for one update: it reports whether the agent
+// text n carries (an agent_message_chunk or agent_thought_chunk) belongs
+// to a subagent rather than to n's session, judging the update itself
+// where the agent tags a child's text (Qwen Code), else as ChildText does
+// for n's session. A consumer that shows agent text asks it before it
+// shows a chunk, and leaves a child's text to the card.
+func (t *Tracker) ChildMessage(n acp.SessionNotification) (toolCallID string, child bool) {
+	t.do(func(tx *Tx) {
+		t.ensureDialect()
+		if ut, ok := t.dialect.(ChildUpdateTexter); ok {
+			if toolCallID, child = ut.ChildUpdateText(tx, &n); child {
+				return
+			}
+		}
+		if ct, ok := t.dialect.(ChildTexter); ok {
+			toolCallID, child = ct.ChildText(tx, string(n.SessionId))
+		}
+	})
+	return toolCallID, child
+}
+
 // Counters returns a copy of the counters (see the Counter* names; dialects
 // add their own).
 func (t *Tracker) Counters() map[string]int64 {

@@ -71,6 +71,7 @@ func TestDialectSelection(t *testing.T) {
 		"GitHub Copilot":                        "copilot",
 		"mock-agent":                            "claude",
 		"gemini-cli":                            "gemini",
+		"qwen-code":                             "qwen",
 		"other-agent":                           "generic",
 		"":                                      "generic",
 	} {

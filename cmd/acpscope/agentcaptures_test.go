@@ -71,3 +71,28 @@ func TestCancelledTurnEndsOpenCards(t *testing.T) {
 		})
 	}
 }
+
+// Qwen Code 0.24.4 sends a child's messages on the parent's session,
+// tagged _meta.parentToolCallId: replaying its captures shows the child's
+// answer under its card and never as an "agent:" line of the parent's,
+// while the parent's own text still is one.
+func TestQwenChildTextStaysOnItsCard(t *testing.T) {
+	for _, scenario := range []string{"one", "parallel"} {
+		t.Run(scenario, func(t *testing.T) {
+			capture := filepath.Join(agentCaptures, "qwen-0.24.4", scenario+".jsonl")
+			code, out, errOut := acpscope(t, "", "replay", "--no-db", capture)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			if strings.Contains(out, "agent: ANSWER-") {
+				t.Errorf("a child's answer shown as the parent's text:\n%s", out)
+			}
+			if !strings.Contains(out, "agent: All subagents reported.") {
+				t.Errorf("the parent's own text is missing:\n%s", out)
+			}
+			if !strings.Contains(out, "│ ANSWER-ALPHA") {
+				t.Errorf("the child's answer is not on its card:\n%s", out)
+			}
+		})
+	}
+}

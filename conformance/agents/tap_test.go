@@ -22,6 +22,7 @@ var tapCases = []struct{ agent, scenario string }{
 	{"codex-acp-0.16.0", "parallel"},
 	{"codex-acp-2.6.0", "v1-parallel"},
 	{"codex-acp-2.6.0", "v2-sessions-parallel"},
+	{"qwen-0.24.4", "one"},
 	{cursorFake.Name, "fanout"},
 }
 

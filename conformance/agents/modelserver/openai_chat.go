@@ -119,6 +119,9 @@ func serveOpenAIChat(s *Server, w http.ResponseWriter, r *http.Request) {
 	}
 	if !body.Stream {
 		msg := map[string]any{"role": "assistant", "content": rep.Text}
+		if rep.Thought != "" {
+			msg["reasoning_content"] = rep.Thought
+		}
 		if len(calls) > 0 {
 			msg["tool_calls"] = calls
 		}
@@ -136,6 +139,9 @@ func serveOpenAIChat(s *Server, w http.ResponseWriter, r *http.Request) {
 		e.event("", c)
 	}
 	chunk(map[string]any{"role": "assistant", "content": ""}, nil, nil)
+	if rep.Thought != "" {
+		chunk(map[string]any{"reasoning_content": rep.Thought}, nil, nil)
+	}
 	if rep.Text != "" {
 		chunk(map[string]any{"content": rep.Text}, nil, nil)
 	}

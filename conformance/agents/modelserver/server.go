@@ -80,6 +80,9 @@ type ToolResult struct {
 type Reply struct {
 	// Text is the assistant text.
 	Text string
+	// Thought, when set, is reasoning streamed before Text (formats that
+	// implement it: openai-chat, as a reasoning_content delta).
+	Thought string
 	// ToolCalls are tool calls to make; the stop reason becomes "tool use".
 	ToolCalls []ToolCall
 	// Hold keeps the call open, unanswered, until the agent gives up on it

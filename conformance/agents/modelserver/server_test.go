@@ -154,3 +154,34 @@ func TestHoldUntilDropped(t *testing.T) {
 		t.Fatal("the dropped call did not fail on the client side")
 	}
 }
+
+// A reply's Thought streams as a reasoning_content delta before the text
+// (Qwen Code shows it as an agent_thought_chunk); without one no delta
+// carries reasoning_content.
+func TestOpenAIChatThought(t *testing.T) {
+	for _, thought := range []string{"pondering", ""} {
+		s, err := Start(func(*Request) Reply { return Reply{Thought: thought, Text: "hello"} })
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := post(t, s, "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+		s.Close()
+		var order []string
+		for _, e := range sseData(t, out) {
+			delta := e["choices"].([]any)[0].(map[string]any)["delta"].(map[string]any)
+			if r, ok := delta["reasoning_content"]; ok {
+				order = append(order, "thought:"+r.(string))
+			}
+			if c, _ := delta["content"].(string); c != "" {
+				order = append(order, "text:"+c)
+			}
+		}
+		want := []string{"text:hello"}
+		if thought != "" {
+			want = []string{"thought:" + thought, "text:hello"}
+		}
+		if strings.Join(order, ",") != strings.Join(want, ",") {
+			t.Errorf("thought %q: deltas %q, want %q", thought, order, want)
+		}
+	}
+}

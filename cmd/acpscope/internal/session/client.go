@@ -45,10 +45,11 @@ var _ acp.Client = (*scopeClient)(nil)
 
 // SessionUpdate feeds the tracker (which emits card events) and shows agent
 // message text, except a running subagent's text sent as the session's own
-// (Copilot), which its card shows as the result.
+// (Copilot; Qwen Code tags it with the child), which its card shows as the
+// result.
 func (c *scopeClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
 	if chunk := n.Update.AgentMessageChunk; chunk != nil && chunk.Content.Text != nil {
-		if _, child := c.tracker.ChildText(string(n.SessionId)); !child {
+		if _, child := c.tracker.ChildMessage(n); !child {
 			messageID := ""
 			if chunk.MessageId != nil {
 				messageID = string(*chunk.MessageId)

@@ -93,3 +93,36 @@ func TestChildTextIsNotShownAsTheParents(t *testing.T) {
 		t.Errorf("shown as the parent's text: %q, want only PARENT", out.text)
 	}
 }
+
+// TestQwenChildTextIsNotShownAsTheParents pins that a Qwen Code child's
+// message and thought chunks, which the agent sends on the parent's session
+// tagged _meta.parentToolCallId (frames as qwen-code 0.24.4 sends them),
+// are never shown as the parent's words, while the parent's own text,
+// before and after the child, is.
+func TestQwenChildTextIsNotShownAsTheParents(t *testing.T) {
+	tr, err := adapter.NewTracker(adapter.Config{DialectName: adapter.DialectQwen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &textRecorder{}
+	c := &scopeClient{tracker: tr, out: out}
+	for _, js := range []string{
+		`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"BEFORE"}}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","status":"in_progress","title":"Agent: Inspect","kind":"other","rawInput":{"description":"Inspect","prompt":"p","subagent_type":"general-purpose"},"_meta":{"toolName":"agent","provenance":"builtin","subagentSessionReady":false}}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"CHILD-THOUGHT"},"_meta":{"parentToolCallId":"t","subagentType":"general-purpose"}}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"CHILD"},"_meta":{"parentToolCallId":"t","subagentType":"general-purpose"}}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","status":"completed","content":[{"type":"content","content":{"type":"text","text":"CHILD"}}],"_meta":{"toolName":"agent","provenance":"builtin"}}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"PARENT"}}}`,
+	} {
+		var n acp.SessionNotification
+		if err := json.Unmarshal([]byte(js), &n); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.SessionUpdate(context.Background(), n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(out.text, []string{"BEFORE", "PARENT"}) {
+		t.Errorf("shown as the parent's text: %q, want only BEFORE and PARENT", out.text)
+	}
+}

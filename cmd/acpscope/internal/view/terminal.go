@@ -463,7 +463,7 @@ type cardLine struct {
 	// first.
 	ReferencedBy []string `json:"referenced_by,omitempty"`
 	// Agent is the dialect name (cursor, claude, codex, opencode, auggie,
-	// copilot, gemini, generic).
+	// copilot, gemini, qwen, generic).
 	Agent string `json:"agent"`
 	// ToolStatus is the card's tool status (pending, in_progress, complete,
 	// error, cancelled).
