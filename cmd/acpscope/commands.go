@@ -5,6 +5,7 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -23,6 +25,7 @@ import (
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
+	"golang.org/x/term"
 )
 
 // demoFS holds the bundled demo captures replayed by `acpscope replay`
@@ -132,12 +135,11 @@ func (o *outputFlags) terminal(stdout io.Writer) *view.Terminal {
 	return view.NewTerminal(stdout, !o.plain && isTerminal(stdout))
 }
 
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool { return isCharDevice(w) }
-
-// isCharDevice reports whether the stream v (a reader or writer, or the
-// watched standard output around one) is a character device (a terminal).
-func isCharDevice(v any) bool {
+// isTerminal reports whether the stream v (a reader or writer, or the
+// watched standard output around one) is a terminal. A character device
+// that is no terminal (/dev/null) is not one: it is read and written as a
+// file.
+func isTerminal(v any) bool {
 	if o, ok := v.(*watchedOutput); ok {
 		v = o.w
 	}
@@ -145,8 +147,17 @@ func isCharDevice(v any) bool {
 	if !ok {
 		return false
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	// Through the raw connection, so that the file keeps its mode (Fd
+	// would make it blocking).
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	is := false
+	if rc.Control(func(fd uintptr) { is = term.IsTerminal(int(fd)) }) != nil {
+		return false
+	}
+	return is
 }
 
 // cmdRun implements `acpscope run [flags] -- <agent command…>`.
@@ -170,6 +181,9 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 		return err
 	}
 	if err := o.validate(); err != nil {
+		return err
+	}
+	if err := checkResume(fs, *resume); err != nil {
 		return err
 	}
 	command := fs.Args()
@@ -249,6 +263,24 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	flushLog()
 	err = finishTurn(e, o, term, res, err)
 	return sink.endTurn(ctx, e.stderr, o, err)
+}
+
+// checkResume refuses a --resume that names no session: an empty id (which
+// would open a new session instead) or one that is not valid UTF-8 (JSON
+// would carry U+FFFD in its place, so the agent would reopen another
+// session than the one asked for).
+func checkResume(fs *flag.FlagSet, id string) error {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "resume" })
+	switch {
+	case !set:
+		return nil
+	case id == "":
+		return errors.New("--resume needs a session id (it is empty)")
+	case !utf8.ValidString(id):
+		return fmt.Errorf("--resume %s: a session id must be valid UTF-8", safetext.Text(strings.ToValidUTF8(id, "\ufffd")))
+	}
+	return nil
 }
 
 // createRecord creates the --record capture at path, with a header naming

@@ -14,9 +14,10 @@
 //	acpscope migrate [--dry-run] [--db DSN]    bring the database up to date
 //	acpscope cursor doctor                     report Cursor CLI discovery and compatibility
 //
-// Exit codes: 0 success; 1 the agent or a turn failed; 2 usage or input
-// error (bad flags, unreadable or malformed capture, unreachable database,
-// a --resume the agent cannot serve); 3 a turn was cancelled by --timeout,
+// Exit codes: 0 success; 1 the agent or a turn failed (a reopen the agent
+// refused included); 2 usage or input error (bad flags, unreadable or
+// malformed capture, unreachable database, a --resume the agent cannot
+// serve: it offers neither session/load nor session/resume); 3 a turn was cancelled by --timeout,
 // SIGINT or SIGTERM; 129 SIGHUP, 131 SIGQUIT and 141 a closed standard
 // output, each after the running turn was cancelled the same way.
 package main
@@ -185,7 +186,8 @@ Usage:
   acpscope cursor doctor                      report Cursor CLI discovery and compatibility
 
 Run 'acpscope <command> -h' for the flags of a command.
-Exit codes: 0 ok, 1 agent or turn failure, 2 usage or input error,
+Exit codes: 0 ok, 1 agent or turn failure (a reopen the agent refused
+included), 2 usage or input error,
 3 turn cancelled (--timeout, SIGINT or SIGTERM), 4 subagent cards not stored,
 129 SIGHUP, 131 SIGQUIT, 141 standard output closed (the running turn
 cancelled first).

@@ -125,7 +125,7 @@ func promptSource(ctx context.Context, e env, steps stepList, resuming bool) (tu
 	if len(steps) > 0 {
 		return slices.Values([]session.Request(steps)), false, nil
 	}
-	if isCharDevice(e.stdin) {
+	if isTerminal(e.stdin) {
 		return promptRequests(readPrompts(ctx, e.stdin, e.stdout)), true, nil
 	}
 	data, err := io.ReadAll(io.LimitReader(e.stdin, maxPromptBytes+1))
