@@ -369,6 +369,8 @@ func frameOf(ev adapter.Event) *persistence.Frame {
 		IsAsync:          t.IsAsync,
 		Prompt:           t.Prompt,
 		ResultText:       t.ResultText,
+		PromptBytes:      t.PromptBytes,
+		ResultBytes:      t.ResultBytes,
 		ObservedAt:       time.Now(),
 	}
 	if t.ToolUseCount != nil {
