@@ -7,7 +7,7 @@
 //	acpscope run [flags] -- <agent command…>   drive an ACP agent over stdio, turn by turn
 //	acpscope replay [flags] [CAPTURE]          replay a capture (the bundled demo without one)
 //	acpscope tap [flags] -- <agent command…>   stand between an editor and its agent, observing
-//	acpscope subagents --session ID [--db DSN] list stored subagent contexts
+//	acpscope subagents --session ID [--json]   list stored subagent contexts
 //	acpscope sessions [--db DSN] [--json]      list recent stored sessions
 //	acpscope web [--db DSN] [--addr ADDR]      browse stored sessions in a browser
 //	acpscope health [--db DSN]                 run the persistence health check
@@ -178,7 +178,7 @@ Usage:
   acpscope run [flags] -- <agent command…>    drive an ACP agent over stdio, turn by turn
   acpscope replay [flags] [CAPTURE]           replay a capture (the bundled demo without one)
   acpscope tap [flags] -- <agent command…>    the editor's agent command: pass the connection through, observing it
-  acpscope subagents --session ID [--db DSN]  list stored subagent contexts of a session
+  acpscope subagents --session ID [--json]    list stored subagent contexts of a session, with results
   acpscope sessions [--db DSN] [--json]       list recent stored sessions (id, agent, started, cards, status)
   acpscope web [--db DSN] [--addr ADDR]       browse stored sessions as subagent trees and timelines
   acpscope health [--db DSN]                  run the persistence health check
