@@ -254,6 +254,7 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 		// it ends, so none goes unsaid.
 		cfg.TurnEnded = func(n int, stop acp.StopReason, err error) {
 			stored(n, stop, err)
+			markTurnEnd(term, n, stop, err)
 			if err != nil {
 				fmt.Fprintf(e.stderr, "acpscope: turn %d: %v\n", n, err)
 			}
@@ -399,6 +400,13 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 		log, flushLog := o.logger(e.stderr)
 		cfg := o.sessionConfig(term, sink, log)
 		cfg.Dialect, cfg.Cwd, cfg.Subagents = dialect, "/", subagents
+		if prompts := countSeq(clientParams(src.c, acp.AgentMethodSessionPrompt)); prompts > 1 {
+			stored := cfg.TurnEnded
+			cfg.TurnEnded = func(n int, stop acp.StopReason, err error) {
+				stored(n, stop, err)
+				markTurnEnd(term, n, stop, err)
+			}
+		}
 		res, err := session.Replay(ctx, src.c, cfg, func(now func() time.Time) { sink.clock = now })
 		sink.clock = nil
 		flushLog()
@@ -472,6 +480,30 @@ func declaring(declared bool) string {
 		return "declaring"
 	}
 	return "without"
+}
+
+// markTurnEnd shows in the view, where it happened, how turn n of a
+// session of several turns ended: its stop reason, or that it failed or
+// was cancelled (standard error says why). The final line (finishTurn)
+// alone would say nothing of the turns before the last.
+func markTurnEnd(term *view.Terminal, n int, stop acp.StopReason, err error) {
+	switch {
+	case err == nil:
+		term.Note(fmt.Sprintf("turn %d ended: %s", n, stop))
+	case errors.Is(err, session.ErrCancelled):
+		term.Note(fmt.Sprintf("turn %d cancelled", n))
+	default:
+		term.Note(fmt.Sprintf("turn %d failed", n))
+	}
+}
+
+// countSeq counts the values of seq.
+func countSeq[T any](seq iter.Seq[T]) int {
+	n := 0
+	for range seq {
+		n++
+	}
+	return n
 }
 
 // finishTurn prints the turn's outcome: the cards (or the JSON lines) and

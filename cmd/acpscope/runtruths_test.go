@@ -90,3 +90,30 @@ func usageText() string {
 	usage(&b)
 	return b.String()
 }
+
+// With several turns, the plain view marks each turn's end with its own
+// stop reason, in place (before the next turn's output), in a run and in
+// the replay of its recording alike.
+func TestEachTurnEndIsMarked(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "two.jsonl")
+	code, out, errOut := acpscope(t, "", "run", "--plain", "--no-db", "--cwd", dir, "--record", record, "--prompt", "first task", "--prompt", "second task",
+		"--", fakeAgent, "-mode", "turns", "-state", filepath.Join(dir, "state"))
+	if code != exitOK {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+	check := func(what, out string) {
+		t.Helper()
+		one, two := strings.Index(out, "turn 1 ended: end_turn"), strings.Index(out, "turn 2 ended: end_turn")
+		second := strings.Index(out, "— second task [")
+		if one < 0 || two < 0 || second < 0 || !(one < second && second < two) {
+			t.Errorf("%s: want turn 1's end before the second turn's card and turn 2's after it:\n%s", what, out)
+		}
+	}
+	check("run", out)
+	code, out, errOut = acpscope(t, "", "replay", "--plain", "--no-db", record)
+	if code != exitOK {
+		t.Fatalf("replay: exit %d: %s", code, errOut)
+	}
+	check("replay", out)
+}
