@@ -111,6 +111,10 @@ type storeSink struct {
 	// turnStart is when the current turn began: its flush is bounded by
 	// that plus --timeout and --cancel-grace.
 	turnStart time.Time
+	// writerClosed is set once the writer is closed (closeWriter), with
+	// its final accounting.
+	writerClosed bool
+	final        persistence.Accounting
 }
 
 // Bounds of the store's flushes. A finished turn waits up to
@@ -272,6 +276,15 @@ func (s *storeSink) endTurn(ctx context.Context, stderr io.Writer, o outputFlags
 	if acc.NotStored() == 0 {
 		return turnErr
 	}
+	// Cards are missing, so this is the run's last word on the store (its
+	// callers end with it): the writer is closed first, which settles the
+	// batch in flight and gives up what is queued, so the line counts what
+	// the store holds and nothing is written after it. Counting while a
+	// batch is in flight said a batch too many whenever closing the writer
+	// then committed it.
+	if acc = s.closeWriter(); acc.NotStored() == 0 {
+		return turnErr
+	}
 	line := accountingLine(acc)
 	if turnErr != nil {
 		fmt.Fprintf(stderr, "acpscope: %s\n", line)
@@ -308,10 +321,20 @@ func (s *storeSink) close() {
 	if s == nil || s.writer == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeCloseWait)
-	defer cancel()
-	s.writer.Close(ctx)
+	s.closeWriter()
 	s.store.Close()
+}
+
+// closeWriter closes the writer, once, giving it storeCloseWait more for
+// what is still queued, and returns its final accounting.
+func (s *storeSink) closeWriter() persistence.Accounting {
+	if !s.writerClosed {
+		ctx, cancel := context.WithTimeout(context.Background(), storeCloseWait)
+		defer cancel()
+		s.final = s.writer.Close(ctx)
+		s.writerClosed = true
+	}
+	return s.final
 }
 
 // gatedHandler drops records until open is set, then passes them to
