@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
@@ -112,6 +113,14 @@ func TestTextOverTheCapsIsMarkedTruncated(t *testing.T) {
 			if !texts.ResultTruncated() || texts.ResultBytes != answer {
 				t.Errorf("%s; want it truncated, of %d", desc, answer)
 			}
+		}
+		// What the page's card details are served from.
+		page, err := web.LoadCardTexts(t.Context(), s, "s1", r.AgentExecutionID, r.ToolCallID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page.PromptTruncated != texts.PromptTruncated() || page.ResultTruncated != texts.ResultTruncated() {
+			t.Errorf("%s: the page's card texts say prompt truncated %v, result truncated %v", r.ToolCallID, page.PromptTruncated, page.ResultTruncated)
 		}
 	}
 	if seen != 2 {
