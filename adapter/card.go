@@ -17,6 +17,10 @@ type Card struct {
 	keep      bool
 	inDone    bool // counted in its session's completed set
 	bytes     int  // string bytes counted in the Tracker's budget
+	// cutPrompt and cutResult are the task's prompt and result as the
+	// Tracker cut them at MaxFieldBytes ("" when not cut): while the text
+	// is still that one, its full length (PromptBytes, ResultBytes) holds.
+	cutPrompt, cutResult string
 }
 
 // KeepAcrossTurns exempts the card from the prompt-end sweep (a child

@@ -212,6 +212,17 @@ type MessageView struct {
 	// heldBeforeLoad marks a view held when its transcript was loaded
 	// again: chunks the load replays for it are already in its text.
 	heldBeforeLoad bool
+	// fullBytes is the text's full length when Text holds only its first
+	// MaxMessageTextBytes (0 when whole).
+	fullBytes int64
+}
+
+// textBytes is the full length of the view's text, cut or not.
+func (m *MessageView) textBytes() int64 {
+	if m.fullBytes > 0 {
+		return m.fullBytes
+	}
+	return int64(len(m.Text))
 }
 
 // Clone returns a copy of m (nil stays nil).

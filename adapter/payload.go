@@ -56,6 +56,14 @@ type SubagentTask struct {
 	ToolUseCount *int `json:"tool_use_count,omitempty"`
 	// ResultText is the subagent's answer; never a placeholder.
 	ResultText string `json:"result_text,omitempty"`
+	// PromptBytes is the prompt's full length in bytes when Prompt holds
+	// only its first bytes (a prompt over MaxFieldBytes, or a child's
+	// prompt message over the session form's MaxMessageTextBytes); 0 while
+	// Prompt is whole.
+	PromptBytes int64 `json:"prompt_bytes,omitempty"`
+	// ResultBytes is the answer's full length when ResultText is cut, as
+	// PromptBytes (a child's answer over MaxMessageTextBytes included).
+	ResultBytes int64 `json:"result_bytes,omitempty"`
 	// IsAsync marks a subagent that runs detached (background). Sticky:
 	// once true it never returns to false.
 	IsAsync bool `json:"is_async,omitempty"`

@@ -172,6 +172,7 @@ type answer struct {
 	messageID string
 	serial    uint64 // tells answers apart when the agent sends no message ids
 	text      string
+	bytes     int64 // the answer's full length; more than len(text) when cut
 }
 
 type msgKey struct{ session, message string }
@@ -500,10 +501,15 @@ func (d *sessionForm) sessionMessageChunk(tx *Tx, transcript string, c *acp.Sess
 	}
 	v := d.view(tx, transcript, id)
 	if c.Content.Text != nil && c.Content.Text.Text != "" {
+		full := v.textBytes() + int64(len(c.Content.Text.Text))
 		if len(v.Text) >= d.limits.MessageTextBytes {
 			tx.Count(CounterMessageTruncated, 1)
 		} else {
 			d.setText(tx, v, v.Text+TruncateUTF8(c.Content.Text.Text, d.limits.MessageTextBytes))
+		}
+		v.fullBytes = 0
+		if full > int64(len(v.Text)) {
+			v.fullBytes = full
 		}
 	}
 	d.settle(tx, v)
@@ -556,7 +562,9 @@ func (d *sessionForm) evictMessages(tx *Tx, keep *MessageView) {
 // setText replaces the view's text, within MaxMessageTextBytes and the
 // connection's MaxMessageBytes.
 func (d *sessionForm) setText(tx *Tx, v *MessageView, text string) {
+	v.fullBytes = 0
 	if len(text) > d.limits.MessageTextBytes {
+		v.fullBytes = int64(len(text))
 		text = TruncateUTF8(text, d.limits.MessageTextBytes)
 		tx.Count(CounterMessageTruncated, 1)
 	}
@@ -628,7 +636,7 @@ func (d *sessionForm) mapMessage(tx *Tx, v *MessageView) {
 	// Prompt: an incoming message in a child's own transcript.
 	if parent, ok := d.sessions.children[v.SessionID]; ok {
 		if card, ok := tx.Card(parent, v.SessionID); ok && card.IsSubagent() {
-			follow(tx, card, valuePromptMessage, v, &card.Task().Prompt)
+			follow(tx, card, valuePromptMessage, v, &card.Task().Prompt, &card.Task().PromptBytes)
 		}
 	}
 	// Result: a message in the parent's transcript sent by its child,
@@ -642,7 +650,7 @@ func (d *sessionForm) mapMessage(tx *Tx, v *MessageView) {
 				}
 				return
 			}
-			follow(tx, card, valueResultMessage, v, &card.Task().ResultText)
+			follow(tx, card, valueResultMessage, v, &card.Task().ResultText, &card.Task().ResultBytes)
 		}
 	}
 }
@@ -678,6 +686,7 @@ func (d *sessionForm) childAnswer(tx *Tx, sessionID string, c *acp.SessionUpdate
 		r.answers[sessionID] = a
 	}
 	add := c.Content.Text.Text
+	a.bytes += int64(len(add))
 	room := min(d.limits.MessageTextBytes-len(a.text), d.limits.MessageBytes-r.answered)
 	if len(add) > room {
 		add = TruncateUTF8(add, max(room, 0))
@@ -713,21 +722,28 @@ func (d *sessionForm) applyAnswer(tx *Tx, card *Card, task *SubagentTask) bool {
 		}
 	}
 	card.SetValue(valueResultAnswer, a.serial)
-	return OverwriteString(&task.ResultText, a.text) || owner != a.serial
+	full := int64(0)
+	if a.bytes > int64(len(a.text)) {
+		full = a.bytes // the answer was cut at MessageTextBytes
+	}
+	cut := task.ResultBytes != full
+	task.ResultBytes = full
+	return OverwriteString(&task.ResultText, a.text) || owner != a.serial || cut
 }
 
 // follow fills *field from the view when empty, and keeps following the
 // message that filled it (chunks and upserts update it); other messages
-// never replace it.
-func follow(tx *Tx, card *Card, key string, v *MessageView, field *string) {
+// never replace it. *full gets the view's full length when its text is
+// cut (0 when whole).
+func follow(tx *Tx, card *Card, key string, v *MessageView, field *string, full *int64) {
 	owner, _ := card.Value(key).(string)
 	switch {
 	case owner == "" && *field == "":
 		card.SetValue(key, v.MessageID)
-	case owner != v.MessageID || *field == v.Text:
+	case owner != v.MessageID || (*field == v.Text && *full == v.fullBytes):
 		return
 	}
-	*field = v.Text
+	*field, *full = v.Text, v.fullBytes
 	tx.Emit(EventToolUpdate, card)
 }
 

@@ -145,11 +145,27 @@ func (t *Tracker) account(c *Card) {
 		}
 		n += len(*f)
 	}
+	// capText caps a text whose full length the payload keeps: a cut one
+	// is marked with its length, which holds until another text replaces it.
+	capText := func(f *string, full *int64, cut *string) {
+		switch {
+		case len(*f) > MaxFieldBytes:
+			*full = int64(len(*f))
+			*f = TruncateUTF8(*f, MaxFieldBytes)
+			*cut = *f
+			t.counters[CounterFieldsTruncated]++
+		case *cut != "" && *f != *cut:
+			*full, *cut = 0, ""
+		}
+		n += len(*f)
+	}
 	capField(&c.title)
 	capField(&c.parent)
 	if k := c.task; k != nil {
-		for _, f := range []*string{&k.Description, &k.Prompt, &k.SubagentType, &k.Status, &k.AgentID,
-			&k.Model, &k.ChildSessionID, &k.ResultText, &k.OutputFile, &k.ErrorMessage} {
+		capText(&k.Prompt, &k.PromptBytes, &c.cutPrompt)
+		capText(&k.ResultText, &k.ResultBytes, &c.cutResult)
+		for _, f := range []*string{&k.Description, &k.SubagentType, &k.Status, &k.AgentID,
+			&k.Model, &k.ChildSessionID, &k.OutputFile, &k.ErrorMessage} {
 			capField(f)
 		}
 		for i := range k.EarlierResults {

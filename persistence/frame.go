@@ -54,6 +54,13 @@ type Frame struct {
 	Prompt string
 	// ResultText is the subagent's answer, stored and merged as Prompt.
 	ResultText string
+	// PromptBytes and ResultBytes are the texts' full lengths in bytes
+	// when Prompt or ResultText is already a cut prefix (the producer
+	// capped it, as the adapters do); 0 means the text is whole. The
+	// stored length (SubagentTexts) is the larger of it and the text's
+	// own, so a text cut before the store is still read as truncated.
+	PromptBytes int64
+	ResultBytes int64
 
 	// Facts are the card's facts without a column in
 	// task_session_subagents (failure reason, earlier answers, the parent
@@ -165,6 +172,8 @@ func normalise(f *Frame, now func() time.Time) row {
 	}
 	r.prompt, r.promptBytes = capText(f.Prompt, MaxSubagentText)
 	r.result, r.resultBytes = capText(f.ResultText, MaxSubagentText)
+	fullLength(r.promptBytes, f.PromptBytes)
+	fullLength(r.resultBytes, f.ResultBytes)
 	if f.IsAsync {
 		r.isAsync = 1
 	}

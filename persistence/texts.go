@@ -141,6 +141,14 @@ func capText(s string, limit int) (*string, *int64) {
 	return &s, &n
 }
 
+// fullLength raises the stored length n of a text to full, the length
+// its producer reported before cutting it (nil n: no text, nothing kept).
+func fullLength(n *int64, full int64) {
+	if n != nil && full > *n {
+		*n = full
+	}
+}
+
 // textsMerge merges one frame's texts, from the one row of source (the
 // card's id and the four text values), into the card's texts row. A text
 // the frame lacks (NULL) keeps the stored one and its length. A frame that

@@ -140,6 +140,31 @@ func TestTextsCap(t *testing.T) {
 	})
 }
 
+// A text its producer already cut (Frame.PromptBytes, ResultBytes: the
+// adapters' caps) is stored with its full length, so it reads as
+// truncated; a later whole text replaces both.
+func TestTextsCutBeforeTheStore(t *testing.T) {
+	engines(t, func(t *testing.T, e *env) {
+		s := e.store(WithSubagentText())
+		e.session("S", "T")
+		s.Record(e.ctx, frame("tc1", func(f *Frame) {
+			f.Prompt, f.PromptBytes, f.ResultText, f.ResultBytes = "cut prompt", 5000, "cut answer", 3
+		}))
+		got := texts(t, s, "tc1")
+		if got.PromptBytes != 5000 || !got.PromptTruncated() {
+			t.Fatalf("prompt %+v", got)
+		}
+		// A reported length below the text's own is no cut.
+		if got.ResultBytes != int64(len("cut answer")) || got.ResultTruncated() {
+			t.Fatalf("result %+v", got)
+		}
+		s.Record(e.ctx, frame("tc1", func(f *Frame) { f.Prompt = "whole" }))
+		if got := texts(t, s, "tc1"); got.PromptBytes != 5 || got.PromptTruncated() {
+			t.Fatalf("after a whole prompt %+v", got)
+		}
+	})
+}
+
 // Without the option the table is neither created nor written, even when
 // another store made it; reads say the database keeps no texts.
 func TestTextsWithoutOption(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -23,6 +25,7 @@ import (
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
+	"golang.org/x/term"
 )
 
 // demoFS holds the bundled demo captures replayed by `acpscope replay`
@@ -132,12 +135,11 @@ func (o *outputFlags) terminal(stdout io.Writer) *view.Terminal {
 	return view.NewTerminal(stdout, !o.plain && isTerminal(stdout))
 }
 
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool { return isCharDevice(w) }
-
-// isCharDevice reports whether the stream v (a reader or writer, or the
-// watched standard output around one) is a character device (a terminal).
-func isCharDevice(v any) bool {
+// isTerminal reports whether the stream v (a reader or writer, or the
+// watched standard output around one) is a terminal. A character device
+// that is no terminal (/dev/null) is not one: it is read and written as a
+// file.
+func isTerminal(v any) bool {
 	if o, ok := v.(*watchedOutput); ok {
 		v = o.w
 	}
@@ -145,8 +147,17 @@ func isCharDevice(v any) bool {
 	if !ok {
 		return false
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	// Through the raw connection, so that the file keeps its mode (Fd
+	// would make it blocking).
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	is := false
+	if rc.Control(func(fd uintptr) { is = term.IsTerminal(int(fd)) }) != nil {
+		return false
+	}
+	return is
 }
 
 // cmdRun implements `acpscope run [flags] -- <agent command…>`.
@@ -170,6 +181,9 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 		return err
 	}
 	if err := o.validate(); err != nil {
+		return err
+	}
+	if err := checkResume(fs, *resume); err != nil {
 		return err
 	}
 	command := fs.Args()
@@ -240,6 +254,7 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 		// it ends, so none goes unsaid.
 		cfg.TurnEnded = func(n int, stop acp.StopReason, err error) {
 			stored(n, stop, err)
+			markTurnEnd(term, n, stop, err)
 			if err != nil {
 				fmt.Fprintf(e.stderr, "acpscope: turn %d: %v\n", n, err)
 			}
@@ -249,6 +264,24 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	flushLog()
 	err = finishTurn(e, o, term, res, err)
 	return sink.endTurn(ctx, e.stderr, o, err)
+}
+
+// checkResume refuses a --resume that names no session: an empty id (which
+// would open a new session instead) or one that is not valid UTF-8 (JSON
+// would carry U+FFFD in its place, so the agent would reopen another
+// session than the one asked for).
+func checkResume(fs *flag.FlagSet, id string) error {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "resume" })
+	switch {
+	case !set:
+		return nil
+	case id == "":
+		return errors.New("--resume needs a session id (it is empty)")
+	case !utf8.ValidString(id):
+		return fmt.Errorf("--resume %s: a session id must be valid UTF-8", safetext.Text(strings.ToValidUTF8(id, "\ufffd")))
+	}
+	return nil
 }
 
 // createRecord creates the --record capture at path, with a header naming
@@ -367,6 +400,13 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 		log, flushLog := o.logger(e.stderr)
 		cfg := o.sessionConfig(term, sink, log)
 		cfg.Dialect, cfg.Cwd, cfg.Subagents = dialect, "/", subagents
+		if prompts := countSeq(clientParams(src.c, acp.AgentMethodSessionPrompt)); prompts > 1 {
+			stored := cfg.TurnEnded
+			cfg.TurnEnded = func(n int, stop acp.StopReason, err error) {
+				stored(n, stop, err)
+				markTurnEnd(term, n, stop, err)
+			}
+		}
 		res, err := session.Replay(ctx, src.c, cfg, func(now func() time.Time) { sink.clock = now })
 		sink.clock = nil
 		flushLog()
@@ -440,6 +480,30 @@ func declaring(declared bool) string {
 		return "declaring"
 	}
 	return "without"
+}
+
+// markTurnEnd shows in the view, where it happened, how turn n of a
+// session of several turns ended: its stop reason, or that it failed or
+// was cancelled (standard error says why). The final line (finishTurn)
+// alone would say nothing of the turns before the last.
+func markTurnEnd(term *view.Terminal, n int, stop acp.StopReason, err error) {
+	switch {
+	case err == nil:
+		term.Note(fmt.Sprintf("turn %d ended: %s", n, stop))
+	case errors.Is(err, session.ErrCancelled):
+		term.Note(fmt.Sprintf("turn %d cancelled", n))
+	default:
+		term.Note(fmt.Sprintf("turn %d failed", n))
+	}
+}
+
+// countSeq counts the values of seq.
+func countSeq[T any](seq iter.Seq[T]) int {
+	n := 0
+	for range seq {
+		n++
+	}
+	return n
 }
 
 // finishTurn prints the turn's outcome: the cards (or the JSON lines) and

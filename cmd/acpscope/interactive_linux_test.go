@@ -209,3 +209,28 @@ func TestInteractiveCtrlCAtThePromptEnds(t *testing.T) {
 		t.Fatalf("exit %d, want %d:\n%s", code, exitCancelled, out)
 	}
 }
+
+// A prompt line longer than the terminal's canonical line (4,095 bytes)
+// is read whole, typed or pasted (bracketed paste keeps its newlines in
+// the prompt); Backspace still edits it.
+func TestInteractiveLongLineIsReadWhole(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("0123456789", 5000) // 50,000 bytes
+	s := startOnTerminal(t, "run", "--no-db", "--cwd", dir, "--", fakeAgent, "-mode", "turns", "-state", filepath.Join(dir, "state"))
+	s.await(promptMark, 1)
+	s.typed(long + "xy\x7f\x7f\r")
+	s.await("turn 1 ended: end_turn", 1)
+	s.await(promptMark, 2)
+	s.typed("\x1b[200~pasted\rtwo lines\x1b[201~\r")
+	s.await("turn 2 ended: end_turn", 1)
+	s.await(promptMark, 3)
+	s.typed("\x04")
+	if code, out := s.end(); code != exitOK {
+		t.Fatalf("exit %d:\n%.2000s", code, out)
+	}
+	// The agent writes each prompt on a line, its newlines as spaces.
+	state, _ := os.ReadFile(filepath.Join(dir, "state"))
+	if want := long + "\npasted two lines\n"; string(state) != want {
+		t.Fatalf("the agent got prompts of %d bytes, want %d: %.100q…", len(state), len(want), state)
+	}
+}

@@ -7,21 +7,23 @@
 //	acpscope run [flags] -- <agent command…>   drive an ACP agent over stdio, turn by turn
 //	acpscope replay [flags] [CAPTURE]          replay a capture (the bundled demo without one)
 //	acpscope tap [flags] -- <agent command…>   stand between an editor and its agent, observing
-//	acpscope subagents --session ID [--db DSN] list stored subagent contexts
+//	acpscope subagents --session ID [--json]   list stored subagent contexts
 //	acpscope sessions [--db DSN] [--json]      list recent stored sessions
 //	acpscope web [--db DSN] [--addr ADDR]      browse stored sessions in a browser
 //	acpscope health [--db DSN]                 run the persistence health check
 //	acpscope migrate [--dry-run] [--db DSN]    bring the database up to date
 //	acpscope cursor doctor                     report Cursor CLI discovery and compatibility
 //
-// Exit codes: 0 success; 1 the agent or a turn failed; 2 usage or input
-// error (bad flags, unreadable or malformed capture, unreachable database,
-// a --resume the agent cannot serve); 3 a turn was cancelled by --timeout,
-// SIGINT or SIGTERM; 4 subagent cards not stored; 129 SIGHUP, 131 SIGQUIT
-// and 141 a closed standard output, each after the running turn was
-// cancelled the same way. `acpscope tap` exits as its agent did: its exit
-// code, or 128+N when signal N killed it, and 128+N after the editor's
-// stop signal N (see tapEnding); its own failures keep the codes above.
+// Exit codes: 0 success; 1 the agent or a turn failed (a reopen the agent
+// refused included); 2 usage or input error (bad flags, unreadable or
+// malformed capture, unreachable database, a --resume the agent cannot
+// serve: it offers neither session/load nor session/resume); 3 a turn was
+// cancelled by --timeout, SIGINT or SIGTERM; 4 subagent cards not stored;
+// 129 SIGHUP, 131 SIGQUIT and 141 a closed standard output, each after the
+// running turn was cancelled the same way. `acpscope tap` exits as its
+// agent did: its exit code, or 128+N when signal N killed it, and 128+N
+// after the editor's stop signal N (see tapEnding); its own failures keep
+// the codes above.
 package main
 
 import (
@@ -189,7 +191,7 @@ Usage:
   acpscope run [flags] -- <agent command…>    drive an ACP agent over stdio, turn by turn
   acpscope replay [flags] [CAPTURE]           replay a capture (the bundled demo without one)
   acpscope tap [flags] -- <agent command…>    the editor's agent command: pass the connection through, observing it
-  acpscope subagents --session ID [--db DSN]  list stored subagent contexts of a session
+  acpscope subagents --session ID [--json]    list stored subagent contexts of a session, with results
   acpscope sessions [--db DSN] [--json]       list recent stored sessions (id, agent, started, cards, status)
   acpscope web [--db DSN] [--addr ADDR]       browse stored sessions as subagent trees and timelines
   acpscope health [--db DSN]                  run the persistence health check
@@ -197,7 +199,8 @@ Usage:
   acpscope cursor doctor                      report Cursor CLI discovery and compatibility
 
 Run 'acpscope <command> -h' for the flags of a command.
-Exit codes: 0 ok, 1 agent or turn failure, 2 usage or input error,
+Exit codes: 0 ok, 1 agent or turn failure (a reopen the agent refused
+included), 2 usage or input error,
 3 turn cancelled (--timeout, SIGINT or SIGTERM), 4 subagent cards not stored,
 129 SIGHUP, 131 SIGQUIT, 141 standard output closed (the running turn
 cancelled first). tap exits as its agent did (its code, or 128+signal).

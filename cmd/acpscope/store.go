@@ -14,11 +14,9 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
-	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
@@ -113,6 +111,10 @@ type storeSink struct {
 	// turnStart is when the current turn began: its flush is bounded by
 	// that plus --timeout and --cancel-grace.
 	turnStart time.Time
+	// writerClosed is set once the writer is closed (closeWriter), with
+	// its final accounting.
+	writerClosed bool
+	final        persistence.Accounting
 }
 
 // Bounds of the store's flushes. A finished turn waits up to
@@ -274,6 +276,15 @@ func (s *storeSink) endTurn(ctx context.Context, stderr io.Writer, o outputFlags
 	if acc.NotStored() == 0 {
 		return turnErr
 	}
+	// Cards are missing, so this is the run's last word on the store (its
+	// callers end with it): the writer is closed first, which settles the
+	// batch in flight and gives up what is queued, so the line counts what
+	// the store holds and nothing is written after it. Counting while a
+	// batch is in flight said a batch too many whenever closing the writer
+	// then committed it.
+	if acc = s.closeWriter(); acc.NotStored() == 0 {
+		return turnErr
+	}
 	line := accountingLine(acc)
 	if turnErr != nil {
 		fmt.Fprintf(stderr, "acpscope: %s\n", line)
@@ -310,10 +321,20 @@ func (s *storeSink) close() {
 	if s == nil || s.writer == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeCloseWait)
-	defer cancel()
-	s.writer.Close(ctx)
+	s.closeWriter()
 	s.store.Close()
+}
+
+// closeWriter closes the writer, once, giving it storeCloseWait more for
+// what is still queued, and returns its final accounting.
+func (s *storeSink) closeWriter() persistence.Accounting {
+	if !s.writerClosed {
+		ctx, cancel := context.WithTimeout(context.Background(), storeCloseWait)
+		defer cancel()
+		s.final = s.writer.Close(ctx)
+		s.writerClosed = true
+	}
+	return s.final
 }
 
 // gatedHandler drops records until open is set, then passes them to
@@ -371,6 +392,8 @@ func frameOf(ev adapter.Event) *persistence.Frame {
 		IsAsync:          t.IsAsync,
 		Prompt:           t.Prompt,
 		ResultText:       t.ResultText,
+		PromptBytes:      t.PromptBytes,
+		ResultBytes:      t.ResultBytes,
 		ObservedAt:       time.Now(),
 	}
 	if t.ToolUseCount != nil {
@@ -390,74 +413,4 @@ func randomID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// cmdSubagents implements `acpscope subagents --session ID [--db DSN]`:
-// the session's cards, one per tool call however many agent executions
-// (runs, a --resume's included) stored a row of it.
-func cmdSubagents(ctx context.Context, e env, args []string) error {
-	fs := newFlagSet("subagents", e.stderr)
-	session := fs.String("session", "", "the session whose subagent contexts to list (required)")
-	dsn := fs.String("db", "", "database (default: $ACPSCOPE_DB, else the embedded SQLite database)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *session == "" || fs.NArg() > 0 {
-		return fmt.Errorf("subagents needs --session ID and no other arguments")
-	}
-	s, err := openStoreReadOnly(ctx, *dsn)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	rows, err := s.ListCards(ctx, *session)
-	if err != nil {
-		return err
-	}
-	writeContexts(e.stdout, rows)
-	return nil
-}
-
-// writeContexts prints stored contexts as a table, in stored order. Every
-// stored field passes the sanitiser: it came from an agent.
-func writeContexts(w io.Writer, rows []persistence.SubagentContext) {
-	writeTable(w, rows, "no subagent contexts stored for this session",
-		"OBSERVED\tTOOL CALL\tPARENT\tTYPE\tDESCRIPTION\tTOOL STATUS\tAGENT STATUS\tMODEL\tTOKENS\tTOOLS\tDURATION\tASYNC",
-		func(r persistence.SubagentContext) string {
-			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v",
-				r.ObservedAt.UTC().Format(time.RFC3339), safetext.Text(r.ToolCallID), deref(r.ParentToolCallID), deref(r.SubagentType),
-				deref(r.Description), deref(r.ToolStatus), deref(r.AgentStatus), deref(r.Model),
-				num(r.TotalTokens), num(r.ToolUseCount), num(r.DurationMs), r.IsAsync)
-		})
-}
-
-// writeTable prints rows as a table under the tab-separated header, one
-// line per row from line, in the column layout every acpscope table
-// shares; empty alone when there are no rows.
-func writeTable[T any](w io.Writer, rows []T, empty, header string, line func(T) string) {
-	if len(rows) == 0 {
-		fmt.Fprintln(w, empty)
-		return
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, header)
-	for _, r := range rows {
-		fmt.Fprintln(tw, line(r))
-	}
-	tw.Flush()
-}
-
-// deref is a stored optional text, sanitised; "-" when absent.
-func deref(s *string) string {
-	if s == nil {
-		return "-"
-	}
-	return safetext.Text(*s)
-}
-
-func num(n *int64) string {
-	if n == nil {
-		return "-"
-	}
-	return fmt.Sprint(*n)
 }

@@ -125,7 +125,7 @@ func promptSource(ctx context.Context, e env, steps stepList, resuming bool) (tu
 	if len(steps) > 0 {
 		return slices.Values([]session.Request(steps)), false, nil
 	}
-	if isCharDevice(e.stdin) {
+	if isTerminal(e.stdin) {
 		return promptRequests(readPrompts(ctx, e.stdin, e.stdout)), true, nil
 	}
 	data, err := io.ReadAll(io.LimitReader(e.stdin, maxPromptBytes+1))
@@ -162,12 +162,25 @@ const promptMark = "› "
 // readPrompts yields one prompt per line typed on the terminal in, asking
 // with promptMark on out; blank lines ask again, and end of input (Ctrl-D)
 // or the session's end (a signal while no turn runs) ends the session. A
-// line is asked for only once the previous turn is over.
+// line is asked for only once the previous turn is over. While it is
+// asked for, the terminal is in the line editor's mode (see lineEditor),
+// so a line is read whole up to maxPromptBytes; a longer one is not sent.
 func readPrompts(ctx context.Context, in io.Reader, out io.Writer) iter.Seq[string] {
 	return func(yield func(string) bool) {
 		type line struct {
 			text string
 			err  error
+		}
+		// The editor echoes on the terminal: standard output when it is
+		// one, else the terminal typed at.
+		echo := out
+		if w, ok := in.(io.Writer); ok && !isTerminal(out) {
+			echo = w
+		}
+		edit := false
+		if restore := lineMode(in); restore != nil {
+			restore()
+			edit = true
 		}
 		lines := make(chan line, 1)
 		ask := make(chan struct{})
@@ -175,27 +188,45 @@ func readPrompts(ctx context.Context, in io.Reader, out io.Writer) iter.Seq[stri
 		// asked, so nothing typed during a turn is taken before its time.
 		go func() {
 			r := bufio.NewReaderSize(in, 64<<10)
+			ed := &lineEditor{in: r, echo: echo, max: maxPromptBytes, mark: promptMark}
 			for range ask {
-				text, err := r.ReadString('\n')
-				lines <- line{text, err}
-				if err != nil {
+				var l line
+				if edit {
+					l.text, l.err = ed.readLine()
+				} else {
+					l.text, l.err = r.ReadString('\n')
+					if l.err == nil && len(l.text) > maxPromptBytes {
+						l.err = errLineTooLong
+					}
+				}
+				lines <- l
+				if l.err != nil && l.err != errLineTooLong {
 					return
 				}
 			}
 		}()
 		defer close(ask)
 		for {
+			restore := func() {}
+			if edit {
+				if r := lineMode(in); r != nil {
+					fmt.Fprint(echo, pasteOn)
+					restore = func() { fmt.Fprint(echo, pasteOff); r() }
+				}
+			}
 			fmt.Fprint(out, promptMark)
 			ask <- struct{}{}
 			var l line
 			select {
 			case l = <-lines:
+				restore()
 			case <-ctx.Done():
+				restore()
 				fmt.Fprintln(out)
 				return
 			}
-			if len(l.text) > maxPromptBytes {
-				fmt.Fprintf(out, "\nacpscope: a prompt may be at most %d bytes; not sent\n", maxPromptBytes)
+			if l.err == errLineTooLong {
+				fmt.Fprintf(out, "acpscope: a prompt may be at most %d bytes; not sent\n", maxPromptBytes)
 				continue
 			}
 			if text := strings.TrimSpace(l.text); text != "" {

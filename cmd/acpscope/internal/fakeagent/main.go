@@ -32,6 +32,9 @@
 //	               the client to read -file many times, so the client's
 //	               writes block on a full pipe (see deaf.go)
 //
+// With -load-error MSG, session/load fails with that message (an agent that
+// does not know the session it is asked to reopen).
+//
 // With -ready FILE, the agent creates FILE once the card is open, so a test
 // knows the turn is under way before it interrupts it.
 //
@@ -67,6 +70,7 @@ func main() {
 	reopen := flag.String("reopen", "load", "how the turns mode reopens a session: load, resume, both or none")
 	linger := flag.Bool("linger", false, "ignore SIGTERM and SIGHUP, and stay after the input ended until killed")
 	termed := flag.String("termed", "", "-linger: create this file when a SIGTERM arrives")
+	loadError := flag.String("load-error", "", "session/load fails with this message")
 	hold := flag.Int("hold", 0, "turns mode: answer no prompt until this many arrived, then work them one at a time in wire order (see queue.go)")
 	flag.Parse()
 	if *linger {
@@ -87,7 +91,7 @@ func main() {
 		_, _ = os.Stdout.WriteString(junk)
 		return
 	}
-	a := &agent{mode: *mode, ready: *ready, start: *start, updates: *updates, per: *per, state: *state, reopen: *reopen, cancelled: make(chan struct{})}
+	a := &agent{mode: *mode, ready: *ready, start: *start, updates: *updates, per: *per, state: *state, reopen: *reopen, loadError: *loadError, cancelled: make(chan struct{})}
 	in := io.Reader(os.Stdin)
 	if *hold > 0 {
 		a.queue, in = newWireQueue(in, *hold)
@@ -122,6 +126,7 @@ type agent struct {
 	per       int        // -per, for the burst mode
 	state     string     // -state, for the turns mode
 	reopen    string     // -reopen, for the turns mode
+	loadError string     // -load-error
 	queue     *wireQueue // -hold, for the turns mode (nil: prompts run as they come)
 	conn      *acp.AgentSideConnection
 	cancelled chan struct{}
@@ -267,6 +272,9 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 // LoadSession replays the burst as the session's history (-mode burst);
 // other modes have no history to replay.
 func (a *agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
+	if a.loadError != "" {
+		return acp.LoadSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": a.loadError})
+	}
 	switch a.mode {
 	case "burst":
 		if err := burst(ctx, a.conn, req.SessionId, a.updates, a.per); err != nil {
