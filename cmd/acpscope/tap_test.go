@@ -675,12 +675,15 @@ func httpGet(t *testing.T, u, host string) string {
 }
 
 // An agent that writes and exits at once: everything it wrote reaches the
-// editor, the tail still in the pipe when it exited included.
+// editor, the tail still in the pipe when it exited included. The editor's
+// input is empty, so the agent's --grace runs from the start: it is an hour
+// here, or a loaded machine would see the tap stop an agent still writing
+// (it did: 2,498,560 of 4,194,304 bytes), which is --grace doing its job.
 func TestTapForwardsTheAgentsLastOutput(t *testing.T) {
 	const size = 4 << 20
 	for i := range 5 {
 		var out bytes.Buffer
-		code := run(context.Background(), []string{"tap", "--no-db", "--", "sh", "-c", fmt.Sprintf("head -c %d /dev/zero", size)},
+		code := run(context.Background(), []string{"tap", "--no-db", "--grace", "1h", "--", "sh", "-c", fmt.Sprintf("head -c %d /dev/zero", size)},
 			strings.NewReader(""), &out, io.Discard)
 		if code != exitOK || out.Len() != size {
 			t.Fatalf("run %d: exit %d, the editor got %d of the agent's %d bytes", i, code, out.Len(), size)
