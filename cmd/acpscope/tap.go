@@ -96,7 +96,7 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 		defer func() { tapErr = recordResult(e, *record, rec, f, tapErr) }()
 	}
 	term := view.NewTerminal(logw, false)
-	obs, err := tap.NewObserver(tap.ObserverConfig{Dialect: o.agent, View: term, Sink: sink.record, Record: rec, TurnStarted: sink.beginTurn})
+	obs, err := tap.NewObserver(tap.ObserverConfig{Dialect: o.agent, View: term, Sink: sinks(term, sink), Record: rec, TurnStarted: sink.BeginTurn})
 	if err != nil {
 		return err
 	}

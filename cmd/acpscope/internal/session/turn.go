@@ -15,6 +15,7 @@ import (
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	_ "github.com/kdlbs/acp-go-sdk/adapter/claude" // registers the claude dialect
 	"github.com/kdlbs/acp-go-sdk/adapter/cursor"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/sink"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 )
 
@@ -78,10 +79,15 @@ type Config struct {
 	// for its answers before it asks for the next (so an interactive
 	// source reads the next prompt only then).
 	Requests iter.Seq[Request]
-	// Term renders the session; sink, when set, receives every event too
-	// (persistence), with the connection's dialect.
+	// Term renders the session's text, notes and progress line. Sink
+	// receives every tracker event, with the connection's dialect and its
+	// wire time: the one fan-out (the view, the store) the command built;
+	// nil hands them to Term alone.
 	Term *view.Terminal
-	Sink func(dialect string, ev adapter.Event)
+	Sink sink.Sink
+	// Clock, when set, is the events' wire time (a replay's is the
+	// capture's own); nil is the time the client stack handles them.
+	Clock func() time.Time
 	// TurnStarted, when set, is called before each prompt is sent that
 	// opens a turn span, and OnUpdate before each session/update is
 	// handed to the tracker. Prompts queued behind a prompt
@@ -399,9 +405,17 @@ func Turns(open Request, steps iter.Seq[Request]) iter.Seq[Request] {
 func cancelCards(cfg Config, tracker *adapter.Tracker) {
 	for _, ev := range cfg.Term.CancelOpen() {
 		if cfg.Sink != nil {
-			cfg.Sink(tracker.Dialect(), ev)
+			cfg.Sink.Record(sink.Event{Event: ev, Dialect: tracker.Dialect(), At: wireTime(cfg)})
 		}
 	}
+}
+
+// wireTime is the time of the event being handled: cfg.Clock's, else now.
+func wireTime(cfg Config) time.Time {
+	if cfg.Clock != nil {
+		return cfg.Clock()
+	}
+	return time.Now()
 }
 
 // openSession sends a session/new, session/load or session/resume request
@@ -593,17 +607,18 @@ func abandonPrompt(tracker *adapter.Tracker, p openPrompt) (promptAnswer, error)
 }
 
 // NewClientStack builds acpscope's client side of one connection: the
-// tracker, whose events go to cfg.Term and cfg.Sink, and the client
+// tracker, whose events go to cfg.Sink (else cfg.Term), and the client
 // connection over the agent's stdio that feeds it.
 func NewClientStack(cfg Config, toAgent io.Writer, fromAgent io.Reader) (*adapter.Tracker, *acp.ClientSideConnection, error) {
+	out := cfg.Sink
+	if out == nil {
+		out = cfg.Term
+	}
 	var tracker *adapter.Tracker
 	tracker, err := adapter.NewTracker(adapter.Config{
 		DialectName: cfg.Dialect,
 		OnEvent: func(ev adapter.Event) {
-			cfg.Term.Event(ev)
-			if cfg.Sink != nil {
-				cfg.Sink(tracker.Dialect(), ev)
-			}
+			out.Record(sink.Event{Event: ev, Dialect: tracker.Dialect(), At: wireTime(cfg)})
 		},
 	})
 	if err != nil {

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	_ "github.com/kdlbs/acp-go-sdk/adapter/claude" // registers the claude dialect, as run does
 	"github.com/kdlbs/acp-go-sdk/adapter/cursor"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/sink"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 )
@@ -19,11 +21,12 @@ type ObserverConfig struct {
 	// Dialect is the explicit dialect name (--agent); "" chooses it from
 	// the agent's initialize answer, as run does.
 	Dialect string
-	// View shows the cards as they change (the tap's log); required.
+	// View shows the permission answers (the tap's log); required.
 	View *view.Terminal
-	// Sink, when set, receives every event with the connection's dialect
-	// (the store).
-	Sink func(dialect string, ev adapter.Event)
+	// Sink receives every tracker event, with the connection's dialect
+	// and its wire time: the fan-out (the view, the store) the command
+	// built; nil hands them to View alone.
+	Sink sink.Sink
 	// Record, when set, receives every message in wire order (--record).
 	Record *capture.Writer
 	// TurnStarted, when set, is called with the session's id when the
@@ -56,6 +59,10 @@ type Observer struct {
 	// was still running; the open cards end once none runs.
 	cancelledTurn bool
 
+	// at is the wire time of the line being observed (Unix nanoseconds);
+	// an event the Cursor handler delivers on its own goroutine reads it.
+	at atomic.Int64
+
 	// Unparsed counts lines that are not JSON-RPC messages (forwarded,
 	// not observed).
 	Unparsed atomic.Int64
@@ -69,15 +76,15 @@ type permissionAsked struct {
 
 // NewObserver returns an observer of one connection.
 func NewObserver(cfg ObserverConfig) (*Observer, error) {
+	if cfg.Sink == nil {
+		cfg.Sink = cfg.View
+	}
 	o := &Observer{cfg: cfg, prompts: newTracked[string](), permissions: newTracked[permissionAsked]()}
 	var err error
 	o.tracker, err = adapter.NewTracker(adapter.Config{
 		DialectName: cfg.Dialect,
 		OnEvent: func(ev adapter.Event) {
-			cfg.View.Event(ev)
-			if cfg.Sink != nil {
-				cfg.Sink(o.tracker.Dialect(), ev)
-			}
+			cfg.Sink.Record(sink.Event{Event: ev, Dialect: o.tracker.Dialect(), At: o.wireTime()})
 		},
 	})
 	if err != nil {
@@ -100,8 +107,15 @@ func (o *Observer) extension(method string, id, params json.RawMessage) {
 	}
 }
 
-// Observe takes one wire line sent by from.
+// Observe takes one wire line sent by from, passed now.
 func (o *Observer) Observe(from capture.Direction, line []byte) {
+	o.ObserveAt(from, line, time.Now())
+}
+
+// ObserveAt takes one wire line sent by from that passed the tap at at:
+// the events it causes carry that time.
+func (o *Observer) ObserveAt(from capture.Direction, line []byte, at time.Time) {
+	o.at.Store(at.UnixNano())
 	msg := bytes.TrimSpace(line) // a CRLF line end is the peer's framing, not the message
 	if len(msg) == 0 {
 		return
@@ -123,6 +137,14 @@ func (o *Observer) Observe(from capture.Direction, line []byte) {
 		o.Unparsed.Add(1)
 	}
 	o.after(from, &m)
+}
+
+// wireTime is the time the line being observed passed the tap.
+func (o *Observer) wireTime() time.Time {
+	if n := o.at.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Now()
 }
 
 // before notes the requests whose answers the observer waits for.
@@ -190,9 +212,7 @@ func (o *Observer) promptEnded(m *capture.Message) {
 	o.cancelledTurn = false
 	o.tracker.Flush() // cursor/task merges still on their way
 	for _, ev := range o.cfg.View.CancelOpen() {
-		if o.cfg.Sink != nil {
-			o.cfg.Sink(o.tracker.Dialect(), ev)
-		}
+		o.cfg.Sink.Record(sink.Event{Event: ev, Dialect: o.tracker.Dialect(), At: o.wireTime()})
 	}
 }
 

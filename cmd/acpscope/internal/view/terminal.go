@@ -10,6 +10,7 @@ import (
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/sink"
 )
 
 // spinnerFrames animate the progress line while subagents run.
@@ -127,6 +128,10 @@ func (t *Terminal) Event(ev adapter.Event) {
 	defer t.mu.Unlock()
 	t.eventLocked(ev)
 }
+
+// Record shows one event of the sink fan-out: the terminal view is one of
+// the sinks (sink.Sink).
+func (t *Terminal) Record(e sink.Event) { t.Event(e.Event) }
 
 // CancelOpen ends every card whose status is not terminal as cancelled
 // (a child session is no longer live), shows the change, and returns the
