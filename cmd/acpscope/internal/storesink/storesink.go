@@ -36,8 +36,13 @@ type Sink struct {
 	writer *persistence.Writer
 	runID  string // one agent execution per acpscope process and dialect
 
-	mu    sync.Mutex
-	turns map[string]string // session id → current turn id
+	mu sync.Mutex
+	// turns holds the current turn id of each session a prompt opens
+	// turns in (a top session); parents names, for each child session
+	// seen, the session that launched it, whose turn its frames take.
+	// Both hold at most maxSessions sessions.
+	turns   map[string]string
+	parents map[string]string
 	// referrers lists, per child session, the tool calls whose `session`
 	// content names it, first seen first (at most
 	// persistence.MaxReferences), as --json's referenced_by; launched is
@@ -58,7 +63,7 @@ type cardKey struct{ session, call string }
 func New(s *persistence.Store) *Sink {
 	runID := RandomID()
 	return &Sink{
-		runID: runID, turns: map[string]string{},
+		runID: runID, turns: map[string]string{}, parents: map[string]string{},
 		writer: persistence.NewWriter(s, persistence.WriterOptions{EnsureSessions: true, Journal: "acpscope-" + runID}),
 	}
 }
@@ -75,17 +80,13 @@ func (s *Sink) Record(e sink.Event) {
 	}
 	f := FrameOf(e.Event)
 	s.mu.Lock()
+	s.noteParents(e.Event)
 	frames := s.referenceFrames(e.Event, f)
 	if f != nil {
 		frames = append(frames, f)
 	}
 	for _, f := range frames {
-		turn, ok := s.turns[f.TaskSessionID]
-		if !ok {
-			turn = "turn-" + RandomID()
-			s.turns[f.TaskSessionID] = turn
-		}
-		f.TurnID = turn
+		f.TurnID = s.turnOf(f.TaskSessionID)
 	}
 	s.mu.Unlock()
 	for _, f := range frames {
@@ -131,15 +132,74 @@ func (s *Sink) referenceFrames(ev adapter.Event, f *persistence.Frame) []*persis
 	return out
 }
 
-// BeginTurn starts a new turn: the frames that follow get a new turn id
-// (in every session; the store keeps a card's first turn id, so a card
-// that goes on from an earlier turn keeps that one).
-func (s *Sink) BeginTurn(string) {
+// maxSessions bounds the sessions whose turns and parents a Sink keeps;
+// beyond it they are forgotten, and a forgotten session's next frame
+// starts a turn of its own.
+const maxSessions = 4096
+
+// noteParents remembers the parent of each child session ev names: the
+// session of a child's card, or the parent of a card in a child session.
+// Called with mu held.
+func (s *Sink) noteParents(ev adapter.Event) {
+	note := func(child, parent string) {
+		if child == "" || parent == "" || child == parent || s.parents[child] == parent {
+			return
+		}
+		if len(s.parents) >= maxSessions {
+			clear(s.parents)
+		}
+		s.parents[child] = parent
+	}
+	if ev.Child != nil {
+		note(ev.Child.SessionID, ev.SessionID)
+	}
+	note(ev.SessionID, ev.ParentSessionID)
+}
+
+// topOf is the session whose prompts session's frames belong to: the
+// session itself, or for a child session the session that launched it
+// (up its chain, which a cycle cannot make endless). Called with mu held.
+func (s *Sink) topOf(session string) string {
+	for range maxSessions {
+		p, ok := s.parents[session]
+		if !ok {
+			break
+		}
+		session = p
+	}
+	return session
+}
+
+// turnOf is the current turn id of session's top session, a new one when
+// it has none yet (frames before its first prompt: a load's history).
+// Called with mu held.
+func (s *Sink) turnOf(session string) string {
+	top := s.topOf(session)
+	turn, ok := s.turns[top]
+	if !ok {
+		if len(s.turns) >= maxSessions {
+			clear(s.turns)
+		}
+		turn = "turn-" + RandomID()
+		s.turns[top] = turn
+	}
+	return turn
+}
+
+// BeginTurn starts a new turn of sessionID: the frames of that session and
+// of its child sessions that follow get a new turn id; other sessions keep
+// theirs (the store keeps a card's first turn id, so a card that goes on
+// from an earlier turn keeps that one).
+func (s *Sink) BeginTurn(sessionID string) {
 	if s == nil || s.writer == nil {
 		return
 	}
 	s.mu.Lock()
-	s.turns = map[string]string{}
+	top := s.topOf(sessionID)
+	if _, ok := s.turns[top]; !ok && len(s.turns) >= maxSessions {
+		clear(s.turns)
+	}
+	s.turns[top] = "turn-" + RandomID()
 	s.turnStart = time.Now()
 	s.mu.Unlock()
 }
