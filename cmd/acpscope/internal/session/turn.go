@@ -8,6 +8,8 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -212,7 +214,11 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 		return res, err
 	}
 	stopTicker := startTicker(cfg.Term)
-	cancelOpen := false
+	// cancelOpen are the sessions whose cancelled turn left cards open
+	// the agent may still settle (the span's last answer ends them);
+	// opening is the session a load or resume is reopening.
+	cancelOpen := map[string]bool{}
+	opening := ""
 	defer func() {
 		stopTicker()
 		// Nothing may reach the view after the session. The agent's input
@@ -237,8 +243,11 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 		// A turn the agent was aborted in (or a session stopped before its
 		// first turn) leaves its cards open: they end cancelled here, once
 		// nothing more can arrive.
-		if cancelOpen || (res.Turns == 0 && errors.Is(err, ErrCancelled)) {
-			cancelCards(cfg, tracker)
+		if res.Turns == 0 && errors.Is(err, ErrCancelled) {
+			cancelOpen[sessionOr(opening, res.SessionID)] = true
+		}
+		for _, sid := range slices.Sorted(maps.Keys(cancelOpen)) {
+			cancelCards(tracker, sid)
 		}
 	}()
 
@@ -301,6 +310,7 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 			if opened {
 				stop, cancelStop = context.WithTimeout(ctx, cfg.Timeout)
 			}
+			opening = req.SessionID
 			err := openSession(stop, conn, tracker, cfg, initResp.AgentCapabilities, req, call, &res)
 			cancelStop()
 			if err != nil {
@@ -354,7 +364,7 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 				res.StopReason = acp.StopReasonCancelled
 			}
 			if res.StopReason == acp.StopReasonCancelled {
-				cancelOpen = true
+				cancelOpen[p.req.SessionID] = true
 			}
 			if p.last && !aborted {
 				// The agent answered the span's last prompt: its cards are
@@ -363,9 +373,9 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 				// the view and in the store alike (a replay of the capture
 				// shows what the live run showed).
 				if res.StopReason == acp.StopReasonCancelled {
-					cancelCards(cfg, tracker)
+					cancelCards(tracker, p.req.SessionID)
 				}
-				cancelOpen = false
+				delete(cancelOpen, p.req.SessionID)
 			}
 			if cfg.TurnEnded != nil {
 				cfg.TurnEnded(p.n, res.StopReason, err)
@@ -400,14 +410,12 @@ func Turns(open Request, steps iter.Seq[Request]) iter.Seq[Request] {
 	}
 }
 
-// cancelCards ends the cards the view still shows open as cancelled and
-// hands those events to the sink.
-func cancelCards(cfg Config, tracker *adapter.Tracker) {
-	for _, ev := range cfg.Term.CancelOpen() {
-		if cfg.Sink != nil {
-			cfg.Sink.Record(sink.Event{Event: ev, Dialect: tracker.Dialect(), At: wireTime(cfg)})
-		}
-	}
+// cancelCards ends the cards a cancelled turn of sessionID left open,
+// in that session and its child sessions, as cancelled: the tracker's
+// events, handed to every sink the same way (adapter.Tracker.EndOpen).
+func cancelCards(tracker *adapter.Tracker, sessionID string) {
+	tracker.EndOpen(sessionID, adapter.ToolStatusCancelled)
+	tracker.Flush()
 }
 
 // wireTime is the time of the event being handled: cfg.Clock's, else now.

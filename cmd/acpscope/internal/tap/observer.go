@@ -55,9 +55,10 @@ type Observer struct {
 	// permissions are the agent's session/request_permission requests not
 	// answered yet.
 	permissions tracked[permissionAsked]
-	// cancelledTurn is set when a prompt ended cancelled while another
-	// was still running; the open cards end once none runs.
-	cancelledTurn bool
+	// cancelled are the sessions a prompt of which ended cancelled while
+	// another of theirs was still open (a queued prompt); their open
+	// cards end once none of theirs is (at most maxTracked).
+	cancelled map[string]bool
 
 	// at is the wire time of the line being observed (Unix nanoseconds);
 	// an event the Cursor handler delivers on its own goroutine reads it.
@@ -79,7 +80,7 @@ func NewObserver(cfg ObserverConfig) (*Observer, error) {
 	if cfg.Sink == nil {
 		cfg.Sink = cfg.View
 	}
-	o := &Observer{cfg: cfg, prompts: newTracked[string](), permissions: newTracked[permissionAsked]()}
+	o := &Observer{cfg: cfg, prompts: newTracked[string](), permissions: newTracked[permissionAsked](), cancelled: map[string]bool{}}
 	var err error
 	o.tracker, err = adapter.NewTracker(adapter.Config{
 		DialectName: cfg.Dialect,
@@ -187,8 +188,8 @@ func (o *Observer) after(from capture.Direction, m *capture.Message) {
 	}
 	key := capture.IDKey(m.ID)
 	if from == capture.FromAgent {
-		if _, ok := o.prompts.take(key); ok {
-			o.promptEnded(m)
+		if session, ok := o.prompts.take(key); ok {
+			o.promptEnded(session, m)
 		}
 		return
 	}
@@ -197,23 +198,26 @@ func (o *Observer) after(from capture.Direction, m *capture.Message) {
 	}
 }
 
-// promptEnded ends the open cards once a turn that ended cancelled is the
-// last one running: cards of a turn still running elsewhere stay open.
-func (o *Observer) promptEnded(m *capture.Message) {
+// promptEnded ends the session's open cards cancelled (in the tracker,
+// so every sink sees it) once a turn of it that ended cancelled is the
+// last of its prompts open: cards of its queued prompt still running stay
+// open, and other sessions' cards are never touched.
+func (o *Observer) promptEnded(session string, m *capture.Message) {
 	var r struct {
 		StopReason string `json:"stopReason"`
 	}
 	if !m.Failed() && json.Unmarshal(m.Result, &r) == nil && r.StopReason == "cancelled" {
-		o.cancelledTurn = true
+		if len(o.cancelled) >= maxTracked {
+			clear(o.cancelled) // only a peer leaving thousands of prompts open
+		}
+		o.cancelled[session] = true
 	}
-	if !o.cancelledTurn || o.prompts.len() > 0 {
+	if !o.cancelled[session] || o.promptOpen(session) {
 		return
 	}
-	o.cancelledTurn = false
+	delete(o.cancelled, session)
 	o.tracker.Flush() // cursor/task merges still on their way
-	for _, ev := range o.cfg.View.CancelOpen() {
-		o.cfg.Sink.Record(sink.Event{Event: ev, Dialect: o.tracker.Dialect(), At: o.wireTime()})
-	}
+	o.tracker.EndOpen(session, adapter.ToolStatusCancelled)
 }
 
 // Finish delivers what the tracker still holds; call it after the last
