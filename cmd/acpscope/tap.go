@@ -140,6 +140,11 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 		// The observed cards are flushed to the store and accounted for
 		// (exit code 4 when some could not be stored), as after run's turns.
 		result = sink.endTurn(context.WithoutCancel(ctx), logw, flush, err)
+		// The writer confirms its cards now, not once the agent is gone:
+		// an editor that kills the tap meanwhile leaves a store whose
+		// health is true (a kill before this point leaves the writer
+		// unconfirmed, which health reports).
+		sink.Sink.Close()
 		fmt.Fprintf(logw, "acpscope tap: %s\n", st)
 	}
 	_, _ = tap.Run(context.WithoutCancel(ctx), tap.Config{

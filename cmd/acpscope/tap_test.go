@@ -500,6 +500,11 @@ func TestTapEndsForAnEditorThatDoesNotWait(t *testing.T) {
 	if want, got := storedCards(t, runDB, "fake-session"), storedCards(t, tapDB, "fake-session"); want != got || want == "" {
 		t.Errorf("the tap stored other rows than run:\n--- run\n%s--- tap\n%s", want, got)
 	}
+	// Its writer confirmed its cards before the report, so the kill that
+	// followed leaves a healthy store.
+	if code, out, errOut := acpscope(t, "", "health", "--db", tapDB); code != exitOK {
+		t.Errorf("health after a tap killed once it reported: exit %d\n%s%s", code, out, errOut)
+	}
 }
 
 // awaitFile waits until the file at path exists; the process whose end

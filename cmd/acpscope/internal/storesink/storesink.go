@@ -35,6 +35,7 @@ const (
 type Sink struct {
 	writer *persistence.Writer
 	runID  string // one agent execution per acpscope process and dialect
+	closed sync.Once
 
 	mu sync.Mutex
 	// turns holds the current turn id of each session a prompt opens
@@ -252,14 +253,19 @@ func (s *Sink) Accounting() persistence.Accounting {
 
 // Close gives the writer CloseWait more for what is still queued, then
 // closes it: what it could not write is counted, and its journal key
-// says whether it stored every card. The store stays open.
+// says whether it stored every card (until then the store holds the
+// writer as unconfirmed, which health reports). The store stays open.
+// Only the first call does anything; a card recorded after it is counted
+// as not stored.
 func (s *Sink) Close() {
 	if s == nil || s.writer == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), CloseWait)
-	defer cancel()
-	s.writer.Close(ctx)
+	s.closed.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), CloseWait)
+		defer cancel()
+		s.writer.Close(ctx)
+	})
 }
 
 // FrameOf maps an adapter event onto the persistence frame; nil for events

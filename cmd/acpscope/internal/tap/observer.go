@@ -64,6 +64,10 @@ type Observer struct {
 	// an event the Cursor handler delivers on its own goroutine reads it.
 	at atomic.Int64
 
+	// agentEnded is set when the agent ended the connection by itself
+	// (see Finish).
+	agentEnded atomic.Bool
+
 	// Unparsed counts lines that are not JSON-RPC messages (forwarded,
 	// not observed).
 	Unparsed atomic.Int64
@@ -220,9 +224,38 @@ func (o *Observer) promptEnded(session string, m *capture.Message) {
 	o.tracker.EndOpen(session, adapter.ToolStatusCancelled)
 }
 
-// Finish delivers what the tracker still holds; call it after the last
-// Observe.
-func (o *Observer) Finish() { o.tracker.Flush() }
+// Finish ends the observation: call it after the last Observe, once the
+// connection is over. It delivers what the tracker still holds, then ends
+// what the connection left open, since nothing more will come for it
+// (adapter.Tracker.EndOpen, per session and its child sessions):
+//
+//   - a session with a prompt still open: its open cards end cancelled
+//     when the tap ended the agent (the editor closed its side, or a stop
+//     signal), as run stores a turn it cancels; unknown when the agent
+//     ended the connection by itself (it exited or crashed, after a
+//     forwarded SIGINT too): how its work ended cannot be known;
+//   - a session with no prompt open whose cards are still open (a child
+//     that outlived its turn, a background task): unknown, since the
+//     agent is gone and never reported an outcome.
+//
+// Cards already unknown stay so, and nothing is ever made complete: no
+// outcome is invented, and no card stays open for ever.
+func (o *Observer) Finish() {
+	o.tracker.Flush()
+	for _, session := range o.tracker.OpenedSessions() {
+		status := adapter.ToolStatusUnknown
+		if o.promptOpen(session) && !o.agentEnded.Load() {
+			status = adapter.ToolStatusCancelled
+		}
+		o.tracker.EndOpen(session, status)
+	}
+	o.tracker.Flush()
+}
+
+// endedByAgent records, before the last line is observed, whether the
+// agent ended the connection by itself (true) or the tap ended it (the
+// editor closed its side, or a stop signal): see Finish.
+func (o *Observer) endedByAgent(agent bool) { o.agentEnded.Store(agent) }
 
 // askedPermission reads the title and options of a permission request.
 func askedPermission(params json.RawMessage) permissionAsked {

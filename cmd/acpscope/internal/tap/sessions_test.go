@@ -115,3 +115,50 @@ func TestCancelledSessionEndsWhenItsOwnPromptsEnd(t *testing.T) {
 		t.Errorf("B's child: %s, want complete", s)
 	}
 }
+
+// endMidTurn observes A with a prompt open and a running child, and B
+// whose child outlived B's answered prompt; then the connection ends, by
+// the tap (agent false) or by the agent itself.
+func endMidTurn(t *testing.T, agent bool) *lastStatus {
+	t.Helper()
+	obs, got, feed := sessionsObserver(t)
+	feed(capture.FromClient, `{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"A","prompt":[]}}`)
+	feed(capture.FromAgent, child("A", "a-child", running))
+	feed(capture.FromClient, `{"jsonrpc":"2.0","id":5,"method":"session/prompt","params":{"sessionId":"B","prompt":[]}}`)
+	feed(capture.FromAgent, child("B", "b-child", running))
+	feed(capture.FromAgent, child("B", "b-done", endTurn))
+	feed(capture.FromAgent, `{"jsonrpc":"2.0","id":5,"result":{"stopReason":"end_turn"}}`)
+	obs.endedByAgent(agent)
+	obs.Finish()
+	return got
+}
+
+// The tap ending mid-turn (the editor quits, or a stop signal) ends the
+// open prompt's cards cancelled, as run does, and the child that outlived
+// its turn in the other session unknown: no card stays open, and a
+// finished one keeps its outcome (before, every card stayed in_progress
+// for good).
+func TestTapEndedMidTurnEndsOpenCards(t *testing.T) {
+	got := endMidTurn(t, false)
+	if s := got.status("A", "a-child"); s != adapter.ToolStatusCancelled || got.live("A", "a-child") {
+		t.Errorf("child of the open prompt: %s (live %v), want cancelled, not live", s, got.live("A", "a-child"))
+	}
+	if s := got.status("B", "b-child"); s != adapter.ToolStatusUnknown || got.live("B", "b-child") {
+		t.Errorf("child that outlived its turn: %s (live %v), want unknown, not live", s, got.live("B", "b-child"))
+	}
+	if s := got.status("B", "b-done"); s != adapter.ToolStatusComplete {
+		t.Errorf("finished child: %s, want complete", s)
+	}
+}
+
+// The agent ending the connection by itself mid-turn (it exited): the
+// open prompt's cards end unknown, since the tap cannot know how they
+// ended.
+func TestAgentEndedMidTurnEndsOpenCardsUnknown(t *testing.T) {
+	got := endMidTurn(t, true)
+	for _, c := range [][2]string{{"A", "a-child"}, {"B", "b-child"}} {
+		if s := got.status(c[0], c[1]); s != adapter.ToolStatusUnknown {
+			t.Errorf("%s: %s, want unknown", c[1], s)
+		}
+	}
+}
