@@ -334,5 +334,3 @@ func (t *tracked[V]) take(key string) (V, bool) {
 	delete(t.m, key)
 	return e.v, ok
 }
-
-func (t *tracked[V]) len() int { return len(t.m) }
