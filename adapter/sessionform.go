@@ -11,6 +11,7 @@ package adapter
 // the agent id behind a child session id).
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -855,4 +856,54 @@ func errorCode(c acp.ErrorCode) int {
 		return n
 	}
 	return 0
+}
+
+// EndOpen ends what is still open in sessionID and its child sessions
+// (its family): the consumer knows no more will come for them (the turn
+// was cancelled, or the connection ended). Every card whose tool status is
+// neither terminal nor unknown takes status, which must be terminal
+// (ToolStatusCancelled for a turn cut short) or ToolStatusUnknown (the
+// outcome cannot be known); a live child session is no longer live nor
+// cancellable, and a finished child run again keeps its first outcome; a
+// card the agent stopped tracking (unknown) is left as it is: no outcome
+// is invented. Each changed card gets one EventToolUpdate, in creation
+// order, delivered through OnEvent like every other event, so every sink
+// sees the same. Other sessions' cards are untouched. It reports how many
+// cards changed.
+func (t *Tracker) EndOpen(sessionID string, status ToolStatus) int {
+	if sessionID == "" || (!status.Terminal() && status != ToolStatusUnknown) {
+		return 0
+	}
+	n := 0
+	t.do(func(tx *Tx) {
+		var cards []*Card
+		for _, sid := range t.familyOf(sessionID) {
+			if s := t.sessions[sid]; s != nil {
+				for _, c := range s.cards {
+					cards = append(cards, c)
+				}
+			}
+		}
+		slices.SortFunc(cards, func(a, b *Card) int { return cmp.Compare(a.gen, b.gen) })
+		for _, c := range cards {
+			live := c.child != nil && c.child.Live
+			switch {
+			case c.status == ToolStatusUnknown:
+				continue
+			case c.status.Terminal() && !live:
+				continue
+			}
+			c.SetStatus(status)
+			if ch := c.child; ch != nil {
+				ch.Live, ch.cancelGranted = false, false
+				ch.refreshCancel()
+			}
+			if c.task != nil {
+				c.task.Live = false
+			}
+			tx.Emit(EventToolUpdate, c)
+			n++
+		}
+	})
+	return n
 }

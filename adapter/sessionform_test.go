@@ -324,3 +324,74 @@ func TestCodexChildSessionIDs(t *testing.T) {
 		t.Errorf("codex child: %+v", task)
 	}
 }
+
+// EndOpen ends the open cards of one session and its child sessions only:
+// open cards take the status given, a live child is no longer live (a
+// finished child run again keeps its outcome), a child the agent stopped
+// tracking keeps unknown (no outcome invented), and the cards of another
+// session, its running child included, are untouched. Each change is one
+// event through OnEvent.
+func TestEndOpenEndsOneSessionsFamily(t *testing.T) {
+	tr, c := sessionTracker(t, adapter.DialectGeneric)
+	tr.SessionStarted("s2")
+	upd := func(parent, child, fields string) {
+		tr.SessionUpdate(notif(t, `{"sessionId":"`+parent+`","update":{"sessionUpdate":"subagent_update","sessionId":"`+child+`",`+fields+`}}`))
+	}
+	upd("s1", "lost", `"state":{"state":"unknown"}`)
+	upd("s1", "again", `"state":{"state":"idle","stopReason":"end_turn"}`)
+	upd("s1", "again", `"state":{"state":"running"}`)
+	upd("s1", "open", `"state":{"state":"running"}`)
+	tr.SessionUpdate(toolCall(t, "open", "grandchild-tool", "Read")) // a tool call in s1's child session
+	upd("s2", "other", `"state":{"state":"running"}`)
+	tr.SessionUpdate(toolCall(t, "s2", "other-tool", "Grep"))
+	before := len(c.all())
+	if n := tr.EndOpen("s1", adapter.ToolStatusCancelled); n != 3 {
+		t.Errorf("EndOpen changed %d cards, want 3 (again, open, its child's tool call)", n)
+	}
+	got := map[string]adapter.Event{}
+	for _, e := range c.all()[before:] {
+		got[e.ToolCallID] = e
+	}
+	if _, ok := got["lost"]; ok {
+		t.Error("an unknown child was given an outcome")
+	}
+	if e := got["again"]; e.Status != adapter.ToolStatusComplete || e.Child.Live || e.Payload.SubagentTask.Live {
+		t.Errorf("child run again: %s live %v, want complete, not live", e.Status, e.Child != nil && e.Child.Live)
+	}
+	if e := got["open"]; e.Status != adapter.ToolStatusCancelled || e.Child.Live || e.Child.CanCancel {
+		t.Errorf("open child: %s live %v, want cancelled, not live", e.Status, e.Child.Live)
+	}
+	if e := got["grandchild-tool"]; e.Status != adapter.ToolStatusCancelled {
+		t.Errorf("tool call in the child session: %q, want cancelled", e.Status)
+	}
+	for _, id := range []string{"other", "other-tool"} {
+		if _, ok := got[id]; ok {
+			t.Errorf("%s of the other session was changed", id)
+		}
+	}
+	// Nothing is left open: a second call changes nothing, and the other
+	// session's child still completes.
+	if n := tr.EndOpen("s1", adapter.ToolStatusCancelled); n != 0 {
+		t.Errorf("a second EndOpen changed %d cards", n)
+	}
+	upd("s2", "other", `"state":{"state":"idle","stopReason":"end_turn"}`)
+	if e := c.all()[len(c.all())-1]; e.ToolCallID != "other" || e.Status != adapter.ToolStatusComplete {
+		t.Errorf("the other session's child after it ended: %s %s, want complete", e.ToolCallID, e.Status)
+	}
+}
+
+// EndOpen with unknown claims no outcome: open cards become unknown, and
+// a status that is neither terminal nor unknown changes nothing.
+func TestEndOpenUnknownClaimsNoOutcome(t *testing.T) {
+	tr, c := sessionTracker(t, adapter.DialectGeneric)
+	subagentUpdate(t, tr, `"title":"Review","state":{"state":"running"}`)
+	if n := tr.EndOpen("s1", adapter.ToolStatusInProgress); n != 0 {
+		t.Errorf("EndOpen(in_progress) changed %d cards", n)
+	}
+	if n := tr.EndOpen("s1", adapter.ToolStatusUnknown); n != 1 {
+		t.Fatalf("EndOpen(unknown) changed %d cards, want 1", n)
+	}
+	if e := lastCard(t, c); e.Status != adapter.ToolStatusUnknown || e.Child.Live {
+		t.Errorf("child: %s live %v, want unknown, not live", e.Status, e.Child.Live)
+	}
+}

@@ -3,6 +3,7 @@ package adapter
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -255,6 +256,28 @@ func (t *Tracker) ChildMessage(n acp.SessionNotification) (toolCallID string, ch
 		}
 	})
 	return toolCallID, child
+}
+
+// OpenedSessions returns the sessions the client opened (SessionStarted,
+// SessionLoaded), in byte order (a closed one holds no cards); when it reported none,
+// every tracked session that is not a known child. A consumer that ends
+// the connection ends their open cards with EndOpen.
+func (t *Tracker) OpenedSessions() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for id := range t.opened {
+		out = append(out, id)
+	}
+	if len(t.opened) == 0 {
+		for id, s := range t.sessions {
+			if s.parent == "" {
+				out = append(out, id)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Counters returns a copy of the counters (see the Counter* names; dialects

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/storesink"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/proctest"
 	"github.com/kdlbs/acp-go-sdk/persistence"
@@ -63,8 +64,9 @@ func benchLoadReplay(b *testing.B, dsn string) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		term := view.NewTerminal(io.Discard, false)
 		cfg := session.Config{
-			Term: view.NewTerminal(io.Discard, false), Sink: sink.record, Policy: session.PolicyReject, Cwd: "/",
+			Term: term, Sink: sinks(term, sink), Policy: session.PolicyReject, Cwd: "/",
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		}
 		tracker, conn, err := session.NewClientStack(cfg, agent.Stdin, agent.Stdout)
@@ -78,13 +80,13 @@ func benchLoadReplay(b *testing.B, dsn string) {
 			b.Fatalf("initialize: %v (loadSession %v)", err, initResp.AgentCapabilities.LoadSession)
 		}
 		tracker.Initialize(&initReq, &initResp)
-		sid := "loaded-session-" + randomID()
+		sid := "loaded-session-" + storesink.RandomID()
 		start := time.Now()
 		tracker.SessionLoaded(sid)
 		_, err = conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(sid), Cwd: "/", McpServers: []acp.McpServer{}})
 		tracker.SessionLoadFinished(sid, err == nil)
 		tracker.Flush()
-		if ferr := sink.writer.Flush(ctx); ferr != nil {
+		if ferr := sink.Flush(ctx); ferr != nil {
 			b.Fatal(ferr)
 		}
 		elapsed := time.Since(start)

@@ -23,6 +23,7 @@ import (
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/sink"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 	"golang.org/x/term"
@@ -118,12 +119,18 @@ func (o *outputFlags) validate() error {
 // sessionConfig is the client stack's configuration for these flags, with
 // the view and the store sink; the caller adds what is its own (requests,
 // working directory, abort).
-func (o *outputFlags) sessionConfig(term *view.Terminal, sink *storeSink, log *slog.Logger) session.Config {
+func (o *outputFlags) sessionConfig(term *view.Terminal, store *storeSink, log *slog.Logger) session.Config {
 	return session.Config{
-		Dialect: o.agent, Policy: o.permission, Term: term, Sink: sink.record,
-		TurnStarted: sink.beginTurn, TurnEnded: func(_ int, _ acp.StopReason, err error) { sink.flushTurn(*o, err) },
+		Dialect: o.agent, Policy: o.permission, Term: term, Sink: sinks(term, store),
+		TurnStarted: store.BeginTurn, TurnEnded: func(_ int, _ acp.StopReason, err error) { store.flushTurn(*o, err) },
 		Timeout: o.timeout, Grace: o.grace, Log: log, Subagents: o.subagents, ClientVersion: version,
 	}
+}
+
+// sinks is the one fan-out of a command's events: the terminal view,
+// then the store (which the web view reads).
+func sinks(term *view.Terminal, store *storeSink) sink.Fanout {
+	return sink.Fanout{term, store.Sink}
 }
 
 // terminal returns the live view for these flags: discarded under --json,
@@ -407,8 +414,7 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 				markTurnEnd(term, n, stop, err)
 			}
 		}
-		res, err := session.Replay(ctx, src.c, cfg, func(now func() time.Time) { sink.clock = now })
-		sink.clock = nil
+		res, err := session.Replay(ctx, src.c, cfg)
 		flushLog()
 		err = finishTurn(e, o, term, res, err)
 		if err := sink.endTurn(ctx, e.stderr, o, err); err != nil {

@@ -2,22 +2,18 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/kdlbs/acp-go-sdk/adapter"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/storesink"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
@@ -89,42 +85,13 @@ func openStoreReadOnly(ctx context.Context, dsn string, opts ...persistence.Opti
 	return s, nil
 }
 
-// storeSink records the subagent events of one run: a persistence.Writer
-// takes them off the turn's path (the store can neither stall nor fail the
-// turn), and the end of each turn flushes it and accounts for what could
-// not be stored.
+// storeSink is the store of one acpscope process: the database (which
+// --web serves) and the sink that records into it (package storesink).
+// Under --no-db both are nil and nothing is stored.
 type storeSink struct {
-	store  *persistence.Store
-	writer *persistence.Writer
-	runID  string // one agent execution per acpscope process and dialect
-	log    *slog.Logger
-
-	mu    sync.Mutex
-	turns map[string]string // session id → current turn id
-	// referrers lists, per child session, the tool calls whose `session`
-	// content names it, first seen first (at most
-	// persistence.MaxReferences), as --json's referenced_by; launched is
-	// this run's card of each child session, which the list is stored on.
-	referrers map[string][]string
-	launched  map[string]cardKey
-	clock     func() time.Time // observation times; nil = now (a replay sets the capture's)
-	// turnStart is when the current turn began: its flush is bounded by
-	// that plus --timeout and --cancel-grace.
-	turnStart time.Time
-	// writerClosed is set once the writer is closed (closeWriter), with
-	// its final accounting.
-	writerClosed bool
-	final        persistence.Accounting
+	*storesink.Sink
+	store *persistence.Store
 }
-
-// Bounds of the store's flushes. A finished turn waits up to
-// storeFlushWait for its cards (a store that is down is retried that
-// long), a cancelled one only its --cancel-grace; closing the writer
-// after that gives up at once what is still not written.
-const (
-	storeFlushWait = 10 * time.Second
-	storeCloseWait = 500 * time.Millisecond
-)
 
 // openSink opens the configured database and migrates it before anything
 // else runs: a migration step that fails or refuses ends the run with
@@ -146,82 +113,7 @@ func openSink(ctx context.Context, o outputFlags, stderr io.Writer) (*storeSink,
 		return nil, errors.New(migrationFailure(failed))
 	}
 	gate.open.Store(true)
-	runID := randomID()
-	return &storeSink{
-		store: s, runID: runID, log: log, turns: map[string]string{},
-		writer: persistence.NewWriter(s, persistence.WriterOptions{EnsureSessions: true, Journal: "acpscope-" + runID}),
-	}, nil
-}
-
-// cardKey is a card's session and tool call id.
-type cardKey struct{ session, call string }
-
-// record queues ev, sent by an agent of the given dialect, when it is a
-// subagent card, and, when ev references child sessions, the referring
-// tool call as a fact of each child's card (Facts.ReferencedBy). It never
-// fails the turn and waits only while the store is behind by the writer's
-// whole queue (persistence.Writer). The dialect goes into the execution
-// id, the only place the store keeps it (web.ExecutionID).
-func (s *storeSink) record(dialect string, ev adapter.Event) {
-	if s == nil || s.writer == nil {
-		return
-	}
-	f := frameOf(ev)
-	s.mu.Lock()
-	frames := s.referenceFrames(ev, f)
-	if f != nil {
-		frames = append(frames, f)
-	}
-	for _, f := range frames {
-		turn, ok := s.turns[f.TaskSessionID]
-		if !ok {
-			turn = "turn-" + randomID()
-			s.turns[f.TaskSessionID] = turn
-		}
-		f.TurnID = turn
-	}
-	s.mu.Unlock()
-	for _, f := range frames {
-		f.ExecutionID = s.executionID(dialect)
-		if s.clock != nil {
-			f.ObservedAt = s.clock()
-		}
-		s.writer.Record(f)
-	}
-}
-
-// referenceFrames notes ev's references to child sessions and returns a
-// frame carrying only the new list for each referenced child whose card
-// this run already stored; it gives card f (ev's own, nil when ev is no
-// card) the references its child session has. Called with mu held.
-func (s *storeSink) referenceFrames(ev adapter.Event, f *persistence.Frame) []*persistence.Frame {
-	if s.referrers == nil {
-		s.referrers, s.launched = map[string][]string{}, map[string]cardKey{}
-	}
-	var out []*persistence.Frame
-	for _, r := range ev.SessionRefs {
-		list := s.referrers[r.SessionID]
-		if !r.Known || ev.ToolCallID == "" || slices.Contains(list, ev.ToolCallID) || len(list) >= persistence.MaxReferences {
-			continue
-		}
-		list = append(list, ev.ToolCallID)
-		s.referrers[r.SessionID] = list
-		if k, ok := s.launched[r.SessionID]; ok && (f == nil || k != (cardKey{f.TaskSessionID, f.ToolCallID})) {
-			out = append(out, &persistence.Frame{TaskSessionID: k.session, TaskID: k.session, ToolCallID: k.call,
-				Facts: &persistence.CardFacts{ReferencedBy: slices.Clone(list)}})
-		}
-	}
-	if f != nil && ev.Child != nil && ev.Child.SessionID != "" {
-		child := ev.Child.SessionID
-		s.launched[child] = cardKey{f.TaskSessionID, f.ToolCallID}
-		if list := s.referrers[child]; len(list) > 0 {
-			if f.Facts == nil {
-				f.Facts = &persistence.CardFacts{}
-			}
-			f.Facts.ReferencedBy = slices.Clone(list)
-		}
-	}
-	return out
+	return &storeSink{Sink: storesink.New(s), store: s}, nil
 }
 
 // notStoredError is a run whose turn went well but some of whose subagent
@@ -230,31 +122,11 @@ type notStoredError struct{ line string }
 
 func (e *notStoredError) Error() string { return e.line }
 
-// flushTurn flushes the cards of the turn that just ended to the store:
-// until the end of the turn's time (its start plus --timeout and
-// --cancel-grace) or storeFlushWait, whichever is first; for a turn that
-// was cancelled, only --cancel-grace. A store that is down is retried that
-// long; what it still lacks is counted (see endTurn).
+// flushTurn flushes the cards of the turn that just ended to the store
+// within the turn's --timeout and --cancel-grace (storesink.Sink.FlushTurn);
+// a turn that was cancelled waits only --cancel-grace.
 func (s *storeSink) flushTurn(o outputFlags, turnErr error) {
-	if s == nil || s.writer == nil {
-		return
-	}
-	s.mu.Lock()
-	start := s.turnStart
-	s.mu.Unlock()
-	if start.IsZero() {
-		start = time.Now()
-	}
-	wait := storeFlushWait
-	if o.timeout > 0 { // the tap has no turn time of its own
-		wait = min(wait, time.Until(start.Add(o.timeout+o.grace)))
-	}
-	if errors.Is(turnErr, session.ErrCancelled) {
-		wait = o.grace
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), max(wait, 0))
-	defer cancel()
-	_ = s.writer.Flush(ctx)
+	s.FlushTurn(o.timeout, o.grace, errors.Is(turnErr, session.ErrCancelled))
 }
 
 // endTurn flushes what the session left after its last turn (history, the
@@ -264,7 +136,7 @@ func (s *storeSink) flushTurn(o outputFlags, turnErr error) {
 // turnErr is set: that keeps its own exit code and the line is printed to
 // stderr here.
 func (s *storeSink) endTurn(ctx context.Context, stderr io.Writer, o outputFlags, turnErr error) error {
-	if s == nil || s.writer == nil {
+	if s.Sink == nil {
 		return turnErr
 	}
 	flushErr := turnErr
@@ -272,7 +144,7 @@ func (s *storeSink) endTurn(ctx context.Context, stderr io.Writer, o outputFlags
 		flushErr = session.ErrCancelled
 	}
 	s.flushTurn(o, flushErr)
-	acc := s.writer.Accounting()
+	acc := s.Accounting()
 	if acc.NotStored() == 0 {
 		return turnErr
 	}
@@ -282,7 +154,7 @@ func (s *storeSink) endTurn(ctx context.Context, stderr io.Writer, o outputFlags
 	// the store holds and nothing is written after it. Counting while a
 	// batch is in flight said a batch too many whenever closing the writer
 	// then committed it.
-	if acc = s.closeWriter(); acc.NotStored() == 0 {
+	if acc = s.Sink.Close(); acc.NotStored() == 0 {
 		return turnErr
 	}
 	line := accountingLine(acc)
@@ -315,26 +187,15 @@ func thousands(n int64) string {
 	return s
 }
 
-// close gives the writer storeCloseWait more for what is still queued,
-// then closes it (what it could not write is counted) and the store.
+// close gives the writer storesink.CloseWait more for what is still
+// queued, then closes it (what it could not write is counted) and the
+// store.
 func (s *storeSink) close() {
-	if s == nil || s.writer == nil {
+	if s.Sink == nil {
 		return
 	}
-	s.closeWriter()
+	s.Sink.Close()
 	s.store.Close()
-}
-
-// closeWriter closes the writer, once, giving it storeCloseWait more for
-// what is still queued, and returns its final accounting.
-func (s *storeSink) closeWriter() persistence.Accounting {
-	if !s.writerClosed {
-		ctx, cancel := context.WithTimeout(context.Background(), storeCloseWait)
-		defer cancel()
-		s.final = s.writer.Close(ctx)
-		s.writerClosed = true
-	}
-	return s.final
 }
 
 // gatedHandler drops records until open is set, then passes them to
@@ -365,52 +226,4 @@ func (h gatedHandler) WithAttrs(a []slog.Attr) slog.Handler {
 // WithGroup derives a handler behind the same gate.
 func (h gatedHandler) WithGroup(name string) slog.Handler {
 	return gatedHandler{next: h.next.WithGroup(name), open: h.open}
-}
-
-// frameOf maps an adapter event onto the persistence frame; nil for events
-// that are not subagent cards. The ACP session id serves as both the task
-// session and the task: acpscope has no task layer of its own.
-func frameOf(ev adapter.Event) *persistence.Frame {
-	if ev.Payload == nil || ev.Payload.SubagentTask == nil || ev.ToolCallID == "" || ev.SessionID == "" {
-		return nil
-	}
-	t := ev.Payload.SubagentTask
-	f := &persistence.Frame{
-		TaskSessionID:    ev.SessionID,
-		TaskID:           ev.SessionID,
-		ToolCallID:       ev.ToolCallID,
-		ParentToolCallID: ev.ParentToolCallID,
-		ToolStatus:       string(ev.Status),
-		Description:      t.Description,
-		SubagentType:     t.SubagentType,
-		Status:           t.Status,
-		AgentID:          t.AgentID,
-		Model:            t.Model,
-		ChildSessionID:   t.ChildSessionID,
-		DurationMs:       t.DurationMs,
-		TotalTokens:      t.TotalTokens,
-		IsAsync:          t.IsAsync,
-		Prompt:           t.Prompt,
-		ResultText:       t.ResultText,
-		PromptBytes:      t.PromptBytes,
-		ResultBytes:      t.ResultBytes,
-		ObservedAt:       time.Now(),
-	}
-	if t.ToolUseCount != nil {
-		n := *t.ToolUseCount
-		f.ToolUseCount = &n
-	}
-	// A card in a child session: its parent card is that child session's
-	// card (tool call id = the row's session), held in ParentSessionID.
-	facts := persistence.CardFacts{ErrorMessage: t.ErrorMessage, EarlierResults: t.EarlierResults, ParentSessionID: ev.ParentSessionID}
-	if !facts.IsZero() {
-		f.Facts = &facts
-	}
-	return f
-}
-
-func randomID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
+	acpsink "github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/sink"
 )
 
 // The line that says how many cards were not stored is the store's final
@@ -47,9 +48,9 @@ func TestNotStoredLineIsFinal(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	sink.beginTurn("s1")
-	sink.record("claude", adapter.Event{Kind: adapter.EventToolCall, SessionID: "s1", ToolCallID: "t1", Status: adapter.ToolStatusComplete,
-		Payload: &adapter.Payload{Kind: adapter.PayloadKindSubagentTask, SubagentTask: &adapter.SubagentTask{Description: "d"}}})
+	sink.BeginTurn("s1")
+	sink.Record(acpsink.Event{Dialect: "claude", At: time.Now(), Event: adapter.Event{Kind: adapter.EventToolCall, SessionID: "s1", ToolCallID: "t1", Status: adapter.ToolStatusComplete,
+		Payload: &adapter.Payload{Kind: adapter.PayloadKindSubagentTask, SubagentTask: &adapter.SubagentTask{Description: "d"}}}})
 	// The card's batch is in flight once a query waits for the lock.
 	for deadline := time.Now().Add(hangGuard); ; time.Sleep(5 * time.Millisecond) {
 		var waiting int

@@ -15,6 +15,8 @@ import (
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/sink"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/storesink"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/tap"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
@@ -121,8 +123,8 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 	term := view.NewTerminal(logw, false)
 	obs, err := tap.NewObserver(tap.ObserverConfig{
 		Dialect: o.agent, View: term, Record: rec,
-		Sink:        func(dialect string, ev adapter.Event) { store.wait().record(dialect, ev) },
-		TurnStarted: func(sessionID string) { store.wait().beginTurn(sessionID) },
+		Sink:        sink.Fanout{term, sink.Func(func(e sink.Event) { store.wait().Sink.Record(e) })},
+		TurnStarted: func(sessionID string) { store.wait().BeginTurn(sessionID) },
 	})
 	if err != nil {
 		return err
@@ -147,12 +149,17 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 		// The observed cards are flushed to the store and accounted for
 		// (exit code 4 when some could not be stored), as after run's turns.
 		stored = store.wait().endTurn(context.WithoutCancel(ctx), logw, flush, nil)
+		// The writer confirms its cards now, not once the agent is gone:
+		// an editor that kills the tap meanwhile leaves a store whose
+		// health is true (a kill before this point leaves the writer
+		// unconfirmed, which health reports).
+		store.wait().Sink.Close()
 		fmt.Fprintf(logw, "acpscope tap: %s%s\n", st, parts.report())
 	}
 	ended := func(stop syscall.Signal) {
 		// A store still opening has the flush's time to finish: then the
 		// observer stops waiting for it.
-		wait := storeFlushWait
+		wait := storesink.FlushWait
 		if stop != 0 {
 			wait = tapSignalFlushWait
 		}

@@ -141,7 +141,7 @@ func newTappedEditor(t *testing.T, command ...string) *tappedEditor {
 	proc := agent.Process()
 	t.Cleanup(proc.Terminate)
 	ed.tapTerm = view.NewTerminal(&ed.tapLog, false)
-	if ed.obs, err = tap.NewObserver(tap.ObserverConfig{View: ed.tapTerm, Sink: tapSink.record}); err != nil {
+	if ed.obs, err = tap.NewObserver(tap.ObserverConfig{View: ed.tapTerm, Sink: sinks(ed.tapTerm, tapSink)}); err != nil {
 		t.Fatal(err)
 	}
 	toTapR, toTapW := io.Pipe()
@@ -163,7 +163,7 @@ func newTappedEditor(t *testing.T, command ...string) *tappedEditor {
 		ed.tapped <- st
 	}()
 	ed.clientTerm = view.NewTerminal(io.Discard, false)
-	ed.tracker, ed.conn, err = session.NewClientStack(session.Config{Term: ed.clientTerm, Sink: clientSink.record, Policy: session.PolicyAllow, Cwd: dir},
+	ed.tracker, ed.conn, err = session.NewClientStack(session.Config{Term: ed.clientTerm, Sink: sinks(ed.clientTerm, clientSink), Policy: session.PolicyAllow, Cwd: dir},
 		io.MultiWriter(toTapW, &ed.w.clientSent), io.TeeReader(fromTapR, &ed.w.clientGot))
 	if err != nil {
 		t.Fatal(err)
@@ -499,6 +499,11 @@ func TestTapEndsForAnEditorThatDoesNotWait(t *testing.T) {
 	}
 	if want, got := storedCards(t, runDB, "fake-session"), storedCards(t, tapDB, "fake-session"); want != got || want == "" {
 		t.Errorf("the tap stored other rows than run:\n--- run\n%s--- tap\n%s", want, got)
+	}
+	// Its writer confirmed its cards before the report, so the kill that
+	// followed leaves a healthy store.
+	if code, out, errOut := acpscope(t, "", "health", "--db", tapDB); code != exitOK {
+		t.Errorf("health after a tap killed once it reported: exit %d\n%s%s", code, out, errOut)
 	}
 }
 

@@ -71,7 +71,8 @@ const wireScript = "#!/bin/sh\nin=$1; out=$2; shift 2\ntee \"$in\" | \"$@\" | te
 // client must receive exactly what the agent sent and the agent exactly
 // what the client sent; the tap's capture must replay to run's cards; the
 // tap must store the rows run stores; and the cards must be the
-// scenario's. Select with -run 'TestTap/<agent>/<scenario>'
+// scenario's. Then an editor stand-in runs two sessions on one agent
+// process through the tap (runTapSessions). Select with -run 'TestTap/<agent>/<scenario>'
 // (make agents-tap runs them all).
 func TestTap(t *testing.T) {
 	if os.Getenv("ACP_AGENTS") != "1" {
@@ -99,6 +100,14 @@ func TestTap(t *testing.T) {
 			runTapScenario(t, modules, a, a.Scenarios[j])
 		})
 	}
+	// An editor's several sessions on one agent process (runTapSessions).
+	t.Run("claude-0.101.0/two-sessions-cancel", func(t *testing.T) {
+		i := slices.IndexFunc(agents, func(a Agent) bool { return a.Name == "claude-0.101.0" })
+		if i < 0 {
+			t.Fatal("no agent claude-0.101.0 in the registry")
+		}
+		runTapSessions(t, modules, agents[i])
+	})
 }
 
 func runTapScenario(t *testing.T, modules string, a Agent, sc Scenario) {

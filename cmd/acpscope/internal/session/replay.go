@@ -140,10 +140,10 @@ func (c *replayClock) now() time.Time {
 
 // Replay plays c's agent side against the live client stack, sending the
 // capture's client requests (CapturedRequests) unless cfg.Requests is
-// set. Cards are dated with the capture's own clock: observe, when set,
-// gets it before the replay starts (the replay's start plus the recorded
-// offset of the session/update being handled).
-func Replay(ctx context.Context, c *capture.Capture, cfg Config, observe func(now func() time.Time)) (Result, error) {
+// set. Events are dated with the capture's own clock (cfg.Clock: the
+// replay's start plus the recorded offset of the session/update being
+// handled).
+func Replay(ctx context.Context, c *capture.Capture, cfg Config) (Result, error) {
 	clientToAgentR, clientToAgentW := io.Pipe()
 	agentToClientR, agentToClientW := io.Pipe()
 	ctx, cancel := context.WithCancel(ctx)
@@ -154,9 +154,7 @@ func Replay(ctx context.Context, c *capture.Capture, cfg Config, observe func(no
 	if cfg.Requests == nil {
 		cfg.Requests = slices.Values(CapturedRequests(c))
 	}
-	if observe != nil {
-		observe(clock.now)
-	}
+	cfg.Clock = clock.now
 	served := make(chan error, 1)
 	go func() {
 		err := agent.Serve(ctx, clientToAgentR, agentToClientW)

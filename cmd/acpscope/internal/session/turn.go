@@ -8,6 +8,8 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -15,6 +17,7 @@ import (
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	_ "github.com/kdlbs/acp-go-sdk/adapter/claude" // registers the claude dialect
 	"github.com/kdlbs/acp-go-sdk/adapter/cursor"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/sink"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 )
 
@@ -78,10 +81,15 @@ type Config struct {
 	// for its answers before it asks for the next (so an interactive
 	// source reads the next prompt only then).
 	Requests iter.Seq[Request]
-	// Term renders the session; sink, when set, receives every event too
-	// (persistence), with the connection's dialect.
+	// Term renders the session's text, notes and progress line. Sink
+	// receives every tracker event, with the connection's dialect and its
+	// wire time: the one fan-out (the view, the store) the command built;
+	// nil hands them to Term alone.
 	Term *view.Terminal
-	Sink func(dialect string, ev adapter.Event)
+	Sink sink.Sink
+	// Clock, when set, is the events' wire time (a replay's is the
+	// capture's own); nil is the time the client stack handles them.
+	Clock func() time.Time
 	// TurnStarted, when set, is called before each prompt is sent that
 	// opens a turn span, and OnUpdate before each session/update is
 	// handed to the tracker. Prompts queued behind a prompt
@@ -206,7 +214,11 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 		return res, err
 	}
 	stopTicker := startTicker(cfg.Term)
-	cancelOpen := false
+	// cancelOpen are the sessions whose cancelled turn left cards open
+	// the agent may still settle (the span's last answer ends them);
+	// opening is the session a load or resume is reopening.
+	cancelOpen := map[string]bool{}
+	opening := ""
 	defer func() {
 		stopTicker()
 		// Nothing may reach the view after the session. The agent's input
@@ -231,8 +243,11 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 		// A turn the agent was aborted in (or a session stopped before its
 		// first turn) leaves its cards open: they end cancelled here, once
 		// nothing more can arrive.
-		if cancelOpen || (res.Turns == 0 && errors.Is(err, ErrCancelled)) {
-			cancelCards(cfg, tracker)
+		if res.Turns == 0 && errors.Is(err, ErrCancelled) {
+			cancelOpen[sessionOr(opening, res.SessionID)] = true
+		}
+		for _, sid := range slices.Sorted(maps.Keys(cancelOpen)) {
+			cancelCards(tracker, sid)
 		}
 	}()
 
@@ -295,6 +310,7 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 			if opened {
 				stop, cancelStop = context.WithTimeout(ctx, cfg.Timeout)
 			}
+			opening = req.SessionID
 			err := openSession(stop, conn, tracker, cfg, initResp.AgentCapabilities, req, call, &res)
 			cancelStop()
 			if err != nil {
@@ -348,7 +364,7 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 				res.StopReason = acp.StopReasonCancelled
 			}
 			if res.StopReason == acp.StopReasonCancelled {
-				cancelOpen = true
+				cancelOpen[p.req.SessionID] = true
 			}
 			if p.last && !aborted {
 				// The agent answered the span's last prompt: its cards are
@@ -357,9 +373,9 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 				// the view and in the store alike (a replay of the capture
 				// shows what the live run showed).
 				if res.StopReason == acp.StopReasonCancelled {
-					cancelCards(cfg, tracker)
+					cancelCards(tracker, p.req.SessionID)
 				}
-				cancelOpen = false
+				delete(cancelOpen, p.req.SessionID)
 			}
 			if cfg.TurnEnded != nil {
 				cfg.TurnEnded(p.n, res.StopReason, err)
@@ -394,14 +410,20 @@ func Turns(open Request, steps iter.Seq[Request]) iter.Seq[Request] {
 	}
 }
 
-// cancelCards ends the cards the view still shows open as cancelled and
-// hands those events to the sink.
-func cancelCards(cfg Config, tracker *adapter.Tracker) {
-	for _, ev := range cfg.Term.CancelOpen() {
-		if cfg.Sink != nil {
-			cfg.Sink(tracker.Dialect(), ev)
-		}
+// cancelCards ends the cards a cancelled turn of sessionID left open,
+// in that session and its child sessions, as cancelled: the tracker's
+// events, handed to every sink the same way (adapter.Tracker.EndOpen).
+func cancelCards(tracker *adapter.Tracker, sessionID string) {
+	tracker.EndOpen(sessionID, adapter.ToolStatusCancelled)
+	tracker.Flush()
+}
+
+// wireTime is the time of the event being handled: cfg.Clock's, else now.
+func wireTime(cfg Config) time.Time {
+	if cfg.Clock != nil {
+		return cfg.Clock()
 	}
+	return time.Now()
 }
 
 // openSession sends a session/new, session/load or session/resume request
@@ -593,17 +615,18 @@ func abandonPrompt(tracker *adapter.Tracker, p openPrompt) (promptAnswer, error)
 }
 
 // NewClientStack builds acpscope's client side of one connection: the
-// tracker, whose events go to cfg.Term and cfg.Sink, and the client
+// tracker, whose events go to cfg.Sink (else cfg.Term), and the client
 // connection over the agent's stdio that feeds it.
 func NewClientStack(cfg Config, toAgent io.Writer, fromAgent io.Reader) (*adapter.Tracker, *acp.ClientSideConnection, error) {
+	out := cfg.Sink
+	if out == nil {
+		out = cfg.Term
+	}
 	var tracker *adapter.Tracker
 	tracker, err := adapter.NewTracker(adapter.Config{
 		DialectName: cfg.Dialect,
 		OnEvent: func(ev adapter.Event) {
-			cfg.Term.Event(ev)
-			if cfg.Sink != nil {
-				cfg.Sink(tracker.Dialect(), ev)
-			}
+			out.Record(sink.Event{Event: ev, Dialect: tracker.Dialect(), At: wireTime(cfg)})
 		},
 	})
 	if err != nil {

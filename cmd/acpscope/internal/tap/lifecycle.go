@@ -301,6 +301,9 @@ wait:
 			}
 		}
 	}
+	if cfg.Observer != nil {
+		cfg.Observer.endedByAgent(st.AgentExited && st.Signal == 0)
+	}
 	q.Close()
 	select {
 	case st.Unobserved = <-observed:

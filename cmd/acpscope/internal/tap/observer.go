@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	_ "github.com/kdlbs/acp-go-sdk/adapter/claude" // registers the claude dialect, as run does
 	"github.com/kdlbs/acp-go-sdk/adapter/cursor"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/sink"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 )
@@ -19,11 +21,12 @@ type ObserverConfig struct {
 	// Dialect is the explicit dialect name (--agent); "" chooses it from
 	// the agent's initialize answer, as run does.
 	Dialect string
-	// View shows the cards as they change (the tap's log); required.
+	// View shows the permission answers (the tap's log); required.
 	View *view.Terminal
-	// Sink, when set, receives every event with the connection's dialect
-	// (the store).
-	Sink func(dialect string, ev adapter.Event)
+	// Sink receives every tracker event, with the connection's dialect
+	// and its wire time: the fan-out (the view, the store) the command
+	// built; nil hands them to View alone.
+	Sink sink.Sink
 	// Record, when set, receives every message in wire order (--record).
 	Record *capture.Writer
 	// TurnStarted, when set, is called with the session's id when the
@@ -52,9 +55,18 @@ type Observer struct {
 	// permissions are the agent's session/request_permission requests not
 	// answered yet.
 	permissions tracked[permissionAsked]
-	// cancelledTurn is set when a prompt ended cancelled while another
-	// was still running; the open cards end once none runs.
-	cancelledTurn bool
+	// cancelled are the sessions a prompt of which ended cancelled while
+	// another of theirs was still open (a queued prompt); their open
+	// cards end once none of theirs is (at most maxTracked).
+	cancelled map[string]bool
+
+	// at is the wire time of the line being observed (Unix nanoseconds);
+	// an event the Cursor handler delivers on its own goroutine reads it.
+	at atomic.Int64
+
+	// agentEnded is set when the agent ended the connection by itself
+	// (see Finish).
+	agentEnded atomic.Bool
 
 	// Unparsed counts lines that are not JSON-RPC messages (forwarded,
 	// not observed).
@@ -69,15 +81,15 @@ type permissionAsked struct {
 
 // NewObserver returns an observer of one connection.
 func NewObserver(cfg ObserverConfig) (*Observer, error) {
-	o := &Observer{cfg: cfg, prompts: newTracked[string](), permissions: newTracked[permissionAsked]()}
+	if cfg.Sink == nil {
+		cfg.Sink = cfg.View
+	}
+	o := &Observer{cfg: cfg, prompts: newTracked[string](), permissions: newTracked[permissionAsked](), cancelled: map[string]bool{}}
 	var err error
 	o.tracker, err = adapter.NewTracker(adapter.Config{
 		DialectName: cfg.Dialect,
 		OnEvent: func(ev adapter.Event) {
-			cfg.View.Event(ev)
-			if cfg.Sink != nil {
-				cfg.Sink(o.tracker.Dialect(), ev)
-			}
+			cfg.Sink.Record(sink.Event{Event: ev, Dialect: o.tracker.Dialect(), At: o.wireTime()})
 		},
 	})
 	if err != nil {
@@ -100,8 +112,15 @@ func (o *Observer) extension(method string, id, params json.RawMessage) {
 	}
 }
 
-// Observe takes one wire line sent by from.
+// Observe takes one wire line sent by from, passed now.
 func (o *Observer) Observe(from capture.Direction, line []byte) {
+	o.ObserveAt(from, line, time.Now())
+}
+
+// ObserveAt takes one wire line sent by from that passed the tap at at:
+// the events it causes carry that time.
+func (o *Observer) ObserveAt(from capture.Direction, line []byte, at time.Time) {
+	o.at.Store(at.UnixNano())
 	msg := bytes.TrimSpace(line) // a CRLF line end is the peer's framing, not the message
 	if len(msg) == 0 {
 		return
@@ -123,6 +142,14 @@ func (o *Observer) Observe(from capture.Direction, line []byte) {
 		o.Unparsed.Add(1)
 	}
 	o.after(from, &m)
+}
+
+// wireTime is the time the line being observed passed the tap.
+func (o *Observer) wireTime() time.Time {
+	if n := o.at.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Now()
 }
 
 // before notes the requests whose answers the observer waits for.
@@ -165,8 +192,8 @@ func (o *Observer) after(from capture.Direction, m *capture.Message) {
 	}
 	key := capture.IDKey(m.ID)
 	if from == capture.FromAgent {
-		if _, ok := o.prompts.take(key); ok {
-			o.promptEnded(m)
+		if session, ok := o.prompts.take(key); ok {
+			o.promptEnded(session, m)
 		}
 		return
 	}
@@ -175,30 +202,60 @@ func (o *Observer) after(from capture.Direction, m *capture.Message) {
 	}
 }
 
-// promptEnded ends the open cards once a turn that ended cancelled is the
-// last one running: cards of a turn still running elsewhere stay open.
-func (o *Observer) promptEnded(m *capture.Message) {
+// promptEnded ends the session's open cards cancelled (in the tracker,
+// so every sink sees it) once a turn of it that ended cancelled is the
+// last of its prompts open: cards of its queued prompt still running stay
+// open, and other sessions' cards are never touched.
+func (o *Observer) promptEnded(session string, m *capture.Message) {
 	var r struct {
 		StopReason string `json:"stopReason"`
 	}
 	if !m.Failed() && json.Unmarshal(m.Result, &r) == nil && r.StopReason == "cancelled" {
-		o.cancelledTurn = true
+		if len(o.cancelled) >= maxTracked {
+			clear(o.cancelled) // only a peer leaving thousands of prompts open
+		}
+		o.cancelled[session] = true
 	}
-	if !o.cancelledTurn || o.prompts.len() > 0 {
+	if !o.cancelled[session] || o.promptOpen(session) {
 		return
 	}
-	o.cancelledTurn = false
+	delete(o.cancelled, session)
 	o.tracker.Flush() // cursor/task merges still on their way
-	for _, ev := range o.cfg.View.CancelOpen() {
-		if o.cfg.Sink != nil {
-			o.cfg.Sink(o.tracker.Dialect(), ev)
-		}
-	}
+	o.tracker.EndOpen(session, adapter.ToolStatusCancelled)
 }
 
-// Finish delivers what the tracker still holds; call it after the last
-// Observe.
-func (o *Observer) Finish() { o.tracker.Flush() }
+// Finish ends the observation: call it after the last Observe, once the
+// connection is over. It delivers what the tracker still holds, then ends
+// what the connection left open, since nothing more will come for it
+// (adapter.Tracker.EndOpen, per session and its child sessions):
+//
+//   - a session with a prompt still open: its open cards end cancelled
+//     when the tap ended the agent (the editor closed its side, or a stop
+//     signal), as run stores a turn it cancels; unknown when the agent
+//     ended the connection by itself (it exited or crashed, after a
+//     forwarded SIGINT too): how its work ended cannot be known;
+//   - a session with no prompt open whose cards are still open (a child
+//     that outlived its turn, a background task): unknown, since the
+//     agent is gone and never reported an outcome.
+//
+// Cards already unknown stay so, and nothing is ever made complete: no
+// outcome is invented, and no card stays open for ever.
+func (o *Observer) Finish() {
+	o.tracker.Flush()
+	for _, session := range o.tracker.OpenedSessions() {
+		status := adapter.ToolStatusUnknown
+		if o.promptOpen(session) && !o.agentEnded.Load() {
+			status = adapter.ToolStatusCancelled
+		}
+		o.tracker.EndOpen(session, status)
+	}
+	o.tracker.Flush()
+}
+
+// endedByAgent records, before the last line is observed, whether the
+// agent ended the connection by itself (true) or the tap ended it (the
+// editor closed its side, or a stop signal): see Finish.
+func (o *Observer) endedByAgent(agent bool) { o.agentEnded.Store(agent) }
 
 // askedPermission reads the title and options of a permission request.
 func askedPermission(params json.RawMessage) permissionAsked {
@@ -277,5 +334,3 @@ func (t *tracked[V]) take(key string) (V, bool) {
 	delete(t.m, key)
 	return e.v, ok
 }
-
-func (t *tracked[V]) len() int { return len(t.m) }

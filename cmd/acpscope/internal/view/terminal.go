@@ -10,6 +10,7 @@ import (
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/sink"
 )
 
 // spinnerFrames animate the progress line while subagents run.
@@ -128,40 +129,9 @@ func (t *Terminal) Event(ev adapter.Event) {
 	t.eventLocked(ev)
 }
 
-// CancelOpen ends every card whose status is not terminal as cancelled
-// (a child session is no longer live), shows the change, and returns the
-// events it applied so that other sinks (the store) can record them too.
-// acpscope calls it when it cancelled a turn and the agent left cards open.
-func (t *Terminal) CancelOpen() []adapter.Event {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var evs []adapter.Event
-	for _, c := range t.board.Cards() {
-		live := c.Event.Child != nil && c.Event.Child.Live
-		switch {
-		case c.Status == adapter.ToolStatusUnknown:
-			// The agent no longer tracks it: no outcome is invented.
-			continue
-		case c.Status.Terminal() && !live:
-			continue
-		}
-		ev := c.Event.Clone()
-		ev.Kind = adapter.EventToolUpdate
-		if !c.Status.Terminal() {
-			ev.Status = adapter.ToolStatusCancelled
-		}
-		// A finished child run again keeps its first outcome, no longer live.
-		if ev.Child != nil {
-			ev.Child.Live = false
-		}
-		if ev.Payload != nil && ev.Payload.SubagentTask != nil {
-			ev.Payload.SubagentTask.Live = false
-		}
-		t.eventLocked(ev)
-		evs = append(evs, ev)
-	}
-	return evs
-}
+// Record shows one event of the sink fan-out: the terminal view is one of
+// the sinks (sink.Sink).
+func (t *Terminal) Record(e sink.Event) { t.Event(e.Event) }
 
 // speaker is the prefix of a session's text: "agent: " for the agent's own
 // sessions, "↳ <child's card>: " for a known child session.

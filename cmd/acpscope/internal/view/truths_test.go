@@ -102,34 +102,6 @@ func TestUnknownFailureAndRunningAgainAreShown(t *testing.T) {
 	}
 }
 
-// Cancelling the turn ends open cards cancelled, but invents no outcome
-// for an unknown child, and a finished child run again keeps its outcome,
-// no longer live.
-func TestCancelOpenInventsNoOutcomeForUnknown(t *testing.T) {
-	var buf bytes.Buffer
-	term := NewTerminal(&buf, false)
-	unknown := sub(adapter.EventToolCall, "c1", "", adapter.ToolStatusUnknown, adapter.SubagentTask{Description: "Lost"})
-	unknown.Child = &adapter.ChildSession{SessionID: "c1", ParentSessionID: "s1", State: "unknown"}
-	term.Event(unknown)
-	again := sub(adapter.EventToolCall, "c2", "", adapter.ToolStatusComplete, adapter.SubagentTask{Description: "Again", Live: true})
-	again.Child = &adapter.ChildSession{SessionID: "c2", ParentSessionID: "s1", State: "running", Live: true}
-	term.Event(again)
-	term.Event(sub(adapter.EventToolCall, "c3", "", adapter.ToolStatusInProgress, adapter.SubagentTask{Description: "Open"}))
-	got := map[string]adapter.Event{}
-	for _, ev := range term.CancelOpen() {
-		got[ev.ToolCallID] = ev
-	}
-	if _, ok := got["c1"]; ok {
-		t.Error("an unknown child was given an outcome")
-	}
-	if ev := got["c2"]; ev.Status != adapter.ToolStatusComplete || ev.Child.Live || ev.Payload.SubagentTask.Live {
-		t.Errorf("run-again child: %s live %v", ev.Status, ev.Child.Live)
-	}
-	if ev := got["c3"]; ev.Status != adapter.ToolStatusCancelled {
-		t.Errorf("open card: %s", ev.Status)
-	}
-}
-
 // Two agent messages with different message ids are two lines, never run
 // together; chunks of one message still join.
 func TestTwoAgentMessagesAreTwoLines(t *testing.T) {
