@@ -95,6 +95,7 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 		}
 		defer func() { tapErr = recordResult(e, *record, rec, f, tapErr) }()
 	}
+	tap.LimitMemory(0, 0) // the collector's headroom stays inside the tap's documented bound
 	term := view.NewTerminal(logw, false)
 	obs, err := tap.NewObserver(tap.ObserverConfig{Dialect: o.agent, View: term, Sink: sink.record, Record: rec, TurnStarted: sink.beginTurn})
 	if err != nil {

@@ -119,7 +119,7 @@ func (o *Observer) Observe(from capture.Direction, line []byte) {
 		_ = o.cfg.Record.Write(from, msg) // the writer keeps its first error for Err
 	}
 	o.before(from, &m)
-	if err := o.replayer.Feed(string(from), msg); err != nil {
+	if err := o.replayer.FeedMessage(string(from), m); err != nil {
 		o.Unparsed.Add(1)
 	}
 	o.after(from, &m)

@@ -50,8 +50,11 @@ type Pump struct {
 	// TooLong counts lines longer than MaxLineBytes, not observed.
 	TooLong atomic.Int64
 
-	pending  []byte // the start of a line whose newline has not come yet
-	skipping bool   // the rest of an over-long line is going by
+	pending    []byte // the start of a line whose newline has not come yet
+	reserved   int64  // bytes of the queue's budget taken by pending
+	skipping   bool   // the rest of a line not observed is going by
+	skippedLen int64  // the length of that line so far
+	block      []byte // where short lines are copied (copyLine)
 }
 
 // Copy forwards everything src yields to dst until src ends (nil on
@@ -87,81 +90,150 @@ func (p *Pump) Copy(dst io.Writer, src io.Reader) error {
 // scan offers every line completed by chunk and keeps the start of the
 // next one.
 func (p *Pump) scan(chunk []byte) {
-	limit := p.MaxLineBytes
-	if limit <= 0 {
-		limit = DefaultMaxLineBytes
-	}
+	limit := p.limit()
 	for len(chunk) > 0 {
 		i := bytes.IndexByte(chunk, '\n')
 		if i < 0 {
 			p.hold(chunk, limit)
 			return
 		}
-		part := chunk[:i]
-		chunk = chunk[i+1:]
 		p.Lines.Add(1)
-		if p.skipping || len(p.pending)+len(part) > limit {
-			p.TooLong.Add(1)
-			p.skipping = false
-			p.reset()
-			continue
-		}
-		if p.Queue == nil || !p.Queue.room(len(p.pending)+len(part)) {
-			// No copy for a line that would not be queued.
-			if p.Queue != nil {
-				p.Queue.Dropped.Add(1)
-			}
-			p.reset()
-			continue
-		}
-		line := make([]byte, len(p.pending)+len(part))
-		copy(line, p.pending)
-		copy(line[len(p.pending):], part)
-		p.reset()
-		p.offer(line)
+		p.complete(chunk[:i], limit)
+		chunk = chunk[i+1:]
 	}
 }
 
-// hold keeps the start of a line; past limit the line is only skipped.
-func (p *Pump) hold(part []byte, limit int) {
+func (p *Pump) limit() int {
+	if p.MaxLineBytes <= 0 {
+		return DefaultMaxLineBytes
+	}
+	return p.MaxLineBytes
+}
+
+// complete offers the line that part ends. A line that does not fit is
+// never copied: it is counted (TooLong past the limit, else Dropped) and
+// only its bytes are forwarded.
+func (p *Pump) complete(part []byte, limit int) {
 	if p.skipping {
+		p.skipped(len(part), limit)
 		return
 	}
-	if len(p.pending)+len(part) > limit {
-		p.pending = nil // release the memory of an over-long line at once
-		p.skipping = true
+	n := len(p.pending) + len(part)
+	switch {
+	case n > limit:
+		p.TooLong.Add(1)
+		p.release()
+	case p.Queue == nil:
+		p.release()
+	case len(p.pending) == 0:
+		// The whole line came in one read: copied into the pump's block
+		// when the queue has room for it.
+		if !p.Queue.room(n) {
+			p.Queue.Dropped.Add(1)
+			return
+		}
+		p.Queue.Offer(p.From, p.copyLine(part))
+	case !p.grow(n):
+		p.Queue.Dropped.Add(1)
+		p.release()
+	default:
+		// The pending buffer, its bytes already reserved in the queue,
+		// becomes the line: no copy, and its memory leaves the pump.
+		line := append(p.pending, part...)
+		held := p.reserved
+		p.pending, p.reserved = nil, 0
+		p.Queue.offerHeld(p.From, line, held)
+	}
+}
+
+// skipped counts a skipped line of which the last n bytes came now.
+func (p *Pump) skipped(n, limit int) {
+	total := p.skippedLen + int64(n)
+	p.skipping, p.skippedLen = false, 0
+	switch {
+	case total > int64(limit):
+		p.TooLong.Add(1)
+	case p.Queue != nil:
+		p.Queue.Dropped.Add(1)
+	}
+}
+
+// hold keeps the start of a line. A line past limit, or one the queue has
+// no room for, is only skipped from then on: its start is released at
+// once, and its length counted.
+func (p *Pump) hold(part []byte, limit int) {
+	if p.skipping {
+		p.skippedLen += int64(len(part))
+		return
+	}
+	n := len(p.pending) + len(part)
+	if n > limit || p.Queue == nil || !p.grow(n) {
+		p.skipping, p.skippedLen = true, int64(n)
+		p.release()
 		return
 	}
 	p.pending = append(p.pending, part...)
 }
 
+// minPending is the smallest pending buffer.
+const minPending = 1 << 10
+
+// grow makes room for n bytes in the pending buffer, reserving the memory
+// in the queue's byte budget first; false when the queue has no room.
+// The buffer doubles, but never past the line limit, so that a line's
+// buffer is at most twice the line and at most the limit.
+func (p *Pump) grow(n int) bool {
+	if n <= cap(p.pending) {
+		return true
+	}
+	size := min(max(2*cap(p.pending), n, minPending), p.limit())
+	if !p.Queue.reserve(int64(size - cap(p.pending))) {
+		return false
+	}
+	p.reserved += int64(size - cap(p.pending))
+	b := make([]byte, len(p.pending), size)
+	copy(b, p.pending)
+	p.pending = b
+	return true
+}
+
+// release drops the pending line and gives its reservation back.
+func (p *Pump) release() {
+	if p.reserved > 0 {
+		p.Queue.release(p.reserved)
+	}
+	p.pending, p.reserved = nil, 0
+}
+
 // flush offers a last line that ended without a newline.
 func (p *Pump) flush() {
-	if p.skipping {
-		p.Lines.Add(1)
-		p.TooLong.Add(1)
-		p.skipping = false
-		return
-	}
-	if len(p.pending) == 0 {
+	if !p.skipping && len(p.pending) == 0 {
 		return
 	}
 	p.Lines.Add(1)
-	p.offer(append([]byte(nil), p.pending...))
-	p.reset()
+	p.complete(nil, p.limit())
 }
 
-// keepPending is the largest line buffer a pump keeps for the next line;
-// a bigger one (left by a huge frame) is released.
-const keepPending = 1 << 20
+// blockSize is the size of the blocks a pump copies short lines into, so
+// that a line costs no allocation of its own; lines over maxBlockLine get
+// their own. A block lives as long as a line in it is referenced: a pump
+// pins at most the blocks of the lines still queued, plus its current one.
+const (
+	blockSize    = 256 << 10
+	maxBlockLine = blockSize / 8
+)
 
-// reset empties the pending line.
-func (p *Pump) reset() {
-	if cap(p.pending) > keepPending {
-		p.pending = nil
-		return
+// copyLine copies a complete line for the queue.
+func (p *Pump) copyLine(part []byte) []byte {
+	if len(part) > maxBlockLine {
+		return append([]byte(nil), part...)
 	}
-	p.pending = p.pending[:0]
+	if cap(p.block)-len(p.block) < len(part) {
+		p.block = make([]byte, 0, blockSize)
+	}
+	start := len(p.block)
+	p.block = append(p.block, part...)
+	return p.block[start:len(p.block):len(p.block)]
 }
 
 // WriteError is a pump's failed write: the receiving side is gone.

@@ -16,15 +16,20 @@ const (
 )
 
 // Line is one complete line of the wire, without its newline, and who
-// sent it.
+// sent it. Short lines share the memory of a block (never written again):
+// a line's bytes are its own to read, never to append to.
 type Line struct {
 	From  capture.Direction
 	Bytes []byte
+
+	held int64 // the bytes of the queue's budget the line takes until Done
 }
 
 // Queue hands lines from the two pumps to the observer. It is bounded in
-// lines and in bytes; Offer never waits: a line that does not fit is
-// counted in Dropped and not observed. Lines leave in the order they were
+// lines and in bytes; its byte bound covers every line the tap holds: the
+// lines queued, the one being observed (until Done) and the starts of the
+// lines the pumps are still reading. Offer never waits: a line that does
+// not fit is counted in Dropped and not observed. Lines leave in the order they were
 // offered, both directions in one order.
 type Queue struct {
 	mu       sync.Mutex
@@ -75,8 +80,44 @@ func (q *Queue) Offer(from capture.Direction, line []byte) bool {
 		q.Dropped.Add(1)
 		return false
 	}
-	q.lines = append(q.lines, Line{From: from, Bytes: line})
+	q.lines = append(q.lines, Line{From: from, Bytes: line, held: int64(len(line))})
 	q.held += int64(len(line))
+	q.mu.Unlock()
+	q.signal()
+	return true
+}
+
+// reserve takes n bytes of the byte budget for a line a pump is still
+// reading (its pending buffer), and reports whether they fit.
+func (q *Queue) reserve(n int64) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed || q.held+n > q.maxBytes {
+		return false
+	}
+	q.held += n
+	return true
+}
+
+// release gives back n reserved bytes.
+func (q *Queue) release(n int64) {
+	q.mu.Lock()
+	q.held -= n
+	q.mu.Unlock()
+}
+
+// offerHeld queues a line whose held bytes are reserved already; when it
+// does not fit in the line bound (or the queue is closed) it is dropped
+// and the reservation given back.
+func (q *Queue) offerHeld(from capture.Direction, line []byte, held int64) bool {
+	q.mu.Lock()
+	if q.closed || len(q.lines)-q.head >= q.maxLines {
+		q.held -= held
+		q.mu.Unlock()
+		q.Dropped.Add(1)
+		return false
+	}
+	q.lines = append(q.lines, Line{From: from, Bytes: line, held: held})
 	q.mu.Unlock()
 	q.signal()
 	return true
@@ -128,7 +169,7 @@ func (q *Queue) Len() int {
 // its bytes are free again.
 func (q *Queue) Done(l Line) {
 	q.mu.Lock()
-	q.held -= int64(len(l.Bytes))
+	q.held -= l.held
 	q.mu.Unlock()
 }
 
