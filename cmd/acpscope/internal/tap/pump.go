@@ -50,11 +50,13 @@ type Pump struct {
 	// TooLong counts lines longer than MaxLineBytes, not observed.
 	TooLong atomic.Int64
 
-	pending    []byte // the start of a line whose newline has not come yet
-	reserved   int64  // bytes of the queue's budget taken by pending
-	skipping   bool   // the rest of a line not observed is going by
-	skippedLen int64  // the length of that line so far
-	block      []byte // where short lines are copied (copyLine)
+	pending    []byte      // the start of a line whose newline has not come yet
+	reserved   int64       // bytes of the queue's budget taken by pending
+	skipping   bool        // the rest of a line not observed is going by
+	skippedLen int64       // the length of that line so far
+	block      *block      // where short lines are copied (copyLine)
+	spare      chan *block // blocks whose lines are all Done
+	batch      []Line      // the lines completed by the current read
 }
 
 // Copy forwards everything src yields to dst until src ends (nil on
@@ -95,11 +97,22 @@ func (p *Pump) scan(chunk []byte) {
 		i := bytes.IndexByte(chunk, '\n')
 		if i < 0 {
 			p.hold(chunk, limit)
-			return
+			break
 		}
 		p.Lines.Add(1)
 		p.complete(chunk[:i], limit)
 		chunk = chunk[i+1:]
+	}
+	p.push()
+}
+
+// push queues the lines completed by one read, at once and before the read
+// is forwarded.
+func (p *Pump) push() {
+	if len(p.batch) > 0 {
+		p.Queue.push(p.batch)
+		clear(p.batch)
+		p.batch = p.batch[:0]
 	}
 }
 
@@ -128,21 +141,20 @@ func (p *Pump) complete(part []byte, limit int) {
 	case len(p.pending) == 0:
 		// The whole line came in one read: copied into the pump's block
 		// when the queue has room for it.
-		if !p.Queue.room(n) {
+		if !p.Queue.reserve(int64(n)) {
 			p.Queue.Dropped.Add(1)
 			return
 		}
-		p.Queue.Offer(p.From, p.copyLine(part))
+		line, b := p.copyLine(part)
+		p.batch = append(p.batch, Line{From: p.From, Bytes: line, held: int64(n), block: b})
 	case !p.grow(n):
 		p.Queue.Dropped.Add(1)
 		p.release()
 	default:
 		// The pending buffer, its bytes already reserved in the queue,
 		// becomes the line: no copy, and its memory leaves the pump.
-		line := append(p.pending, part...)
-		held := p.reserved
+		p.batch = append(p.batch, Line{From: p.From, Bytes: append(p.pending, part...), held: p.reserved})
 		p.pending, p.reserved = nil, 0
-		p.Queue.offerHeld(p.From, line, held)
 	}
 }
 
@@ -212,28 +224,75 @@ func (p *Pump) flush() {
 	}
 	p.Lines.Add(1)
 	p.complete(nil, p.limit())
+	p.push()
 }
 
 // blockSize is the size of the blocks a pump copies short lines into, so
 // that a line costs no allocation of its own; lines over maxBlockLine get
-// their own. A block lives as long as a line in it is referenced: a pump
-// pins at most the blocks of the lines still queued, plus its current one.
+// their own. A block goes back to its pump once every line in it is Done,
+// and is written again: fresh memory (the kernel's page faults, the
+// runtime's zeroing) cost the pump more than the copy. A pump keeps at most
+// keptBlocks spare blocks.
 const (
 	blockSize    = 256 << 10
 	maxBlockLine = blockSize / 8
+	keptBlocks   = 4
 )
 
-// copyLine copies a complete line for the queue.
-func (p *Pump) copyLine(part []byte) []byte {
+// block is memory that short lines are copied into. refs counts its lines
+// not yet Done, plus one while it is its pump's current block.
+type block struct {
+	buf  []byte
+	refs atomic.Int32
+	pool chan *block
+}
+
+// unref drops one reference; the last one sends the block back to its
+// pump (or to the collector, when the pump keeps enough).
+func (b *block) unref() {
+	if b.refs.Add(-1) != 0 {
+		return
+	}
+	b.buf = b.buf[:0]
+	select {
+	case b.pool <- b:
+	default:
+	}
+}
+
+// copyLine copies a complete line for the queue, and returns the block it
+// is in (nil: its own memory).
+func (p *Pump) copyLine(part []byte) ([]byte, *block) {
 	if len(part) > maxBlockLine {
-		return append([]byte(nil), part...)
+		return append([]byte(nil), part...), nil
 	}
-	if cap(p.block)-len(p.block) < len(part) {
-		p.block = make([]byte, 0, blockSize)
+	if p.block == nil || cap(p.block.buf)-len(p.block.buf) < len(part) {
+		if p.block != nil {
+			p.block.unref()
+		}
+		p.block = p.newBlock()
 	}
-	start := len(p.block)
-	p.block = append(p.block, part...)
-	return p.block[start:len(p.block):len(p.block)]
+	b := p.block
+	start := len(b.buf)
+	b.buf = append(b.buf, part...)
+	b.refs.Add(1)
+	return b.buf[start:len(b.buf):len(b.buf)], b
+}
+
+// newBlock returns a spare block, or a new one.
+func (p *Pump) newBlock() *block {
+	if p.spare == nil {
+		p.spare = make(chan *block, keptBlocks)
+	}
+	select {
+	case b := <-p.spare:
+		b.refs.Store(1)
+		return b
+	default:
+	}
+	b := &block{buf: make([]byte, 0, blockSize), pool: p.spare}
+	b.refs.Store(1)
+	return b
 }
 
 // WriteError is a pump's failed write: the receiving side is gone.

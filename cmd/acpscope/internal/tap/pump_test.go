@@ -28,8 +28,8 @@ func TestPendingLineTakesQueueBudget(t *testing.T) {
 		t.Fatalf("next line %q, want {}", l.Bytes)
 	}
 	q.Done(l)
-	if q.held != 0 {
-		t.Errorf("the queue holds %d bytes once every line is done, want 0", q.held)
+	if q.held.Load() != 0 {
+		t.Errorf("the queue holds %d bytes once every line is done, want 0", q.held.Load())
 	}
 }
 
@@ -52,8 +52,8 @@ func TestPendingNeverPastLimit(t *testing.T) {
 		t.Errorf("line of %d bytes, copied: %v", len(l.Bytes), &l.Bytes[0] != &pending[0])
 	}
 	q.Done(l)
-	if q.held != 0 || p.reserved != 0 {
-		t.Errorf("held %d, reserved %d after the line, want 0", q.held, p.reserved)
+	if q.held.Load() != 0 || p.reserved != 0 {
+		t.Errorf("held %d, reserved %d after the line, want 0", q.held.Load(), p.reserved)
 	}
 }
 
