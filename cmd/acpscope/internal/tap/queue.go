@@ -46,6 +46,7 @@ type Queue struct {
 	out  []Line
 	next int
 
+	shut     atomic.Bool  // closed, for reserve, which takes no lock
 	count    atomic.Int64 // lines queued or in the reader's batch
 	held     atomic.Int64 // bytes of the budget taken (reserve, Offer) and not yet given back
 	maxLines int64
@@ -70,12 +71,12 @@ func NewQueue(lines int, bytes int64) *Queue {
 }
 
 // reserve takes n bytes of the byte budget, for a line a pump is about to
-// copy or is still reading, and reports whether they fit. It takes no
-// lock.
+// copy or is still reading, and reports whether they fit (never once the
+// queue is closed). It takes no lock.
 func (q *Queue) reserve(n int64) bool {
 	for {
 		h := q.held.Load()
-		if h+n > q.maxBytes {
+		if h+n > q.maxBytes || q.shut.Load() {
 			return false
 		}
 		if q.held.CompareAndSwap(h, h+n) {
@@ -176,6 +177,7 @@ func (q *Queue) Done(l Line) {
 func (q *Queue) Close() {
 	q.mu.Lock()
 	q.closed = true
+	q.shut.Store(true)
 	q.mu.Unlock()
 	q.signal()
 }
