@@ -50,6 +50,7 @@ func newPathObserved(b *testing.B, tapped, observed bool) *path {
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
+		lowerPriority() // as observe does
 		for l, ok := q.Next(); ok; l, ok = q.Next() {
 			obs.Observe(l.From, l.Bytes)
 			q.Done(l)

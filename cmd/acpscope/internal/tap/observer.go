@@ -59,6 +59,9 @@ type Observer struct {
 	// Unparsed counts lines that are not JSON-RPC messages (forwarded,
 	// not observed).
 	Unparsed atomic.Int64
+
+	// nice is the priority its thread ran at (set by observe).
+	nice int
 }
 
 // permissionAsked is what the view shows of a permission request.

@@ -2,6 +2,8 @@ package tap
 
 import (
 	"bytes"
+	"io"
+	"runtime"
 	"testing"
 
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
@@ -71,5 +73,18 @@ func TestShortLinesShareABlock(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(100, func() { p.scan([]byte("{}\n")); l, _ := q.Next(); q.Done(l) }); allocs > 0.1 {
 		t.Errorf("%.2f allocations per short line, want none", allocs)
+	}
+}
+
+// The observer runs on a thread of its own at the lowest priority: when
+// the CPU is short, the pumps, the editor and the agent get it first.
+func TestObserverThreadYieldsTheCPU(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("thread priorities are Linux's")
+	}
+	obs := newTestObserver(t, io.Discard)
+	passThrough(t, []byte("{}\n"), []byte("{}\n"), nil, Config{Observer: obs})
+	if obs.nice != observerNice {
+		t.Errorf("the observer's thread ran at nice %d, want %d", obs.nice, observerNice)
 	}
 }
