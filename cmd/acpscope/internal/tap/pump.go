@@ -303,9 +303,3 @@ func (e *WriteError) Error() string { return "write: " + e.Err.Error() }
 
 // Unwrap returns the write's error.
 func (e *WriteError) Unwrap() error { return e.Err }
-
-func (p *Pump) offer(line []byte) {
-	if p.Queue != nil {
-		p.Queue.Offer(p.From, line)
-	}
-}
