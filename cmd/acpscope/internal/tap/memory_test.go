@@ -98,8 +98,9 @@ type memoryReport struct {
 // memoryChildEnv runs TestMemoryBoundHugeFrames as the measured child.
 const memoryChildEnv = "ACPSCOPE_TAP_MEMORY_CHILD"
 
-// memorySlack is the constant on top of the documented bound: the test
-// binary, the runtime and the stacks, measured at about 10 MiB.
+// memorySlack is the constant on top of the documented bound: the 32 MiB
+// LimitMemory leaves for the runtime, the cards and the view, and the test
+// binary.
 const memorySlack = 48 << 20
 
 // The tap's memory stays within its documented bound (MemoryBound: the
