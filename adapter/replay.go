@@ -63,6 +63,13 @@ func (r *Replayer) Feed(from string, msg []byte) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrNotMessage, err)
 	}
+	return r.FeedMessage(from, m)
+}
+
+// FeedMessage is Feed for a message whose envelope the caller has parsed
+// already with capture.ParseMessage (acpscope tap, which reads the
+// envelope itself): a line is parsed once.
+func (r *Replayer) FeedMessage(from string, m capture.Message) error {
 	switch {
 	case m.IsRequest():
 		r.remember(from, m.ID, pendingRequest{m.Method, m.Params})

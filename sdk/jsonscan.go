@@ -42,6 +42,9 @@ type jsonScanner struct {
 	data  []byte
 	pos   int
 	depth int
+	// searched counts the bytes scanString has searched, so that a test
+	// can hold it to linear work.
+	searched int
 }
 
 func (s *jsonScanner) fail(msg string) error {
@@ -175,27 +178,38 @@ func (s *jsonScanner) scanString() (escaped bool, err error) {
 			break
 		}
 	}
+	// quote is where the string may end: the next '"' at or after pos,
+	// searched for again only once an escape has moved past it (an
+	// escaped quote), so that every byte is searched once however many
+	// escapes the string holds.
+	quote := -1
 	for {
-		rest := s.data[s.pos:]
-		q := bytes.IndexByte(rest, '"')
-		if q < 0 {
-			s.pos = len(s.data)
-			return escaped, s.fail(msgUnexpectedEnd)
+		if quote < s.pos {
+			q := bytes.IndexByte(s.data[s.pos:], '"')
+			if q < 0 {
+				s.searched += len(s.data) - s.pos
+				s.pos = len(s.data)
+				return escaped, s.fail(msgUnexpectedEnd)
+			}
+			s.searched += q + 1
+			quote = s.pos + q
 		}
-		seg := rest[:q]
+		seg := s.data[s.pos:quote]
 		b := bytes.IndexByte(seg, '\\')
 		if b < 0 {
+			s.searched += len(seg)
 			if i := indexControl(seg); i >= 0 {
 				s.pos += i
 				return escaped, s.fail("invalid control character in string literal")
 			}
-			s.pos += q + 1
+			s.pos = quote + 1
 			return escaped, nil
 		}
 		if i := indexControl(seg[:b]); i >= 0 {
 			s.pos += i
 			return escaped, s.fail("invalid control character in string literal")
 		}
+		s.searched += b + 1
 		escaped = true
 		s.pos += b + 1 // past the backslash
 		if s.pos >= len(s.data) {

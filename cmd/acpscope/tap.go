@@ -120,6 +120,7 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 	}
 	store := openTapStore(ctx, o, *webAddr, *allow, logw, parts)
 	defer store.close()
+	tap.LimitMemory(0, 0) // the collector's headroom stays inside the tap's documented bound
 	term := view.NewTerminal(logw, false)
 	obs, err := tap.NewObserver(tap.ObserverConfig{
 		Dialect: o.agent, View: term, Record: rec,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
@@ -49,6 +50,7 @@ func newPathObserved(b *testing.B, tapped, observed bool) *path {
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
+		lowerPriority() // as observe does
 		for l, ok := q.Next(); ok; l, ok = q.Next() {
 			obs.Observe(l.From, l.Bytes)
 			q.Done(l)
@@ -76,42 +78,86 @@ func newPathObserved(b *testing.B, tapped, observed bool) *path {
 	}}
 }
 
-// BenchmarkThroughput is bytes/s of a stream of agent frames over a pipe,
-// without and with the tap (a pump and its observer) in the path.
-func BenchmarkThroughput(b *testing.B) {
-	var stream bytes.Buffer
-	for i := range 4096 {
-		stream.Write(benchFrame(i))
+// mixedStream is real-size agent traffic: a turn's message and thought
+// chunks, tool calls, their updates with a few KiB of output, a subagent's
+// Task call, plan updates, a permission request, from a few hundred bytes
+// to a few KiB a frame.
+func mixedStream() []byte {
+	var b bytes.Buffer
+	output := strings.Repeat(`ok  \tgithub.com/example/pkg\t0.412s\n`, 40) // ~1.6 KiB of tool output
+	for i := range 512 {
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Looking at the retry loop in %d: the backoff is reset before "}}}}`+"\n", i)
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"The test is flaky because the clock is shared between goroutines"}}}}`+"\n")
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"toolu_%d","title":"Run go test ./...","kind":"execute","status":"pending","rawInput":{"command":"go test ./...","description":"Run the tests"},"_meta":{"claudeCode":{"toolName":"Bash"}}}}}`+"\n", i)
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"toolu_%d","status":"completed","content":[{"type":"content","content":{"type":"text","text":"%s"}}],"rawOutput":"%s"}}}`+"\n", i, output, output)
+		if i%8 == 0 {
+			b.Write(benchFrame(i))
+			fmt.Fprintf(&b, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"plan","entries":[{"content":"Reproduce the flake","priority":"high","status":"completed"},{"content":"Fix the clock","priority":"high","status":"in_progress"}]}}}`+"\n")
+			fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"toolu_%d","title":"Edit clock.go"},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"},{"optionId":"reject","name":"Reject","kind":"reject_once"}]}}`+"\n", 1000+i, i)
+		}
 	}
-	for _, variant := range []struct {
-		name             string
-		tapped, observed bool
-	}{{"direct", false, false}, {"tap", true, true}, {"tap-unobserved", true, false}} {
-		b.Run(variant.name, func(b *testing.B) {
-			p := newPathObserved(b, variant.tapped, variant.observed)
-			received := make(chan int64)
-			go func() {
-				n, _ := io.Copy(io.Discard, p.r)
-				received <- n
-			}()
-			b.SetBytes(int64(stream.Len()))
-			b.ResetTimer()
-			for b.Loop() {
-				if _, err := p.w.Write(stream.Bytes()); err != nil {
-					b.Fatal(err)
-				}
-			}
-			p.w.Close()
-			n := <-received
-			b.StopTimer()
-			p.closeFn()
-			if want := int64(stream.Len()) * int64(b.N); n != want {
-				b.Fatalf("received %d bytes, sent %d", n, want)
-			}
-			if p.pump != nil && p.pump.Queue != nil {
-				b.ReportMetric(float64(p.pump.Queue.Dropped.Load())/float64(p.pump.Lines.Load()+1), "unobserved/line")
-			}
-		})
+	return b.Bytes()
+}
+
+// largeStream is frames of MiBs: a file read into a tool call's output.
+func largeStream() []byte {
+	var b bytes.Buffer
+	text := strings.Repeat("func handler(w http.ResponseWriter, r *http.Request) { /* ... */ }\\n", 40000) // ~2.6 MiB
+	for i := range 4 {
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"toolu_%d","status":"completed","content":[{"type":"content","content":{"type":"text","text":"%s"}}]}}}`+"\n", i, text)
+	}
+	return b.Bytes()
+}
+
+// BenchmarkThroughput is bytes/s of a stream of agent frames over a pipe,
+// without the tap (direct), through it with the observer following
+// (tap), and through it with no observer (tap-unobserved): real-size mixed
+// frames, frames of MiBs, and a burst of ~420-byte Task updates. The
+// observer takes what it can; the rest of a saturating stream is counted
+// (unobserved/line), the pass-through never waits for it.
+func BenchmarkThroughput(b *testing.B) {
+	var burst bytes.Buffer
+	for i := range 4096 {
+		burst.Write(benchFrame(i))
+	}
+	for _, stream := range []struct {
+		name string
+		data []byte
+	}{{"mixed", mixedStream()}, {"large", largeStream()}, {"burst", burst.Bytes()}} {
+		for _, variant := range []struct {
+			name             string
+			tapped, observed bool
+		}{{"direct", false, false}, {"tap", true, true}, {"tap-unobserved", true, false}} {
+			b.Run(stream.name+"/"+variant.name, func(b *testing.B) {
+				benchStream(b, stream.data, variant.tapped, variant.observed)
+			})
+		}
+	}
+}
+
+func benchStream(b *testing.B, data []byte, tapped, observed bool) {
+	p := newPathObserved(b, tapped, observed)
+	received := make(chan int64)
+	go func() {
+		n, _ := io.Copy(io.Discard, p.r)
+		received <- n
+	}()
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := p.w.Write(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	p.w.Close()
+	n := <-received
+	b.StopTimer()
+	p.closeFn()
+	if want := int64(len(data)) * int64(b.N); n != want {
+		b.Fatalf("received %d bytes, sent %d", n, want)
+	}
+	if p.pump != nil && p.pump.Queue != nil {
+		b.ReportMetric(float64(p.pump.Queue.Dropped.Load())/float64(p.pump.Lines.Load()+1), "unobserved/line")
 	}
 }
 

@@ -329,9 +329,10 @@ func isStopSignal(s syscall.Signal) bool {
 	return s == syscall.SIGTERM || s == syscall.SIGHUP || s == syscall.SIGQUIT
 }
 
-// observe drains q into obs until q is closed, and returns 0 (no line was
-// left unobserved).
+// observe drains q into obs until q is closed, on a thread of its own at
+// the lowest priority, and returns 0 (no line was left unobserved).
 func observe(obs *Observer, q *Queue) int64 {
+	obs.nice = lowerPriority() // the CPU goes to the pumps, the editor and the agent first
 	for l, ok := q.Next(); ok; l, ok = q.Next() {
 		obs.Observe(l.From, l.Bytes)
 		q.Done(l)

@@ -71,6 +71,9 @@ type Observer struct {
 	// Unparsed counts lines that are not JSON-RPC messages (forwarded,
 	// not observed).
 	Unparsed atomic.Int64
+
+	// nice is the priority its thread ran at (set by observe).
+	nice int
 }
 
 // permissionAsked is what the view shows of a permission request.
@@ -138,7 +141,7 @@ func (o *Observer) ObserveAt(from capture.Direction, line []byte, at time.Time) 
 		_ = o.cfg.Record.Write(from, msg) // the writer keeps its first error for Err
 	}
 	o.before(from, &m)
-	if err := o.replayer.Feed(string(from), msg); err != nil {
+	if err := o.replayer.FeedMessage(string(from), m); err != nil {
 		o.Unparsed.Add(1)
 	}
 	o.after(from, &m)

@@ -50,8 +50,13 @@ type Pump struct {
 	// TooLong counts lines longer than MaxLineBytes, not observed.
 	TooLong atomic.Int64
 
-	pending  []byte // the start of a line whose newline has not come yet
-	skipping bool   // the rest of an over-long line is going by
+	pending    []byte      // the start of a line whose newline has not come yet
+	reserved   int64       // bytes of the queue's budget taken by pending
+	skipping   bool        // the rest of a line not observed is going by
+	skippedLen int64       // the length of that line so far
+	block      *block      // where short lines are copied (copyLine)
+	spare      chan *block // blocks whose lines are all Done
+	batch      []Line      // the lines completed by the current read
 }
 
 // Copy forwards everything src yields to dst until src ends (nil on
@@ -87,81 +92,207 @@ func (p *Pump) Copy(dst io.Writer, src io.Reader) error {
 // scan offers every line completed by chunk and keeps the start of the
 // next one.
 func (p *Pump) scan(chunk []byte) {
-	limit := p.MaxLineBytes
-	if limit <= 0 {
-		limit = DefaultMaxLineBytes
-	}
+	limit := p.limit()
 	for len(chunk) > 0 {
 		i := bytes.IndexByte(chunk, '\n')
 		if i < 0 {
 			p.hold(chunk, limit)
-			return
+			break
 		}
-		part := chunk[:i]
-		chunk = chunk[i+1:]
 		p.Lines.Add(1)
-		if p.skipping || len(p.pending)+len(part) > limit {
-			p.TooLong.Add(1)
-			p.skipping = false
-			p.reset()
-			continue
-		}
-		if p.Queue == nil || !p.Queue.room(len(p.pending)+len(part)) {
-			// No copy for a line that would not be queued.
-			if p.Queue != nil {
-				p.Queue.Dropped.Add(1)
-			}
-			p.reset()
-			continue
-		}
-		line := make([]byte, len(p.pending)+len(part))
-		copy(line, p.pending)
-		copy(line[len(p.pending):], part)
-		p.reset()
-		p.offer(line)
+		p.complete(chunk[:i], limit)
+		chunk = chunk[i+1:]
+	}
+	p.push()
+}
+
+// push queues the lines completed by one read, at once and before the read
+// is forwarded.
+func (p *Pump) push() {
+	if len(p.batch) > 0 {
+		p.Queue.push(p.batch)
+		clear(p.batch)
+		p.batch = p.batch[:0]
 	}
 }
 
-// hold keeps the start of a line; past limit the line is only skipped.
-func (p *Pump) hold(part []byte, limit int) {
+func (p *Pump) limit() int {
+	if p.MaxLineBytes <= 0 {
+		return DefaultMaxLineBytes
+	}
+	return p.MaxLineBytes
+}
+
+// complete offers the line that part ends. A line that does not fit is
+// never copied: it is counted (TooLong past the limit, else Dropped) and
+// only its bytes are forwarded.
+func (p *Pump) complete(part []byte, limit int) {
 	if p.skipping {
+		p.skipped(len(part), limit)
 		return
 	}
-	if len(p.pending)+len(part) > limit {
-		p.pending = nil // release the memory of an over-long line at once
-		p.skipping = true
+	n := len(p.pending) + len(part)
+	switch {
+	case n > limit:
+		p.TooLong.Add(1)
+		p.release()
+	case p.Queue == nil:
+		p.release()
+	case len(p.pending) == 0:
+		// The whole line came in one read: copied into the pump's block
+		// when the queue has room for it.
+		if !p.Queue.reserve(int64(n)) {
+			p.Queue.Dropped.Add(1)
+			return
+		}
+		line, b := p.copyLine(part)
+		p.batch = append(p.batch, Line{From: p.From, Bytes: line, held: int64(n), block: b})
+	case !p.grow(n):
+		p.Queue.Dropped.Add(1)
+		p.release()
+	default:
+		// The pending buffer, its bytes already reserved in the queue,
+		// becomes the line: no copy, and its memory leaves the pump.
+		p.batch = append(p.batch, Line{From: p.From, Bytes: append(p.pending, part...), held: p.reserved})
+		p.pending, p.reserved = nil, 0
+	}
+}
+
+// skipped counts a skipped line of which the last n bytes came now.
+func (p *Pump) skipped(n, limit int) {
+	total := p.skippedLen + int64(n)
+	p.skipping, p.skippedLen = false, 0
+	switch {
+	case total > int64(limit):
+		p.TooLong.Add(1)
+	case p.Queue != nil:
+		p.Queue.Dropped.Add(1)
+	}
+}
+
+// hold keeps the start of a line. A line past limit, or one the queue has
+// no room for, is only skipped from then on: its start is released at
+// once, and its length counted.
+func (p *Pump) hold(part []byte, limit int) {
+	if p.skipping {
+		p.skippedLen += int64(len(part))
+		return
+	}
+	n := len(p.pending) + len(part)
+	if n > limit || p.Queue == nil || !p.grow(n) {
+		p.skipping, p.skippedLen = true, int64(n)
+		p.release()
 		return
 	}
 	p.pending = append(p.pending, part...)
 }
 
+// minPending is the smallest pending buffer.
+const minPending = 1 << 10
+
+// grow makes room for n bytes in the pending buffer, reserving the memory
+// in the queue's byte budget first; false when the queue has no room.
+// The buffer doubles, but never past the line limit, so that a line's
+// buffer is at most twice the line and at most the limit.
+func (p *Pump) grow(n int) bool {
+	if n <= cap(p.pending) {
+		return true
+	}
+	size := min(max(2*cap(p.pending), n, minPending), p.limit())
+	if !p.Queue.reserve(int64(size - cap(p.pending))) {
+		return false
+	}
+	p.reserved += int64(size - cap(p.pending))
+	b := make([]byte, len(p.pending), size)
+	copy(b, p.pending)
+	p.pending = b
+	return true
+}
+
+// release drops the pending line and gives its reservation back.
+func (p *Pump) release() {
+	if p.reserved > 0 {
+		p.Queue.release(p.reserved)
+	}
+	p.pending, p.reserved = nil, 0
+}
+
 // flush offers a last line that ended without a newline.
 func (p *Pump) flush() {
-	if p.skipping {
-		p.Lines.Add(1)
-		p.TooLong.Add(1)
-		p.skipping = false
-		return
-	}
-	if len(p.pending) == 0 {
+	if !p.skipping && len(p.pending) == 0 {
 		return
 	}
 	p.Lines.Add(1)
-	p.offer(append([]byte(nil), p.pending...))
-	p.reset()
+	p.complete(nil, p.limit())
+	p.push()
 }
 
-// keepPending is the largest line buffer a pump keeps for the next line;
-// a bigger one (left by a huge frame) is released.
-const keepPending = 1 << 20
+// blockSize is the size of the blocks a pump copies short lines into, so
+// that a line costs no allocation of its own; lines over maxBlockLine get
+// their own. A block goes back to its pump once every line in it is Done,
+// and is written again: fresh memory (the kernel's page faults, the
+// runtime's zeroing) cost the pump more than the copy. A pump keeps at most
+// keptBlocks spare blocks.
+const (
+	blockSize    = 256 << 10
+	maxBlockLine = blockSize / 8
+	keptBlocks   = 4
+)
 
-// reset empties the pending line.
-func (p *Pump) reset() {
-	if cap(p.pending) > keepPending {
-		p.pending = nil
+// block is memory that short lines are copied into. refs counts its lines
+// not yet Done, plus one while it is its pump's current block.
+type block struct {
+	buf  []byte
+	refs atomic.Int32
+	pool chan *block
+}
+
+// unref drops one reference; the last one sends the block back to its
+// pump (or to the collector, when the pump keeps enough).
+func (b *block) unref() {
+	if b.refs.Add(-1) != 0 {
 		return
 	}
-	p.pending = p.pending[:0]
+	b.buf = b.buf[:0]
+	select {
+	case b.pool <- b:
+	default:
+	}
+}
+
+// copyLine copies a complete line for the queue, and returns the block it
+// is in (nil: its own memory).
+func (p *Pump) copyLine(part []byte) ([]byte, *block) {
+	if len(part) > maxBlockLine {
+		return append([]byte(nil), part...), nil
+	}
+	if p.block == nil || cap(p.block.buf)-len(p.block.buf) < len(part) {
+		if p.block != nil {
+			p.block.unref()
+		}
+		p.block = p.newBlock()
+	}
+	b := p.block
+	start := len(b.buf)
+	b.buf = append(b.buf, part...)
+	b.refs.Add(1)
+	return b.buf[start:len(b.buf):len(b.buf)], b
+}
+
+// newBlock returns a spare block, or a new one.
+func (p *Pump) newBlock() *block {
+	if p.spare == nil {
+		p.spare = make(chan *block, keptBlocks)
+	}
+	select {
+	case b := <-p.spare:
+		b.refs.Store(1)
+		return b
+	default:
+	}
+	b := &block{buf: make([]byte, 0, blockSize), pool: p.spare}
+	b.refs.Store(1)
+	return b
 }
 
 // WriteError is a pump's failed write: the receiving side is gone.
@@ -172,9 +303,3 @@ func (e *WriteError) Error() string { return "write: " + e.Err.Error() }
 
 // Unwrap returns the write's error.
 func (e *WriteError) Unwrap() error { return e.Err }
-
-func (p *Pump) offer(line []byte) {
-	if p.Queue != nil {
-		p.Queue.Offer(p.From, line)
-	}
-}

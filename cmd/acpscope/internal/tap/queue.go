@@ -16,25 +16,42 @@ const (
 )
 
 // Line is one complete line of the wire, without its newline, and who
-// sent it.
+// sent it. Its bytes are valid until Done: short lines share the memory of
+// a block that its pump writes again once every line in it is Done, so the
+// observer keeps no part of them.
 type Line struct {
 	From  capture.Direction
 	Bytes []byte
+
+	held  int64  // the bytes of the queue's budget the line takes until Done
+	block *block // the block the bytes are in, or nil
 }
 
 // Queue hands lines from the two pumps to the observer. It is bounded in
-// lines and in bytes; Offer never waits: a line that does not fit is
-// counted in Dropped and not observed. Lines leave in the order they were
-// offered, both directions in one order.
+// lines and in bytes; its byte bound covers every line the tap holds: the
+// lines queued, the one being observed (until Done) and the starts of the
+// lines the pumps are still reading. Offer never waits: a line that does
+// not fit is counted in Dropped and not observed. Lines leave in the order
+// they were offered, both directions in one order.
+//
+// The pumps and the observer meet on the queue's lock once per read and
+// once per batch the observer takes, not once per line: a lock handed back
+// and forth per line lets the observer's goroutine take the pump's turn.
 type Queue struct {
-	mu       sync.Mutex
-	lines    []Line // lines[head:] are queued
-	head     int
-	held     int64 // bytes offered and not yet Done
-	closed   bool
-	maxLines int
+	mu     sync.Mutex
+	lines  []Line // queued, not yet taken by the reader
+	closed bool
+
+	// The reader's batch, taken from lines at once (Next's goroutine only).
+	out  []Line
+	next int
+
+	shut     atomic.Bool  // closed, for reserve, which takes no lock
+	count    atomic.Int64 // lines queued or in the reader's batch
+	held     atomic.Int64 // bytes of the budget taken (reserve, Offer) and not yet given back
+	maxLines int64
 	maxBytes int64
-	ready    chan struct{} // signalled when a line is queued or the queue closes
+	ready    chan struct{} // signalled when lines are queued or the queue closes
 
 	// Dropped counts lines not observed because the queue was full (or
 	// closed).
@@ -50,36 +67,63 @@ func NewQueue(lines int, bytes int64) *Queue {
 	if bytes <= 0 {
 		bytes = DefaultQueueBytes
 	}
-	return &Queue{maxLines: lines, maxBytes: bytes, ready: make(chan struct{}, 1)}
+	return &Queue{maxLines: int64(lines), maxBytes: bytes, ready: make(chan struct{}, 1)}
 }
 
-// fits reports whether n more bytes fit; q.mu is held.
-func (q *Queue) fits(n int) bool {
-	return !q.closed && len(q.lines)-q.head < q.maxLines && q.held+int64(n) <= q.maxBytes
+// reserve takes n bytes of the byte budget, for a line a pump is about to
+// copy or is still reading, and reports whether they fit (never once the
+// queue is closed). It takes no lock.
+func (q *Queue) reserve(n int64) bool {
+	for {
+		h := q.held.Load()
+		if h+n > q.maxBytes || q.shut.Load() {
+			return false
+		}
+		if q.held.CompareAndSwap(h, h+n) {
+			return true
+		}
+	}
 }
 
-// room reports whether a line of n bytes would fit now, so that a pump
-// need not copy a line the queue would drop. Offer decides for good.
-func (q *Queue) room(n int) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.fits(n)
-}
+// release gives back n reserved bytes.
+func (q *Queue) release(n int64) { q.held.Add(-n) }
 
 // Offer queues line (which the queue now owns) if it fits, and reports
 // whether it did.
 func (q *Queue) Offer(from capture.Direction, line []byte) bool {
-	q.mu.Lock()
-	if !q.fits(len(line)) {
-		q.mu.Unlock()
+	if !q.reserve(int64(len(line))) {
 		q.Dropped.Add(1)
 		return false
 	}
-	q.lines = append(q.lines, Line{From: from, Bytes: line})
-	q.held += int64(len(line))
+	batch := []Line{{From: from, Bytes: line, held: int64(len(line))}}
+	return q.push(batch) == 1
+}
+
+// push queues the lines of batch, their bytes reserved already, as far as
+// the line bound and the queue being open allow; the rest are dropped and
+// their bytes given back. It returns how many were queued; batch is the
+// caller's again.
+func (q *Queue) push(batch []Line) int {
+	if len(batch) == 0 {
+		return 0
+	}
+	q.mu.Lock()
+	n := 0
+	if !q.closed {
+		n = int(min(int64(len(batch)), q.maxLines-q.count.Load()))
+		n = max(n, 0)
+		q.lines = append(q.lines, batch[:n]...)
+		q.count.Add(int64(n))
+	}
 	q.mu.Unlock()
-	q.signal()
-	return true
+	for _, l := range batch[n:] {
+		q.Done(l)
+		q.Dropped.Add(1)
+	}
+	if n > 0 {
+		q.signal()
+	}
+	return n
 }
 
 func (q *Queue) signal() {
@@ -93,20 +137,18 @@ func (q *Queue) signal() {
 // empty. Only one goroutine may call it.
 func (q *Queue) Next() (l Line, ok bool) {
 	for {
-		q.mu.Lock()
-		if q.head < len(q.lines) {
-			l = q.lines[q.head]
-			q.lines[q.head] = Line{}
-			q.head++
-			if q.head == len(q.lines) {
-				q.lines, q.head = q.lines[:0], 0
-			} else if q.head >= 4096 && 2*q.head >= len(q.lines) {
-				n := copy(q.lines, q.lines[q.head:])
-				clear(q.lines[n:])
-				q.lines, q.head = q.lines[:n], 0
-			}
-			q.mu.Unlock()
+		if q.next < len(q.out) {
+			l = q.out[q.next]
+			q.out[q.next] = Line{}
+			q.next++
+			q.count.Add(-1)
 			return l, true
+		}
+		q.mu.Lock()
+		if len(q.lines) > 0 {
+			q.out, q.lines, q.next = q.lines, q.out[:0], 0
+			q.mu.Unlock()
+			continue
 		}
 		closed := q.closed
 		q.mu.Unlock()
@@ -118,18 +160,15 @@ func (q *Queue) Next() (l Line, ok bool) {
 }
 
 // Len is the number of lines queued.
-func (q *Queue) Len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.lines) - q.head
-}
+func (q *Queue) Len() int { return int(q.count.Load()) }
 
 // Done tells the queue that a line read with Next has been observed, so
 // its bytes are free again.
 func (q *Queue) Done(l Line) {
-	q.mu.Lock()
-	q.held -= int64(len(l.Bytes))
-	q.mu.Unlock()
+	q.release(l.held)
+	if l.block != nil {
+		l.block.unref()
+	}
 }
 
 // Close ends the queue: later offers are dropped, and Next reports the
@@ -138,6 +177,7 @@ func (q *Queue) Done(l Line) {
 func (q *Queue) Close() {
 	q.mu.Lock()
 	q.closed = true
+	q.shut.Store(true)
 	q.mu.Unlock()
 	q.signal()
 }
