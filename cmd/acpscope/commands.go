@@ -21,6 +21,7 @@ import (
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/traces"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 )
@@ -50,6 +51,8 @@ type outputFlags struct {
 	grace      time.Duration
 	verbose    bool
 	subagents  bool
+	otel       otelFlags
+	traces     *traces.Exporter // the export the otel flags opened; nil: none
 }
 
 func (o *outputFlags) register(fs *flag.FlagSet) {
@@ -63,6 +66,7 @@ func (o *outputFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.grace, "cancel-grace", 3*time.Second, "how long a cancelled turn (--timeout, a signal, a closed standard output) waits for the agent to answer session/cancel before the agent is killed")
 	fs.BoolVar(&o.subagents, "subagents", false, "declare clientCapabilities.subagents: agents that support ACP subagent sessions then report children as child sessions instead of legacy tool calls (replay: default from the capture's initialize)")
 	fs.BoolVar(&o.verbose, "verbose", false, "log the connection's informational messages to standard error (default: warnings only)")
+	o.otel.register(fs, fs.Name() == "acpscope run")
 }
 
 // logger returns the connection logger: warnings and errors on stderr, and
@@ -117,7 +121,7 @@ func (o *outputFlags) validate() error {
 // working directory, abort).
 func (o *outputFlags) sessionConfig(term *view.Terminal, sink *storeSink, log *slog.Logger) session.Config {
 	return session.Config{
-		Dialect: o.agent, Policy: o.permission, Term: term, Sink: sink.record,
+		Dialect: o.agent, Policy: o.permission, Term: term, Sink: traces.Tee(sink.record, o.traces), Traces: o.traces, NoTraceparent: o.otel.noTraceparent,
 		TurnStarted: sink.beginTurn, TurnEnded: func(_ int, _ acp.StopReason, err error) { sink.flushTurn(*o, err) },
 		Timeout: o.timeout, Grace: o.grace, Log: log, Subagents: o.subagents, ClientVersion: version,
 	}
@@ -193,6 +197,10 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 		return explainDBError(o.dsn(), err)
 	}
 	defer sink.close()
+	if o.traces, err = o.otel.open(ctx); err != nil {
+		return err
+	}
+	defer closeTraces(o.traces, e.stderr)
 
 	agent, err := session.StartAgent(command, dir, e.stderr)
 	if err != nil {
@@ -342,6 +350,10 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 		return explainDBError(o.dsn(), err)
 	}
 	defer sink.close()
+	if o.traces, err = o.otel.open(ctx); err != nil {
+		return err
+	}
+	defer closeTraces(o.traces, e.stderr)
 	for i, src := range sources {
 		subagents := o.subagents
 		if recorded, ok := recordedSubagents(src.c); ok {
@@ -367,7 +379,7 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 		log, flushLog := o.logger(e.stderr)
 		cfg := o.sessionConfig(term, sink, log)
 		cfg.Dialect, cfg.Cwd, cfg.Subagents = dialect, "/", subagents
-		res, err := session.Replay(ctx, src.c, cfg, func(now func() time.Time) { sink.clock = now })
+		res, err := session.Replay(ctx, src.c, cfg, func(now func() time.Time) { sink.clock = now; o.traces.SetClock(now) })
 		sink.clock = nil
 		flushLog()
 		err = finishTurn(e, o, term, res, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/tap"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/traces"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 )
@@ -33,6 +34,7 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 	allow := allowHostFlag(fs)
 	webAddr := fs.String("web", "", "serve the store's read-only pages on this address while the tap runs (e.g. 127.0.0.1:8765; a non-loopback address exposes the store)")
 	logPath := fs.String("log", "", "write the tap's messages (cards, web address, the closing report) to this file, appended, instead of standard error")
+	o.otel.register(fs, false)
 	grace := fs.Duration("grace", 3*time.Second, "how long the agent may take to exit once the editor closed its side before it is stopped (SIGTERM, SIGHUP or SIGQUIT stop it at once)")
 	fs.Usage = func() {
 		fmt.Fprintf(e.stderr, tapUsage, tap.DefaultSignalWait, tapSignalFlushWait)
@@ -72,6 +74,9 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 		return explainDBError(o.dsn(), err)
 	}
 	defer sink.close()
+	if o.traces, err = o.otel.open(ctx); err != nil {
+		return err
+	}
 	if *webAddr != "" {
 		ln, err := net.Listen("tcp", *webAddr)
 		if err != nil {
@@ -96,7 +101,7 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 		defer func() { tapErr = recordResult(e, *record, rec, f, tapErr) }()
 	}
 	term := view.NewTerminal(logw, false)
-	obs, err := tap.NewObserver(tap.ObserverConfig{Dialect: o.agent, View: term, Sink: sink.record, Record: rec, TurnStarted: sink.beginTurn})
+	obs, err := tap.NewObserver(tap.ObserverConfig{Dialect: o.agent, View: term, Sink: traces.Tee(sink.record, o.traces), Record: rec, TurnStarted: sink.beginTurn, Traces: o.traces})
 	if err != nil {
 		return err
 	}
@@ -140,6 +145,7 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 		// The observed cards are flushed to the store and accounted for
 		// (exit code 4 when some could not be stored), as after run's turns.
 		result = sink.endTurn(context.WithoutCancel(ctx), logw, flush, err)
+		closeTraces(o.traces, logw)
 		fmt.Fprintf(logw, "acpscope tap: %s\n", st)
 	}
 	_, _ = tap.Run(context.WithoutCancel(ctx), tap.Config{

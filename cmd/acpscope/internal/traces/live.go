@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -157,12 +158,18 @@ func (x *Exporter) TurnContext(sessionID string) trace.SpanContext {
 }
 
 // TurnEnded ends the session's open turn: stop is the stop reason (""
-// when the agent gave none), usage the tokens it reported (nil: none),
-// failure the turn's error ("" when it has none). The turn's span and
-// those of its settled cards are emitted now; cards still open go on.
-func (x *Exporter) TurnEnded(sessionID, stop string, usage *Usage, failure string) {
+// when the agent gave none), usage the tokens it reported (nil: none);
+// when failed, err is the turn's failure (the span's ERROR status; a
+// cancelled turn is not failed: its stop reason says so). The turn's
+// span and those of its settled cards are emitted now; cards still open
+// go on.
+func (x *Exporter) TurnEnded(sessionID, stop string, usage *Usage, err error, failed bool) {
 	if x == nil {
 		return
+	}
+	failure := ""
+	if failed && err != nil {
+		failure = truncate(err.Error(), maxAttributeBytes)
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -337,4 +344,15 @@ func eventAttrs(toolCallID, title string, more ...attributeKV) []attributeKV {
 		attrs = append(attrs, attrPermTitle.String(title))
 	}
 	return append(attrs, more...)
+}
+
+// truncate cuts s to at most n bytes on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

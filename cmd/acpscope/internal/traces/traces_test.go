@@ -74,7 +74,7 @@ func feedTwoTurns(x *Exporter, clk *fakeClock) {
 		}
 		x.Event("claude", adapter.Event{Kind: adapter.EventToolUpdate, SessionID: "sess", ToolCallID: s, Status: status, Payload: p})
 		clk.tick()
-		x.TurnEnded("sess", "end_turn", &Usage{InputTokens: 100, OutputTokens: 10, TotalTokens: 110}, "")
+		x.TurnEnded("sess", "end_turn", &Usage{InputTokens: 100, OutputTokens: 10, TotalTokens: 110}, nil, false)
 	}
 }
 
@@ -249,7 +249,7 @@ func TestChildSessionSpans(t *testing.T) {
 		x.Event("claude", adapter.Event{Kind: adapter.EventToolCall, SessionID: c.id, ParentSessionID: "p", ToolCallID: "grep", Title: "grep", Status: adapter.ToolStatusComplete})
 	}
 	clk.tick()
-	x.TurnEnded("p", "end_turn", nil, "")
+	x.TurnEnded("p", "end_turn", nil, nil, false)
 	x.Close()
 	got := map[trace.SpanID]tracetest.SpanStub{}
 	for _, s := range mem.GetSpans() {
@@ -310,7 +310,7 @@ func TestStuckCollectorNeverBlocks(t *testing.T) {
 	for i := range 200 {
 		x.TurnStarted("s", "generic", "", "")
 		x.Event("generic", adapter.Event{SessionID: "s", ToolCallID: fmt.Sprint(i), Status: adapter.ToolStatusComplete})
-		x.TurnEnded("s", "end_turn", nil, "")
+		x.TurnEnded("s", "end_turn", nil, nil, false)
 	}
 	r := x.Close()
 	if r.Exported != 0 || r.Dropped != 400 {
@@ -382,7 +382,7 @@ func TestSemconvOptIn(t *testing.T) {
 		return ""
 	}}, "test")
 	x.TurnStarted("s", "", "", "")
-	x.TurnEnded("s", "end_turn", nil, "")
+	x.TurnEnded("s", "end_turn", nil, nil, false)
 	x.Close()
 	s := mem.GetSpans()[0]
 	if s.InstrumentationScope.SchemaURL != SchemaURL || !s.InstrumentationScope.Attributes.HasValue(attrOptIn) {
