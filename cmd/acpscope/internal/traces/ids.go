@@ -47,19 +47,29 @@ func spanID(domain string, parts ...string) trace.SpanID {
 }
 
 // TurnSpanID is the span of the session's n-th turn (from 1).
-func TurnSpanID(session string, n int) trace.SpanID {
-	return spanID("acpscope/turn", session, strconv.Itoa(n))
-}
+func TurnSpanID(session string, n int) trace.SpanID { return turnSpan("", session, n) }
 
 // ToolSpanID is the execute_tool span of a tool call of a session.
-func ToolSpanID(session, toolCallID string) trace.SpanID {
-	return spanID("acpscope/tool", session, toolCallID)
-}
+func ToolSpanID(session, toolCallID string) trace.SpanID { return toolSpan("", session, toolCallID) }
 
 // AgentSpanID is the invoke_agent span of the subagent a card of a
 // session stands for.
-func AgentSpanID(session, toolCallID string) trace.SpanID {
-	return spanID("acpscope/agent", session, toolCallID)
+func AgentSpanID(session, toolCallID string) trace.SpanID { return agentSpan("", session, toolCallID) }
+
+// The derivations with a salt: "" for the spans of a turn that is a root
+// (run, replay, export, a tap without the editor's traceparent), the
+// editor's span id for a turn parented on it, so that a tap under an
+// acpscope run that exports too never gives its spans the run's ids.
+func turnSpan(salt, session string, n int) trace.SpanID {
+	return spanID("acpscope/turn", salt, session, strconv.Itoa(n))
+}
+
+func toolSpan(salt, session, toolCallID string) trace.SpanID {
+	return spanID("acpscope/tool", salt, session, toolCallID)
+}
+
+func agentSpan(salt, session, toolCallID string) trace.SpanID {
+	return spanID("acpscope/agent", salt, session, toolCallID)
 }
 
 // ids is what the id generator hands out for the next span started with

@@ -43,6 +43,7 @@ type liveSession struct {
 	// last is the context of the session's latest turn, for cards that
 	// arrive between turns (they go under it).
 	last trace.SpanContext
+	salt string // the latest turn's id salt
 }
 
 // New returns the exporter o configures, or nil (and no error) when o
@@ -140,7 +141,7 @@ func (x *Exporter) TurnStarted(sessionID, dialect, traceparent, prompt string) {
 	if x.emit.content {
 		t.prompt = prompt
 	}
-	s.open, s.last = t, t.spanContext()
+	s.open, s.last, s.salt = t, t.spanContext(), t.salt()
 }
 
 // TurnContext is the span context of the session's open turn (invalid
@@ -235,7 +236,7 @@ func (x *Exporter) Event(dialect string, ev adapter.Event) {
 	if c == nil {
 		root := x.rootOf(ev.SessionID)
 		s := x.session(root)
-		c = &cardRecord{key: key, root: root, start: now, turnCtx: s.last}
+		c = &cardRecord{key: key, root: root, start: now, turnCtx: s.last, salt: s.salt}
 		if s.open != nil {
 			c.turn = s.open.n
 		}

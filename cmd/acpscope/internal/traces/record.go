@@ -78,7 +78,15 @@ func (t *turnRecord) spanContext() trace.SpanContext {
 	if t.parent.IsValid() {
 		tid, flags = t.parent.TraceID(), t.parent.TraceFlags()
 	}
-	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: TurnSpanID(t.session, t.n), TraceFlags: flags})
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: turnSpan(t.salt(), t.session, t.n), TraceFlags: flags})
+}
+
+// salt is the turn's id salt: its editor parent's span id, else "".
+func (t *turnRecord) salt() string {
+	if t.parent.IsValid() {
+		return t.parent.SpanID().String()
+	}
+	return ""
 }
 
 // cardKey is a card's session and tool call id.
@@ -94,6 +102,7 @@ type cardRecord struct {
 	turn             int    // the root's turn it was first seen in; 0 outside turns
 	turnID           string // the store's turn id (an export)
 	turnCtx          trace.SpanContext
+	salt             string // the turn's (turnRecord.salt)
 	title, kind      string
 	status           adapter.ToolStatus
 	task             *adapter.SubagentTask
@@ -117,9 +126,9 @@ func (c *cardRecord) childCard() bool {
 // invoke_agent span, else its execute_tool span.
 func (c *cardRecord) ownSpan() trace.SpanID {
 	if c.subagent() {
-		return AgentSpanID(c.key.session, c.key.call)
+		return agentSpan(c.salt, c.key.session, c.key.call)
 	}
-	return ToolSpanID(c.key.session, c.key.call)
+	return toolSpan(c.salt, c.key.session, c.key.call)
 }
 
 // tree resolves a card's parent span among the cards known.
@@ -175,7 +184,7 @@ func (t *tree) parentOf(c *cardRecord) trace.SpanContext {
 	if c.childCard() {
 		if k, ok := t.referrer[c.key.call]; ok && k != c.key {
 			if p, ok := t.cards[k]; ok {
-				return p.traceCtx().WithSpanID(ToolSpanID(p.key.session, p.key.call))
+				return p.traceCtx().WithSpanID(toolSpan(p.salt, p.key.session, p.key.call))
 			}
 		}
 	}
@@ -290,13 +299,13 @@ func (e emitter) card(tr *tree, c *cardRecord) {
 			attrs = append(attrs, attrToolKind.String(c.kind))
 		}
 		attrs = append(attrs, c.statusAttrs()...)
-		span := e.start(parent, tid, ToolSpanID(c.key.session, c.key.call), name, trace.SpanKindInternal, c.start, attrs)
+		span := e.start(parent, tid, toolSpan(c.salt, c.key.session, c.key.call), name, trace.SpanKindInternal, c.start, attrs)
 		addEvents(span, c.events)
 		if failed {
 			span.SetStatus(codes.Error, reason)
 		}
 		span.End(trace.WithTimestamp(end))
-		parent = trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: ToolSpanID(c.key.session, c.key.call), TraceFlags: parentFlags(parent)})
+		parent = trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: toolSpan(c.salt, c.key.session, c.key.call), TraceFlags: parentFlags(parent)})
 	}
 	if !c.subagent() {
 		return
@@ -376,7 +385,7 @@ func (e emitter) subagent(parent trace.SpanContext, tid trace.TraceID, c *cardRe
 			attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(messages("assistant", t.ResultText)))
 		}
 	}
-	span := e.start(parent, tid, AgentSpanID(c.key.session, c.key.call), "invoke_agent "+agentName, trace.SpanKindInternal, c.start, attrs)
+	span := e.start(parent, tid, agentSpan(c.salt, c.key.session, c.key.call), "invoke_agent "+agentName, trace.SpanKindInternal, c.start, attrs)
 	if c.childCard() {
 		addEvents(span, c.events)
 	}

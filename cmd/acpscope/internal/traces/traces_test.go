@@ -238,6 +238,7 @@ func TestLiveIDsAreDerived(t *testing.T) {
 // error is an ERROR span with its reason, an unknown state an attribute.
 func TestChildSessionSpans(t *testing.T) {
 	x, mem, clk := newTestExporter(t, false)
+	const salt = "b7ad6b7169203331" // the editor's span: a tap under an exporting run never reuses the run's ids
 	x.TurnStarted("p", "claude", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "")
 	clk.tick()
 	x.Event("claude", adapter.Event{Kind: adapter.EventToolCall, SessionID: "p", ToolCallID: "launch", Title: "Agent", Status: adapter.ToolStatusComplete,
@@ -258,26 +259,26 @@ func TestChildSessionSpans(t *testing.T) {
 			t.Errorf("%s: not in the editor's trace", s.Name)
 		}
 	}
-	if turn := got[TurnSpanID("p", 1)]; turn.Parent.SpanID().String() != "b7ad6b7169203331" {
+	if turn := got[turnSpan(salt, "p", 1)]; turn.Parent.SpanID().String() != "b7ad6b7169203331" {
 		t.Errorf("turn parent %s, want the editor's span", turn.Parent.SpanID())
 	}
 	for _, c := range []string{"c1", "c2"} {
-		a, ok := got[AgentSpanID("p", c)]
-		if !ok || a.Parent.SpanID() != ToolSpanID("p", "launch") {
+		a, ok := got[agentSpan(salt, "p", c)]
+		if !ok || a.Parent.SpanID() != toolSpan(salt, "p", "launch") {
 			t.Fatalf("child %s: %v under %s, want under the launching tool call", c, ok, a.Parent.SpanID())
 		}
-		if _, ok := got[ToolSpanID("p", c)]; ok {
+		if _, ok := got[toolSpan(salt, "p", c)]; ok {
 			t.Errorf("child %s has an execute_tool span of its own", c)
 		}
-		g := got[ToolSpanID(c, "grep")]
-		if g.Parent.SpanID() != AgentSpanID("p", c) {
+		g := got[toolSpan(salt, c, "grep")]
+		if g.Parent.SpanID() != agentSpan(salt, "p", c) {
 			t.Errorf("child %s's tool call under %s, want its invoke_agent span", c, g.Parent.SpanID())
 		}
 	}
-	if s := got[AgentSpanID("p", "c1")]; s.Status.Code != codes.Error || s.Status.Description != "model overloaded" {
+	if s := got[agentSpan(salt, "p", "c1")]; s.Status.Code != codes.Error || s.Status.Description != "model overloaded" {
 		t.Errorf("failed child: status %v", s.Status)
 	}
-	if v, _ := attr(got[AgentSpanID("p", "c2")], "acp.child_session.state"); v != "unknown" {
+	if v, _ := attr(got[agentSpan(salt, "p", "c2")], "acp.child_session.state"); v != "unknown" {
 		t.Errorf("unknown child: state attribute %q", v)
 	}
 }
