@@ -129,7 +129,8 @@ func (o Options) batchSettings() batchSettings {
 
 // newProvider builds the tracer provider: the OTLP/HTTP exporter (its
 // endpoint, headers, timeout and TLS from the OTEL_EXPORTER_OTLP_*
-// environment, or --otlp), the resource (service.name acpscope unless
+// environment, or --otlp), the sampler (OTEL_TRACES_SAMPLER, by default
+// parent-based always-on), the resource (service.name acpscope unless
 // OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES say otherwise), derived
 // ids, and the bounded queue.
 func newProvider(ctx context.Context, o Options) (*sdktrace.TracerProvider, *queue, error) {
@@ -168,7 +169,6 @@ func newProvider(ctx context.Context, o Options) (*sdktrace.TracerProvider, *que
 		sdktrace.WithResource(res),
 		sdktrace.WithIDGenerator(idGenerator{}),
 		sdktrace.WithSpanProcessor(q),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
 		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{
 			AttributeValueLengthLimit: maxAttributeBytes, AttributeCountLimit: 128,
 			EventCountLimit: maxSpanEvents, LinkCountLimit: 8, AttributePerEventCountLimit: 16, AttributePerLinkCountLimit: 8,
