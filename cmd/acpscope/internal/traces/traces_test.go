@@ -78,29 +78,10 @@ func feedTwoTurns(x *Exporter, clk *fakeClock) {
 	}
 }
 
-type spanSet map[string]tracetest.SpanStub
-
-func byName(spans tracetest.SpanStubs) spanSet {
-	out := spanSet{}
-	for _, s := range spans {
-		k := s.Name
-		for _, a := range s.Attributes {
-			if a.Key == attrTurn || a.Key == "gen_ai.tool.call.id" {
-				k += "#" + a.Value.Emit()
-			}
-		}
-		if s.Name == "invoke_agent reviewer" {
-			k += "#" + s.SpanContext.SpanID().String()
-		}
-		out[k] = s
-	}
-	return out
-}
-
 func attr(s tracetest.SpanStub, key string) (string, bool) {
 	for _, a := range s.Attributes {
 		if string(a.Key) == key {
-			return a.Value.Emit(), true
+			return a.Value.String(), true
 		}
 	}
 	return "", false
@@ -127,8 +108,8 @@ func TestLiveSpansTree(t *testing.T) {
 			t.Errorf("%s: times %v–%v are not the events'", s.Name, s.StartTime, s.EndTime)
 		}
 		for _, a := range s.Attributes {
-			if strings.Contains(a.Value.Emit(), "secret") {
-				t.Errorf("%s: content %s=%s without the opt-in", s.Name, a.Key, a.Value.Emit())
+			if strings.Contains(a.Value.String(), "secret") {
+				t.Errorf("%s: content %s=%s without the opt-in", s.Name, a.Key, a.Value.String())
 			}
 		}
 	}
