@@ -128,7 +128,7 @@ func (x *Exporter) TurnStarted(sessionID, dialect, traceparent, prompt string) {
 	now := x.now()
 	s := x.session(sessionID)
 	if s.open != nil {
-		x.endTurn(s, now)
+		x.endTurn(s, now, true)
 	}
 	s.turns++
 	t := &turnRecord{session: sessionID, n: s.turns, agent: x.agent.name, agentVersion: x.agent.version, dialect: dialect, start: now, end: now}
@@ -179,17 +179,16 @@ func (x *Exporter) TurnEnded(sessionID, stop string, usage *Usage, err error, fa
 		return
 	}
 	s.open.stop, s.open.usage, s.open.failure = stop, usage, failure
-	x.endTurn(s, x.now())
+	x.endTurn(s, x.now(), false)
 }
 
-// endTurn emits the open turn (ended at now) and the settled cards.
-func (x *Exporter) endTurn(s *liveSession, now time.Time) {
+// endTurn emits the open turn (ended at now; unanswered says it was
+// never answered: the session went on or ended without it) and the
+// settled cards.
+func (x *Exporter) endTurn(s *liveSession, now time.Time, unanswered bool) {
 	t := s.open
 	s.open = nil
-	t.end = now
-	if t.stop == "" && t.failure == "" && now.Equal(t.start) {
-		t.open = true
-	}
+	t.end, t.open = now, unanswered
 	x.emit.turn(t)
 	x.flushCards(false)
 }
@@ -327,7 +326,7 @@ func (x *Exporter) Close() Report {
 	now := x.now()
 	for _, s := range x.sessions {
 		if s.open != nil {
-			x.endTurn(s, now)
+			x.endTurn(s, now, true)
 		}
 	}
 	x.flushCards(true)

@@ -374,3 +374,24 @@ func TestSemconvOptIn(t *testing.T) {
 		t.Errorf("opt-in recorded %v", v)
 	}
 }
+
+// A turn never answered (the session ended first) ends with the session,
+// marked open; one answered is not.
+func TestUnansweredTurnIsOpen(t *testing.T) {
+	x, mem, clk := newTestExporter(t, false)
+	x.TurnStarted("s", "generic", "", "")
+	clk.tick()
+	x.TurnEnded("s", "end_turn", nil, nil, false)
+	x.TurnStarted("s", "generic", "", "")
+	clk.tick()
+	x.Close()
+	open := map[int]bool{}
+	for _, s := range mem.GetSpans() {
+		n, _ := attr(s, "acpscope.turn.index")
+		_, o := attr(s, "acpscope.open")
+		open[map[string]int{"1": 1, "2": 2}[n]] = o
+	}
+	if open[1] || !open[2] {
+		t.Errorf("open marks %v, want only turn 2", open)
+	}
+}
