@@ -33,7 +33,6 @@ type Exporter struct {
 	tree     *tree
 	// pending are the cards not emitted yet, in first-seen order.
 	pending []*cardRecord
-	emitted map[cardKey]bool
 }
 
 // liveSession is a root session's turns.
@@ -59,7 +58,7 @@ func New(ctx context.Context, o Options, version string) (*Exporter, error) {
 	}
 	return &Exporter{
 		tp: tp, q: q, emit: emitter{tracer: tracerOf(tp, version, o.LatestExperimental()), content: o.CaptureContent},
-		sessions: map[string]*liveSession{}, roots: map[string]string{}, tree: newTree(), emitted: map[cardKey]bool{},
+		sessions: map[string]*liveSession{}, roots: map[string]string{}, tree: newTree(),
 	}, nil
 }
 
@@ -202,7 +201,7 @@ func (x *Exporter) flushCards(all bool) {
 			continue
 		}
 		x.emit.card(x.tree, c)
-		x.emitted[c.key] = true
+		c.emitted = true
 		// What children still need of it is its key and kind: the heavy
 		// parts go.
 		c.events = nil
@@ -228,10 +227,10 @@ func (x *Exporter) Event(dialect string, ev adapter.Event) {
 		x.roots[ev.SessionID] = ev.ParentSessionID
 	}
 	key := cardKey{ev.SessionID, ev.ToolCallID}
-	if x.emitted[key] {
+	c := x.tree.cards[key]
+	if c != nil && c.emitted {
 		return
 	}
-	c := x.tree.cards[key]
 	if c == nil {
 		root := x.rootOf(ev.SessionID)
 		s := x.session(root)
@@ -292,7 +291,7 @@ func (x *Exporter) permission(sessionID, toolCallID string, ev spanEvent) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	ev.at = x.now()
-	if c := x.tree.cards[cardKey{sessionID, toolCallID}]; c != nil && !x.emitted[c.key] {
+	if c := x.tree.cards[cardKey{sessionID, toolCallID}]; c != nil && !c.emitted {
 		if len(c.events) < maxSpanEvents {
 			c.events = append(c.events, ev)
 		}

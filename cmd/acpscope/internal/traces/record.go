@@ -109,6 +109,7 @@ type cardRecord struct {
 	child            *adapter.ChildSession
 	start, end       time.Time
 	terminal         bool
+	emitted          bool // its spans were sent (the live feed)
 	events           []spanEvent
 }
 
