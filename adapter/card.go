@@ -8,6 +8,7 @@ type Card struct {
 	id        string
 	gen       int64
 	title     string
+	kind      string // the latest non-empty ACP tool kind
 	parent    string
 	status    ToolStatus
 	task      *SubagentTask

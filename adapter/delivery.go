@@ -114,6 +114,7 @@ func (t *Tracker) snapshot(kind EventKind, c *Card, status ToolStatus) Event {
 		ToolCallID:       c.id,
 		ParentToolCallID: c.parent,
 		Title:            c.title,
+		ToolKind:         c.kind,
 		Status:           status,
 		Child:            c.child.Clone(),
 	}

@@ -45,6 +45,11 @@ type Event struct {
 	ParentToolCallID string `json:"parent_tool_call_id"`
 	// Title is the stored title (the latest non-empty one).
 	Title string `json:"title"`
+	// ToolKind is the tool call's ACP kind (read, edit, execute, think,
+	// …), the latest non-empty one reported; "" when none was. It is not
+	// part of the event's JSON form, which the adapters' goldens and the
+	// identity suite pin.
+	ToolKind string `json:"-"`
 	// Status is the card's tool status after the monotonic guard, or
 	// ToolStatusUnchanged when the frame said nothing about it. Once a card
 	// is terminal every event carries that terminal status.
@@ -75,7 +80,7 @@ func (e Event) Clone() Event {
 // view, a buffer) can bound its memory with it; the Tracker caps each field
 // at MaxFieldBytes, so one event stays within a few MiB.
 func (e Event) Size() int {
-	n := len(e.Kind) + len(e.Status) + len(e.SessionID) + len(e.ParentSessionID) + len(e.ToolCallID) + len(e.ParentToolCallID) + len(e.Title)
+	n := len(e.Kind) + len(e.Status) + len(e.SessionID) + len(e.ParentSessionID) + len(e.ToolCallID) + len(e.ParentToolCallID) + len(e.Title) + len(e.ToolKind)
 	if p := e.Payload; p != nil {
 		n += len(p.Kind)
 		if t := p.SubagentTask; t != nil {

@@ -127,6 +127,9 @@ func (t *Tracker) applyFrame(tx *Tx, f *ToolFrame) {
 	if f.Title != nil {
 		c.SetTitle(*f.Title)
 	}
+	if f.Kind != "" {
+		c.kind = f.Kind
+	}
 	if f.Parent != "" {
 		c.SetParent(f.Parent)
 	} else {

@@ -66,7 +66,7 @@ func benchLoadReplay(b *testing.B, dsn string) {
 		}
 		term := view.NewTerminal(io.Discard, false)
 		cfg := session.Config{
-			Term: term, Sink: sinks(term, sink), Policy: session.PolicyReject, Cwd: "/",
+			Term: term, Sink: sinks(term, sink, nil), Policy: session.PolicyReject, Cwd: "/",
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		}
 		tracker, conn, err := session.NewClientStack(cfg, agent.Stdin, agent.Stdout)

@@ -24,6 +24,7 @@ import (
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/sink"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/traces"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 	"golang.org/x/term"
@@ -54,6 +55,8 @@ type outputFlags struct {
 	grace      time.Duration
 	verbose    bool
 	subagents  bool
+	otel       otelFlags
+	traces     *traces.Exporter // the export the otel flags opened; nil: none
 }
 
 func (o *outputFlags) register(fs *flag.FlagSet) {
@@ -67,6 +70,7 @@ func (o *outputFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.grace, "cancel-grace", 3*time.Second, "how long a cancelled turn (--timeout, a signal, a closed standard output) waits for the agent to answer session/cancel before the agent is killed")
 	fs.BoolVar(&o.subagents, "subagents", false, "declare clientCapabilities.subagents: agents that support ACP subagent sessions then report children as child sessions instead of legacy tool calls (replay: default from the capture's initialize)")
 	fs.BoolVar(&o.verbose, "verbose", false, "log the connection's informational messages to standard error (default: warnings only)")
+	o.otel.register(fs, fs.Name() == "acpscope run")
 }
 
 // logger returns the connection logger: warnings and errors on stderr, and
@@ -121,7 +125,7 @@ func (o *outputFlags) validate() error {
 // working directory, abort).
 func (o *outputFlags) sessionConfig(term *view.Terminal, store *storeSink, log *slog.Logger) session.Config {
 	return session.Config{
-		Dialect: o.agent, Policy: o.permission, Term: term, Sink: sinks(term, store),
+		Dialect: o.agent, Policy: o.permission, Term: term, Sink: sinks(term, store, o.traces), Traces: o.traces, NoTraceparent: o.otel.noTraceparent,
 		TurnStarted: store.BeginTurn, TurnEnded: func(_ int, _ acp.StopReason, err error) { store.flushTurn(*o, err) },
 		Timeout: o.timeout, Grace: o.grace, Log: log, Subagents: o.subagents, ClientVersion: version,
 	}
@@ -129,8 +133,8 @@ func (o *outputFlags) sessionConfig(term *view.Terminal, store *storeSink, log *
 
 // sinks is the one fan-out of a command's events: the terminal view,
 // then the store (which the web view reads).
-func sinks(term *view.Terminal, store *storeSink) sink.Fanout {
-	return sink.Fanout{term, store.Sink}
+func sinks(term *view.Terminal, store *storeSink, export *traces.Exporter) sink.Fanout {
+	return sink.Fanout{term, store.Sink, export}
 }
 
 // terminal returns the live view for these flags: discarded under --json,
@@ -214,6 +218,10 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 		return explainDBError(o.dsn(), err)
 	}
 	defer sink.close()
+	if o.traces, err = o.otel.open(ctx); err != nil {
+		return err
+	}
+	defer closeTraces(o.traces, e.stderr)
 
 	agent, err := session.StartAgent(command, dir, e.stderr)
 	if err != nil {
@@ -382,6 +390,10 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 		return explainDBError(o.dsn(), err)
 	}
 	defer sink.close()
+	if o.traces, err = o.otel.open(ctx); err != nil {
+		return err
+	}
+	defer closeTraces(o.traces, e.stderr)
 	for i, src := range sources {
 		subagents := o.subagents
 		if recorded, ok := recordedSubagents(src.c); ok {

@@ -12,6 +12,7 @@
 //	acpscope web [--db DSN] [--addr ADDR]      browse stored sessions in a browser
 //	acpscope health [--db DSN]                 run the persistence health check
 //	acpscope migrate [--dry-run] [--db DSN]    bring the database up to date
+//	acpscope export --session ID [--otlp URL]  send a stored session as a trace
 //	acpscope cursor doctor                     report Cursor CLI discovery and compatibility
 //
 // Exit codes: 0 success; 1 the agent or a turn failed (a reopen the agent
@@ -135,6 +136,8 @@ func runEnv(ctx context.Context, args []string, e env) int {
 		err = cmdMigrate(ctx, e, args[1:])
 	case "cursor":
 		err = cmdCursor(ctx, e, args[1:])
+	case "export":
+		err = cmdExport(ctx, e, args[1:])
 	case "help", "-h", "--help":
 		usage(stdout)
 		return exitOK
@@ -196,6 +199,7 @@ Usage:
   acpscope web [--db DSN] [--addr ADDR]       browse stored sessions as subagent trees and timelines
   acpscope health [--db DSN]                  run the persistence health check
   acpscope migrate [--dry-run] [--db DSN]     bring the database up to date (--dry-run: print the plan)
+  acpscope export --session ID [--otlp URL]   send a stored session to an OpenTelemetry collector as a trace
   acpscope cursor doctor                      report Cursor CLI discovery and compatibility
 
 Run 'acpscope <command> -h' for the flags of a command.

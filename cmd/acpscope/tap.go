@@ -45,6 +45,7 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 	allow := allowHostFlag(fs)
 	webAddr := fs.String("web", "", "serve the store's read-only pages on this address while the tap runs (e.g. 127.0.0.1:8765; a non-loopback address exposes the store)")
 	logPath := fs.String("log", "", "write the tap's messages (cards, web address, the closing report) to this file, appended, instead of standard error")
+	o.otel.register(fs, false)
 	grace := fs.Duration("grace", 3*time.Second, "how long the agent may take to exit once the editor closed its side before it is stopped (SIGTERM, SIGHUP or SIGQUIT stop it at once)")
 	fs.Usage = func() {
 		fmt.Fprintf(e.stderr, tapUsage, tap.DefaultSignalWait, tapSignalFlushWait)
@@ -118,13 +119,21 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 			defer func() { tapErr = recordResult(e, *record, rec, f, tapErr) }()
 		}
 	}
+	// A trace export that cannot be set up (a refused OTEL_* setting) is
+	// a part the tap goes on without, as the store is.
+	if x, err := o.otel.open(ctx); err != nil {
+		parts.fail("no traces", err, "the tap goes on without exporting traces")
+	} else {
+		o.traces = x
+	}
 	store := openTapStore(ctx, o, *webAddr, *allow, logw, parts)
 	defer store.close()
 	tap.LimitMemory(0, 0) // the collector's headroom stays inside the tap's documented bound
 	term := view.NewTerminal(logw, false)
 	obs, err := tap.NewObserver(tap.ObserverConfig{
 		Dialect: o.agent, View: term, Record: rec,
-		Sink:        sink.Fanout{term, sink.Func(func(e sink.Event) { store.wait().Sink.Record(e) })},
+		Sink:        sink.Fanout{term, sink.Func(func(e sink.Event) { store.wait().Sink.Record(e) }), o.traces},
+		Traces:      o.traces,
 		TurnStarted: func(sessionID string) { store.wait().BeginTurn(sessionID) },
 	})
 	if err != nil {
@@ -155,6 +164,7 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 		// health is true (a kill before this point leaves the writer
 		// unconfirmed, which health reports).
 		store.wait().Sink.Close()
+		closeTraces(o.traces, logw)
 		fmt.Fprintf(logw, "acpscope tap: %s%s\n", st, parts.report())
 	}
 	ended := func(stop syscall.Signal) {

@@ -141,7 +141,7 @@ func newTappedEditor(t *testing.T, command ...string) *tappedEditor {
 	proc := agent.Process()
 	t.Cleanup(proc.Terminate)
 	ed.tapTerm = view.NewTerminal(&ed.tapLog, false)
-	if ed.obs, err = tap.NewObserver(tap.ObserverConfig{View: ed.tapTerm, Sink: sinks(ed.tapTerm, tapSink)}); err != nil {
+	if ed.obs, err = tap.NewObserver(tap.ObserverConfig{View: ed.tapTerm, Sink: sinks(ed.tapTerm, tapSink, nil)}); err != nil {
 		t.Fatal(err)
 	}
 	toTapR, toTapW := io.Pipe()
@@ -163,7 +163,7 @@ func newTappedEditor(t *testing.T, command ...string) *tappedEditor {
 		ed.tapped <- st
 	}()
 	ed.clientTerm = view.NewTerminal(io.Discard, false)
-	ed.tracker, ed.conn, err = session.NewClientStack(session.Config{Term: ed.clientTerm, Sink: sinks(ed.clientTerm, clientSink), Policy: session.PolicyAllow, Cwd: dir},
+	ed.tracker, ed.conn, err = session.NewClientStack(session.Config{Term: ed.clientTerm, Sink: sinks(ed.clientTerm, clientSink, nil), Policy: session.PolicyAllow, Cwd: dir},
 		io.MultiWriter(toTapW, &ed.w.clientSent), io.TeeReader(fromTapR, &ed.w.clientGot))
 	if err != nil {
 		t.Fatal(err)

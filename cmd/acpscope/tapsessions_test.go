@@ -35,7 +35,7 @@ func newScriptedTap(t *testing.T, dsn string) *scriptedTap {
 		t.Fatal(err)
 	}
 	term := view.NewTerminal(io.Discard, false)
-	obs, err := tap.NewObserver(tap.ObserverConfig{View: term, Sink: sinks(term, store), TurnStarted: store.BeginTurn})
+	obs, err := tap.NewObserver(tap.ObserverConfig{View: term, Sink: sinks(term, store, nil), TurnStarted: store.BeginTurn})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,11 @@
 //	               see turns.go); with -hold N it queues prompts: none is
 //	               answered until N arrived, then they are worked in wire
 //	               order (see queue.go)
+//	-mode traced   per prompt, a subagent with a child tool call that asks
+//	               for permission; the second prompt's subagent fails; the
+//	               answer reports token usage; every prompt's
+//	               _meta.traceparent is appended to -state FILE, and -sid
+//	               names the session (see traced.go)
 //
 // Hostile modes, for the cancel and timeout tests. Each opens a subagent
 // card and then:
@@ -60,7 +65,7 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "ok", "ok, error, exit, burst, turns, cancel, hang, mute, junk, deaf or foreign")
+	mode := flag.String("mode", "ok", "ok, error, exit, burst, turns, traced, cancel, hang, mute, junk, deaf or foreign")
 	updates := flag.Int("updates", 20000, "how many updates the burst mode sends")
 	per := flag.Int("per", 100, "how many of the burst's updates go to each subagent")
 	ready := flag.String("ready", "", "create this file once the turn's card is open (burst: once the prompt arrived)")
@@ -72,6 +77,7 @@ func main() {
 	termed := flag.String("termed", "", "-linger: create this file when a SIGTERM arrives")
 	loadError := flag.String("load-error", "", "session/load fails with this message")
 	hold := flag.Int("hold", 0, "turns mode: answer no prompt until this many arrived, then work them one at a time in wire order (see queue.go)")
+	sid := flag.String("sid", "", "traced mode: the session id session/new answers")
 	flag.Parse()
 	if *linger {
 		lingerThroughSignals(*termed)
@@ -91,7 +97,7 @@ func main() {
 		_, _ = os.Stdout.WriteString(junk)
 		return
 	}
-	a := &agent{mode: *mode, ready: *ready, start: *start, updates: *updates, per: *per, state: *state, reopen: *reopen, loadError: *loadError, cancelled: make(chan struct{})}
+	a := &agent{mode: *mode, ready: *ready, start: *start, updates: *updates, per: *per, state: *state, reopen: *reopen, loadError: *loadError, sid: *sid, cancelled: make(chan struct{})}
 	in := io.Reader(os.Stdin)
 	if *hold > 0 {
 		a.queue, in = newWireQueue(in, *hold)
@@ -131,6 +137,8 @@ type agent struct {
 	conn      *acp.AgentSideConnection
 	cancelled chan struct{}
 	sessions  atomic.Int64 // sessions opened so far
+	sid       string       // -sid, for the traced mode
+	tracedN   atomic.Int64 // the traced mode's prompts so far
 }
 
 // openCard sends a subagent card that stays in progress, then marks the
@@ -170,6 +178,9 @@ func (a *agent) Initialize(context.Context, acp.InitializeRequest) (acp.Initiali
 // NewSession names the first session fake-session and each later one
 // fake-session-N, so a client can hold several at once.
 func (a *agent) NewSession(context.Context, acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	if a.sid != "" {
+		return acp.NewSessionResponse{SessionId: acp.SessionId(a.sid)}, nil
+	}
 	if n := a.sessions.Add(1); n > 1 {
 		return acp.NewSessionResponse{SessionId: acp.SessionId(fmt.Sprintf("fake-session-%d", n))}, nil
 	}
@@ -203,6 +214,8 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 	case "turns":
 		return a.promptTurn(ctx, req)
+	case "traced":
+		return a.tracedTurn(ctx, req)
 	case "foreign":
 		return foreign(ctx, a.conn, req.SessionId)
 	}

@@ -11,6 +11,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/traces"
 )
 
 // Permission policies for session/request_permission (--permission).
@@ -32,6 +33,8 @@ type scopeClient struct {
 	// onUpdate, when set, is called before each session/update is handed
 	// to the tracker (a replay sets the recorded time there).
 	onUpdate func()
+	// traces, when set, gets the permission requests and their answers.
+	traces *traces.Exporter
 }
 
 // textSink receives agent message text and permission answers; the
@@ -73,6 +76,8 @@ func (c *scopeClient) RequestPermission(_ context.Context, req acp.RequestPermis
 		title = *req.ToolCall.Title
 	}
 	c.out.Permission(title, answer)
+	c.traces.PermissionAsked(string(req.SessionId), string(req.ToolCall.ToolCallId), title, traces.OptionNames(req.Options))
+	c.traces.PermissionAnswered(string(req.SessionId), string(req.ToolCall.ToolCallId), title, answer)
 	return acp.RequestPermissionResponse{Outcome: outcome}, nil
 }
 

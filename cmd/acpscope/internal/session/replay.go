@@ -155,6 +155,9 @@ func Replay(ctx context.Context, c *capture.Capture, cfg Config) (Result, error)
 		cfg.Requests = slices.Values(CapturedRequests(c))
 	}
 	cfg.Clock = clock.now
+	// The export's turn and permission times come from the same clock.
+	cfg.Traces.SetClock(clock.now)
+	defer cfg.Traces.SetClock(nil)
 	served := make(chan error, 1)
 	go func() {
 		err := agent.Serve(ctx, clientToAgentR, agentToClientW)

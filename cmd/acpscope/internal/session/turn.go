@@ -18,6 +18,7 @@ import (
 	_ "github.com/kdlbs/acp-go-sdk/adapter/claude" // registers the claude dialect
 	"github.com/kdlbs/acp-go-sdk/adapter/cursor"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/sink"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/traces"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 )
 
@@ -125,6 +126,11 @@ type Config struct {
 	// (session/load or session/resume); "" picks the first of them the
 	// agent offers.
 	ReopenWith string
+	// Traces, when set, exports the session as traces (turns, permission
+	// requests); events reach it through Sink. NoTraceparent keeps the
+	// turn's traceparent out of the prompts' _meta.
+	Traces        *traces.Exporter
+	NoTraceparent bool
 }
 
 // Result is what a finished session reports.
@@ -294,6 +300,9 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 	}
 	tracker.Initialize(&initReq, &initResp)
 	res.Dialect = tracker.Dialect()
+	if info := initResp.AgentInfo; info != nil {
+		cfg.Traces.Initialized(info.Name, info.Version)
+	}
 
 	var worst error
 	opened := false
@@ -322,6 +331,7 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 		if cfg.TurnStarted != nil {
 			cfg.TurnStarted(sessionOr(req.SessionID, res.SessionID))
 		}
+		cfg.Traces.TurnStarted(sessionOr(req.SessionID, res.SessionID), tracker.Dialect(), "", req.Text)
 		// The prompt and those queued behind it are sent at once; their
 		// answers are then awaited in order.
 		// A queued prompt goes out once the one before it is on the wire;
@@ -379,6 +389,9 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 			}
 			if cfg.TurnEnded != nil {
 				cfg.TurnEnded(p.n, res.StopReason, err)
+			}
+			if p.last {
+				cfg.Traces.TurnEnded(p.req.SessionID, string(res.StopReason), traces.UsageOf(ans.resp.Usage), err, errors.Is(err, ErrTurn))
 			}
 			if severity(err) > severity(worst) || (err != nil && stop) {
 				worst = err
@@ -550,7 +563,7 @@ func sendPrompt(ctx context.Context, conn *acp.ClientSideConnection, tracker *ad
 	// only once it is on the wire, so the agent reads them in order.
 	traced := acp.WithRequestTrace(rpcCtx, &acp.RequestTrace{WroteRequest: func(error) { close(p.wrote) }})
 	go func() {
-		resp, err := conn.Prompt(traced, acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock(req.Text)}})
+		resp, err := conn.Prompt(traced, acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock(req.Text)}, Meta: cfg.Traces.PromptMeta(req.SessionID, cfg.NoTraceparent)})
 		p.done <- promptAnswer{resp, err}
 	}()
 	if req.Cancel && p.onTheWire(ctx, cfg.Timeout) {
@@ -639,6 +652,7 @@ func NewClientStack(cfg Config, toAgent io.Writer, fromAgent io.Reader) (*adapte
 		root:      cfg.Cwd,
 		extension: cursor.NewHandler(tracker),
 		onUpdate:  cfg.OnUpdate,
+		traces:    cfg.Traces,
 	}
 	// Ordered requests: an agent Request (cursor/task, a permission) is
 	// handled after the updates the agent sent before it, so cards and the

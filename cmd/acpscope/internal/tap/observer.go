@@ -5,13 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sync/atomic"
 	"time"
+
+	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
 	_ "github.com/kdlbs/acp-go-sdk/adapter/claude" // registers the claude dialect, as run does
 	"github.com/kdlbs/acp-go-sdk/adapter/cursor"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/sink"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/traces"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 )
@@ -34,6 +39,10 @@ type ObserverConfig struct {
 	// span begins, as run's session.Config.TurnStarted (a prompt queued
 	// behind an open one joins its span).
 	TurnStarted func(sessionID string)
+	// Traces, when set, exports the connection as traces: turns (parented
+	// on the traceparent the editor put in the prompt's _meta, if any)
+	// and permission requests; events reach it through Sink.
+	Traces *traces.Exporter
 }
 
 // maxTracked bounds the prompts and permission requests an Observer waits
@@ -78,8 +87,9 @@ type Observer struct {
 
 // permissionAsked is what the view shows of a permission request.
 type permissionAsked struct {
-	title   string
-	options map[string]string // option id → "name (kind)"
+	session, toolCall string
+	title             string
+	options           map[string]string // option id → "name (kind)"
 }
 
 // NewObserver returns an observer of one connection.
@@ -164,15 +174,25 @@ func (o *Observer) before(from capture.Direction, m *capture.Message) {
 	case from == capture.FromClient && m.Method == "session/prompt":
 		var p struct {
 			SessionID string `json:"sessionId"`
+			Meta      struct {
+				Traceparent any `json:"traceparent"`
+			} `json:"_meta"`
 		}
 		if json.Unmarshal(m.Params, &p) == nil {
-			if o.cfg.TurnStarted != nil && !o.promptOpen(p.SessionID) {
-				o.cfg.TurnStarted(p.SessionID)
+			if !o.promptOpen(p.SessionID) {
+				if o.cfg.TurnStarted != nil {
+					o.cfg.TurnStarted(p.SessionID)
+				}
+				o.cfg.Traces.Initialized(o.tracker.Connection().AgentName, "")
+				tp, _ := p.Meta.Traceparent.(string)
+				o.cfg.Traces.TurnStarted(p.SessionID, o.tracker.Dialect(), tp, traces.PromptText(m.Params))
 			}
 			o.prompts.put(capture.IDKey(m.ID), p.SessionID)
 		}
 	case from == capture.FromAgent && m.Method == "session/request_permission":
-		o.permissions.put(capture.IDKey(m.ID), askedPermission(m.Params))
+		asked := askedPermission(m.Params)
+		o.permissions.put(capture.IDKey(m.ID), asked)
+		o.cfg.Traces.PermissionAsked(asked.session, asked.toolCall, asked.title, slices.Sorted(maps.Values(asked.options)))
 	}
 }
 
@@ -197,11 +217,16 @@ func (o *Observer) after(from capture.Direction, m *capture.Message) {
 	if from == capture.FromAgent {
 		if session, ok := o.prompts.take(key); ok {
 			o.promptEnded(session, m)
+			if !o.promptOpen(session) {
+				o.turnEnded(session, m)
+			}
 		}
 		return
 	}
 	if asked, ok := o.permissions.take(key); ok {
-		o.cfg.View.Permission(asked.title, asked.answer(m))
+		answer := asked.answer(m)
+		o.cfg.View.Permission(asked.title, answer)
+		o.cfg.Traces.PermissionAnswered(asked.session, asked.toolCall, asked.title, answer)
 	}
 }
 
@@ -260,11 +285,32 @@ func (o *Observer) Finish() {
 // editor closed its side, or a stop signal): see Finish.
 func (o *Observer) endedByAgent(agent bool) { o.agentEnded.Store(agent) }
 
+// turnEnded ends the session's turn span in the export, with the
+// answer's stop reason and usage (an error answer fails it).
+func (o *Observer) turnEnded(session string, m *capture.Message) {
+	if o.cfg.Traces == nil {
+		return
+	}
+	o.tracker.Flush() // the turn's events reach the export before its end
+	var r struct {
+		StopReason string     `json:"stopReason"`
+		Usage      *acp.Usage `json:"usage"`
+	}
+	if m.Failed() {
+		o.cfg.Traces.TurnEnded(session, "", nil, fmt.Errorf("session/prompt failed: %s", m.Error), true)
+		return
+	}
+	_ = json.Unmarshal(m.Result, &r)
+	o.cfg.Traces.TurnEnded(session, r.StopReason, traces.UsageOf(r.Usage), nil, false)
+}
+
 // askedPermission reads the title and options of a permission request.
 func askedPermission(params json.RawMessage) permissionAsked {
 	var p struct {
-		ToolCall struct {
-			Title string `json:"title"`
+		SessionID string `json:"sessionId"`
+		ToolCall  struct {
+			ToolCallID string `json:"toolCallId"`
+			Title      string `json:"title"`
 		} `json:"toolCall"`
 		Options []struct {
 			OptionID string `json:"optionId"`
@@ -273,7 +319,7 @@ func askedPermission(params json.RawMessage) permissionAsked {
 		} `json:"options"`
 	}
 	_ = json.Unmarshal(params, &p)
-	a := permissionAsked{title: p.ToolCall.Title, options: map[string]string{}}
+	a := permissionAsked{session: p.SessionID, toolCall: p.ToolCall.ToolCallID, title: p.ToolCall.Title, options: map[string]string{}}
 	for _, opt := range p.Options {
 		a.options[opt.OptionID] = fmt.Sprintf("%s (%s)", opt.Name, opt.Kind)
 	}
