@@ -405,8 +405,8 @@ func (m ChangeMark) Token() string {
 // changesSQL is the change mark's query of n sessions (n placeholders,
 // twice over: the count's, then the latest update's), or of the whole
 // table when n is 0. For sessions, both read idx_subagents_session_changed
-// only (changeIndex): the count its entries, the latest update, which the
-// index orders, its last entry per session; never the rows. Two scalar
+// only (changeIndex), never the rows: the count its entries, the latest
+// update the index's order (one seek for one session). Two scalar
 // subqueries, so that neither aggregate's plan depends on the other's.
 func changesSQL(e engine, n int) string {
 	cond := ""
