@@ -105,11 +105,14 @@ web-test: /usr/bin/chromium
 
 ## web-bench: the 5,000-subagent browser measurement without the race
 ## detector, the server-side benchmark, and the 100,000-card figures
-## (8 parallel requests, 100 pollers).
+## (8 parallel requests, 100 pollers), and a session 2,000 executions wrote
+## (400,000 rows: one change check, the first page, the sessions list;
+## ACPSCOPE_WEB_DSN=postgres://… measures PostgreSQL).
 web-bench: /usr/bin/chromium
 	ACPSCOPE_BROWSER_TESTS=1 $(GO) test -count=1 -run '^TestBrowserFiveThousandSubagents$$' -v ./cmd/acpscope/
 	$(GO) test -run '^$$' -bench SessionPage5000 -benchtime 10x ./cmd/acpscope/internal/web/
 	ACPSCOPE_WEB_SCALE=1 $(GO) test -run '^$$' -bench 'SessionParallel8|Pollers100' -benchtime 1x ./cmd/acpscope/internal/web/
+	ACPSCOPE_WEB_WIDE=1 $(GO) test -run '^$$' -bench 'Wide' -benchtime 3x ./cmd/acpscope/internal/web/
 
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 /usr/bin/chromium:

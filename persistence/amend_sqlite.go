@@ -193,7 +193,7 @@ func (r rebuild) statements() []string {
 	out := []string{r.create, r.copySQL,
 		`DROP TABLE task_session_subagents`, `ALTER TABLE task_session_subagents_new RENAME TO task_session_subagents`}
 	out = append(out, r.recreate...)
-	return append(out, indexDDL...)
+	return append(out, indexDDLFor(sqliteEngine{})...)
 }
 
 func (r rebuild) point(i int) string {
@@ -361,7 +361,7 @@ WHERE tbl_name = 'task_session_subagents' AND type IN ('index', 'trigger') AND s
 		if typ == "index" && slices.ContainsFunc(sh.uniques, func(u uniqueIndex) bool { return u.index == name && equalCols(u.columns, pairKey) }) {
 			continue
 		}
-		if typ == "index" && slices.ContainsFunc(indexDDL, func(d string) bool { return strings.Contains(d, " "+name+" ") }) {
+		if typ == "index" && slices.ContainsFunc(indexDDLFor(sqliteEngine{}), func(d string) bool { return strings.Contains(d, " "+name+" ") }) {
 			continue // the layer's own, recreated by indexDDL
 		}
 		r.recreate = append(r.recreate, text)

@@ -425,6 +425,26 @@ var indexDDL = []string{
 	`CREATE INDEX IF NOT EXISTS idx_subagents_session_observed ON task_session_subagents (task_session_id, observed_at)`,
 }
 
+// Indexes added for the change check (docs/persistence.md#changes).
+const (
+	changeIndex = "idx_subagents_session_changed"
+	childIndex  = "idx_subagents_session_child"
+)
+
+// indexDDLFor is every index of the layer's table on e: indexDDL, then
+// the change check's two. changeIndex orders a session's rows by their
+// canonical updated_at (engine.canon: the column itself on PostgreSQL, an
+// expression on SQLite), so the session's latest update is one seek and
+// its row count reads only that index; childIndex holds only the rows
+// that launched a child session, so a session's family is read without
+// its other rows.
+func indexDDLFor(e engine) []string {
+	return append(slices.Clone(indexDDL),
+		`CREATE INDEX IF NOT EXISTS `+changeIndex+` ON task_session_subagents (task_session_id, `+e.canon("updated_at")+`)`,
+		`CREATE INDEX IF NOT EXISTS `+childIndex+` ON task_session_subagents (task_session_id, child_session_id)
+	WHERE child_session_id IS NOT NULL`)
+}
+
 // finalColumns is the column list of the final shape, in order.
 var finalColumns = []string{
 	"id", "task_session_id", "task_id", "turn_id", "tool_call_id", "agent_execution_id",

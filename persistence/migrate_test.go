@@ -190,7 +190,8 @@ var wantShape = func() []string {
 		out = append(out, fmt.Sprintf("column %s notnull=%v default=%s", c, notNull[c], defaults[c]))
 	}
 	out = append(out, "unique id", "unique task_session_id,agent_execution_id,tool_call_id",
-		"index idx_subagents_observed_at", "index idx_subagents_session_id", "index idx_subagents_session_observed",
+		"index idx_subagents_observed_at", "index idx_subagents_session_changed", "index idx_subagents_session_child",
+		"index idx_subagents_session_id", "index idx_subagents_session_observed",
 		"index idx_subagents_task_id", "index idx_subagents_turn_id",
 		"fk task_session_id->task_sessions(id) CASCADE")
 	sort.Strings(out)
@@ -462,7 +463,7 @@ func TestAmendmentFailpoints(t *testing.T) {
 				e.message(message{ID: "m1", Session: "S", Task: "T", Metadata: subagentMeta("tc-hist", "completed", nil), Created: t0})
 				// The schema step, before the amendment, adds the index older
 				// tables lack: the shape a failed amendment must leave.
-				shape, rows := append(e.describe(), "index "+summaryIndex), e.dump(preColumns)
+				shape, rows := append(e.describe(), "index "+summaryIndex, "index "+changeIndex, "index "+childIndex), e.dump(preColumns)
 				sort.Strings(shape)
 				fail := true
 				s := e.open(hooks{fail: func(p string) error {

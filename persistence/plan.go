@@ -240,7 +240,7 @@ func (s *Store) planSchema(ctx context.Context, q queryer) ([]string, error) {
 			out = append(out, d)
 		}
 	}
-	for _, d := range indexDDL {
+	for _, d := range indexDDLFor(s.eng) {
 		has := false
 		if sh.exists {
 			if has, err = s.eng.hasRelation(ctx, q, indexName(d)); err != nil {

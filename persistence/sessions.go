@@ -218,8 +218,7 @@ WHERE task_session_id IN (%s)`, ids, func(session, value string) {
 	if err != nil {
 		return nil, err
 	}
-	err = eachPair(ctx, tx, e, `SELECT DISTINCT task_session_id, child_session_id FROM task_session_subagents
-WHERE task_session_id IN (%s) AND child_session_id IS NOT NULL`, ids, func(session, value string) {
+	err = eachPair(ctx, tx, e, childSessionsSQL, ids, func(session, value string) {
 		out[index[session]].ChildSessions = append(out[index[session]].ChildSessions, decodeID(value))
 	})
 	if err != nil {
@@ -339,6 +338,11 @@ func likeEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
+// childSessionsSQL reads the child sessions of the sessions its %s lists
+// (pairs of session and child), through childIndex.
+const childSessionsSQL = `SELECT DISTINCT task_session_id, child_session_id FROM task_session_subagents
+WHERE task_session_id IN (%s) AND child_session_id IS NOT NULL`
+
 // SessionFamily returns id followed by every session reachable from it
 // through its cards' child_session_id, breadth first, each once (a cycle
 // stops), at most 1,000 sessions.
@@ -348,8 +352,7 @@ func (s *Store) SessionFamily(ctx context.Context, id string) ([]string, error) 
 	seen := map[string]bool{id: true}
 	for frontier := []string{id}; len(frontier) > 0 && len(family) < maxFamilySessions; {
 		var next []string
-		err := eachPair(ctx, s.reader, s.eng, `SELECT DISTINCT task_session_id, child_session_id FROM task_session_subagents
-WHERE task_session_id IN (%s) AND child_session_id IS NOT NULL`, frontier, func(_, child string) {
+		err := eachPair(ctx, s.reader, s.eng, childSessionsSQL, frontier, func(_, child string) {
 			if !seen[child] && len(family) < maxFamilySessions {
 				seen[child] = true
 				family = append(family, child)
@@ -399,16 +402,28 @@ func (m ChangeMark) Token() string {
 	return fmt.Sprintf("%d.%d", m.Cards, m.LastUpdate.UnixMicro())
 }
 
+// changesSQL is the change mark's query of n sessions (n placeholders,
+// twice over: the count's, then the latest update's), or of the whole
+// table when n is 0. For sessions, both read idx_subagents_session_changed
+// only (changeIndex), never the rows: the count its entries, the latest
+// update the index's order (one seek for one session). Two scalar
+// subqueries, so that neither aggregate's plan depends on the other's.
+func changesSQL(e engine, n int) string {
+	cond := ""
+	if n > 0 {
+		cond = ` WHERE task_session_id IN (` + placeholders(n) + `)`
+	}
+	return `SELECT (SELECT COUNT(*) FROM task_session_subagents` + cond + `),
+	(SELECT MAX(` + e.canon("updated_at") + `) FROM task_session_subagents` + cond + `)`
+}
+
 // Changes returns the change mark of the given sessions' cards (through the
 // session index), or of the whole table when sessionIDs is empty (a scan).
 func (s *Store) Changes(ctx context.Context, sessionIDs ...string) (ChangeMark, error) {
-	q := `SELECT COUNT(*), MAX(` + s.eng.canon("updated_at") + `) FROM task_session_subagents`
-	args := make([]any, len(sessionIDs))
+	q := changesSQL(s.eng, len(sessionIDs))
+	args := make([]any, 2*len(sessionIDs))
 	for i, id := range sessionIDs {
-		args[i] = encodeID(id)
-	}
-	if len(sessionIDs) > 0 {
-		q += ` WHERE task_session_id IN (` + placeholders(len(sessionIDs)) + `)`
+		args[i], args[len(sessionIDs)+i] = encodeID(id), encodeID(id)
 	}
 	var m ChangeMark
 	var last nullTime

@@ -228,35 +228,7 @@ func TestSummaryPlansUseIndexes(t *testing.T) {
 				single = append(single, fmt.Sprint("s", i))
 			}
 		}
-		plan := func(q string, args ...any) string {
-			t.Helper()
-			explain := "EXPLAIN QUERY PLAN "
-			if e.kind == Postgres {
-				explain = "EXPLAIN "
-			}
-			rows, err := s.reader.QueryContext(e.ctx, explain+eng.rebind(q), args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			cols, _ := rows.Columns()
-			var lines []string
-			for rows.Next() {
-				vals := make([]any, len(cols))
-				ptrs := make([]any, len(cols))
-				for i := range vals {
-					ptrs[i] = &vals[i]
-				}
-				if err := rows.Scan(ptrs...); err != nil {
-					t.Fatal(err)
-				}
-				lines = append(lines, fmt.Sprint(vals[len(vals)-1])) // SQLite: the detail column
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
-			}
-			return strings.Join(lines, "\n")
-		}
+		plan := func(q string, args ...any) string { t.Helper(); return explain(t, e, s, q, args...) }
 		fullScan := "SCAN task_session_subagents"
 		if e.kind == Postgres {
 			fullScan = "Seq Scan on task_session_subagents"
@@ -270,6 +242,75 @@ func TestSummaryPlansUseIndexes(t *testing.T) {
 		// or _observed, as the planner likes), on both paths.
 		if strings.Contains(counts, fullScan) || strings.Count(counts, "idx_subagents_session_") != 2 {
 			t.Errorf("the counts do not read the page's sessions through a session index, both paths:\n%s", counts)
+		}
+	})
+}
+
+// explain is the plan of q on s (of e's engine): SQLite's EXPLAIN QUERY PLAN
+// details or PostgreSQL's EXPLAIN lines, one a line.
+func explain(t *testing.T, e *env, s *Store, q string, args ...any) string {
+	t.Helper()
+	explain := "EXPLAIN QUERY PLAN "
+	if e.kind == Postgres {
+		explain = "EXPLAIN "
+	}
+	rows, err := s.reader.QueryContext(e.ctx, explain+e.eng().rebind(q), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var lines []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, fmt.Sprint(vals[len(vals)-1])) // SQLite: the detail column
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// The change check reads indexes only, on both engines: a session's mark
+// (its row count and latest update, Changes) through
+// idx_subagents_session_changed, never its rows, and its family's child sessions (SessionFamily)
+// through idx_subagents_session_child, which holds only the rows that
+// launched a child. Issue 36: a 400,000-row session's check read every
+// row, 1.3 s a poll.
+func TestChangesPlanUsesIndexes(t *testing.T) {
+	engines(t, func(t *testing.T, e *env) {
+		s := e.store()
+		seedCards(t, e, "s", 20_000, 10, 0)
+		e.exec(`UPDATE task_session_subagents SET child_session_id = 'child' || id WHERE id IN ('sr1', 'sr2')`)
+		if e.kind == Postgres {
+			e.exec(`ANALYZE task_session_subagents`)
+		}
+		eng := e.eng()
+		fullScan := "SCAN task_session_subagents"
+		if e.kind == Postgres {
+			fullScan = "Seq Scan on task_session_subagents"
+		}
+		for _, n := range []int{1, 3} {
+			ids := []any{"s1", "s2", "s3"}[:n]
+			mark := explain(t, e, s, changesSQL(eng, n), append(ids, ids...)...)
+			if strings.Contains(mark, fullScan) || !strings.Contains(mark, changeIndex) {
+				t.Errorf("the mark of %d sessions is not read through %s:\n%s", n, changeIndex, mark)
+			}
+			// Every read of the table in the plan is of an index only.
+			if e.kind == SQLite && strings.Count(mark, "task_session_subagents USING COVERING INDEX") != strings.Count(mark, "task_session_subagents") {
+				t.Errorf("the mark of %d sessions reads rows, not only the index:\n%s", n, mark)
+			}
+			family := explain(t, e, s, fmt.Sprintf(childSessionsSQL, placeholders(n)), ids...)
+			if strings.Contains(family, fullScan) || !strings.Contains(family, childIndex) {
+				t.Errorf("the children of %d sessions are not read through %s:\n%s", n, childIndex, family)
+			}
 		}
 	})
 }
