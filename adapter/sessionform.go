@@ -164,6 +164,9 @@ type childRegistry struct {
 	answers  map[string]*answer // child session id → its latest agent message
 	answered int                // bytes of text held by all answers
 	serial   uint64             // the last answer's serial
+	// cardOf maps a later AIR generation's session id to the card of its
+	// task (the first generation's id); absent = the session's own card.
+	cardOf map[string]string
 }
 
 // answer is the latest agent message a child sent in its own session: its
@@ -200,6 +203,7 @@ func (r *childRegistry) clear(sessionID string) {
 	}
 	for id := range drop {
 		delete(r.children, id)
+		delete(r.cardOf, id)
 		r.forgetAnswer(id)
 	}
 	for k, v := range r.messages {
@@ -213,6 +217,28 @@ func (r *childRegistry) clear(sessionID string) {
 			delete(r.links, k)
 		}
 	}
+}
+
+// cleared forgets what the form holds for sessionID and its children
+// (every session for ""). A forgotten child whose parent stays tracked
+// (a child session the session bound evicted) loses its card in the
+// parent too, as a child the children bound evicts does: a card the form
+// no longer feeds would be held unbounded.
+func (d *sessionForm) cleared(tx *Tx, sessionID string) {
+	if sessionID != "" {
+		if parent, ok := d.sessions.children[sessionID]; ok {
+			if _, gone := tx.t.sessions[parent]; gone {
+				key := sessionID
+				if k, ok := d.sessions.cardOf[sessionID]; ok {
+					key = k
+				}
+				if c, ok := tx.Card(parent, key); ok && c.Child() != nil && c.Child().SessionID == sessionID {
+					tx.DropCard(parent, key)
+				}
+			}
+		}
+	}
+	d.sessions.clear(sessionID)
 }
 
 // forgetAnswer drops the answer held for child.
@@ -235,6 +261,10 @@ func (r *childRegistry) known(id string) bool {
 // counted, changing nothing (the parent's title and transcript included).
 func (d *sessionForm) handleSessionForm(tx *Tx, n *acp.SessionNotification) bool {
 	u := &n.Update
+	if kind, raw, ok := airUnknown(u); ok {
+		d.handleAIR(tx, string(n.SessionId), kind, raw)
+		return true
+	}
 	if u.SubagentUpdate == nil && u.SessionMessage == nil && u.SessionMessageChunk == nil {
 		switch {
 		case u.ConfigOptionUpdate != nil:
@@ -352,6 +382,7 @@ func (d *sessionForm) announce(tx *Tx, childID, parent string) {
 		d.sessions.order = d.sessions.order[1:]
 		if parent, ok := d.sessions.children[old]; ok {
 			delete(d.sessions.children, old)
+			delete(d.sessions.cardOf, old)
 			d.sessions.forgetAnswer(old)
 			tx.DropCard(parent, old)
 			tx.Count(CounterChildrenEvicted, 1)
@@ -626,8 +657,8 @@ func (d *sessionForm) mapMessage(tx *Tx, v *MessageView) {
 		return
 	}
 	// Prompt: an incoming message in a child's own transcript.
-	if parent, ok := d.sessions.children[v.SessionID]; ok {
-		if card, ok := tx.Card(parent, v.SessionID); ok && card.IsSubagent() {
+	if _, ok := d.sessions.children[v.SessionID]; ok {
+		if card, ok := d.card(tx, v.SessionID); ok && card.IsSubagent() {
 			follow(tx, card, valuePromptMessage, v, &card.Task().Prompt)
 		}
 	}
@@ -635,7 +666,7 @@ func (d *sessionForm) mapMessage(tx *Tx, v *MessageView) {
 	// unless it is the receipt of a background launch, which only says the
 	// child runs detached.
 	if parent, ok := d.sessions.children[v.SenderSessionID]; ok && parent == v.SessionID {
-		if card, ok := tx.Card(parent, v.SenderSessionID); ok && card.IsSubagent() {
+		if card, ok := d.card(tx, v.SenderSessionID); ok && card.IsSubagent() {
 			if d.isReceipt(v.Text) {
 				if SetSticky(&card.Task().IsAsync, true) {
 					tx.Emit(EventToolUpdate, card)
@@ -656,11 +687,11 @@ func (d *sessionForm) mapMessage(tx *Tx, v *MessageView) {
 // and counted. A chunk a load replays for a finished child already held is
 // history already seen: ignored and counted.
 func (d *sessionForm) childAnswer(tx *Tx, sessionID string, c *acp.SessionUpdateAgentMessageChunk) bool {
-	parent, ok := d.sessions.children[sessionID]
+	_, ok := d.sessions.children[sessionID]
 	if !ok || c.Content.Text == nil {
 		return ok
 	}
-	card, held := tx.Card(parent, sessionID)
+	card, held := d.card(tx, sessionID)
 	if held && card.Terminal() && tx.Loading(sessionID) {
 		tx.Count(CounterReplayedChunksIgnored, 1)
 		return true
@@ -701,7 +732,7 @@ func (d *sessionForm) childAnswer(tx *Tx, sessionID string, c *acp.SessionUpdate
 func (d *sessionForm) applyAnswer(tx *Tx, card *Card, task *SubagentTask) bool {
 	view := card.Child()
 	a := d.sessions.answers[view.SessionID]
-	if a == nil || view.State != "idle" || view.StopReason != "end_turn" || d.isReceipt(a.text) {
+	if a == nil || !view.answered() || d.isReceipt(a.text) {
 		return false
 	}
 	owner, _ := card.Value(valueResultAnswer).(uint64)
@@ -733,11 +764,10 @@ func follow(tx *Tx, card *Card, key string, v *MessageView, field *string) {
 
 // childModel maps a known child's model select option onto its payload.
 func (d *sessionForm) childModel(tx *Tx, sessionID string, cu *acp.SessionConfigOptionUpdate) bool {
-	parent, ok := d.sessions.children[sessionID]
-	if !ok {
+	if _, ok := d.sessions.children[sessionID]; !ok {
 		return false
 	}
-	card, ok := tx.Card(parent, sessionID)
+	card, ok := d.card(tx, sessionID)
 	if !ok || !card.IsSubagent() {
 		return true
 	}
@@ -767,11 +797,7 @@ func (t *Tracker) CanCancelChild(childSessionID string) bool {
 		if d == nil {
 			return
 		}
-		parent, ok := d.sessions.children[childSessionID]
-		if !ok {
-			return
-		}
-		if card, ok := tx.Card(parent, childSessionID); ok && card.Child() != nil {
+		if card, ok := d.card(tx, childSessionID); ok && card.Child() != nil && card.Child().SessionID == childSessionID {
 			can = card.Child().CanCancel
 		}
 	})
@@ -818,8 +844,8 @@ func (d *sessionForm) silence(tx *Tx, in func(parent string) bool) {
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		card, ok := tx.Card(d.sessions.children[id], id)
-		if !ok || card.Child() == nil {
+		card, ok := d.card(tx, id)
+		if !ok || card.Child() == nil || card.Child().SessionID != id {
 			continue
 		}
 		if v := card.Child(); v.Live || v.CanCancel || v.cancelGranted {
