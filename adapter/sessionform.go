@@ -866,3 +866,22 @@ func errorCode(c acp.ErrorCode) int {
 	}
 	return 0
 }
+
+// LiveChildren counts the announced children of the connection that are
+// live now (running or requiring action): with AIR's backgroundSubagents
+// they may outlive the turn that launched them.
+func (t *Tracker) LiveChildren() int {
+	n := 0
+	t.Do(func(tx *Tx) {
+		d := t.form
+		if d == nil {
+			return
+		}
+		for id := range d.sessions.children {
+			if card, ok := d.card(tx, id); ok && card.Child() != nil && card.Child().SessionID == id && card.Child().Live {
+				n++
+			}
+		}
+	})
+	return n
+}

@@ -41,3 +41,63 @@ func TestReplayKeepsFramesAfterTheLastAnswer(t *testing.T) {
 		}
 	}
 }
+
+// An AIR capture (claude-agent-acp's frames to a client declaring
+// nativeSubagentSessions and backgroundSubagents): replay declares what
+// the capture declared, the child is one card with its name, prompt and
+// result, settled after its turn's answer (and after the next turn's),
+// its request after the answer is its own, and no child text is shown as
+// the parent agent's.
+func TestReplayAIRChildPastItsTurn(t *testing.T) {
+	capture := filepath.Join("testdata", "air_background.jsonl")
+	code, out, errOut := acpscope(t, "", "replay", "--json", "--no-db", capture)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var child *cardLine
+	for _, c := range parseCards(t, out) {
+		if *c.ToolCallID == "a1" {
+			child = &c
+		}
+	}
+	if child == nil {
+		t.Fatalf("no card for the AIR child: %s (stderr %s)", out, errOut)
+	}
+	for _, want := range []string{`"description":"Review the diff"`, `"prompt":"Review the diff for bugs"`, `"result_text":"CHILD: no bugs found\n"`, `"status":"completed"`, `"child_session_id":"a1"`} {
+		if !strings.Contains(string(child.Normalized), want) {
+			t.Errorf("card lacks %s: %s", want, child.Normalized)
+		}
+	}
+	if *child.ToolStatus != "complete" {
+		t.Errorf("tool status %q", *child.ToolStatus)
+	}
+	if strings.Contains(errOut, "ignored") {
+		t.Errorf("updates ignored: %s", errOut)
+	}
+	code, out, errOut = acpscope(t, "", "replay", "--plain", "--no-db", capture)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "agent: ") && strings.Contains(line, "CHILD") {
+			t.Errorf("a child's text shown as the parent's: %q", line)
+		}
+	}
+	if !strings.Contains(out, "agent: PARENT: the review finished") {
+		t.Errorf("the parent's text after its turns is not shown:\n%s", out)
+	}
+}
+
+// Replay declares the capture's whole clientCapabilities; --as and
+// --client-capabilities go over it, with a warning when they change it.
+func TestReplayDeclaresTheRecordedCapabilities(t *testing.T) {
+	capture := filepath.Join("testdata", "air_background.jsonl")
+	code, _, errOut := acpscope(t, "", "replay", "--json", "--no-db", "--client-capabilities", `{"fs":{"readTextFile":true}}`, capture)
+	if code != exitOK || strings.Contains(errOut, "warning") {
+		t.Fatalf("a flag that changes nothing: exit %d, %q", code, errOut)
+	}
+	code, out, errOut := acpscope(t, "", "replay", "--json", "--no-db", "--client-capabilities", `{"_meta":null}`, capture)
+	if code != exitOK || !strings.Contains(errOut, "warning") || strings.Contains(out, `"a1"`) {
+		t.Fatalf("AIR removed: exit %d, out %s, stderr %q", code, out, errOut)
+	}
+}

@@ -13,6 +13,7 @@
 //	               burst (-per of them for each Claude-style subagent, see
 //	               burst.go), on session/prompt and on session/load, then
 //	               answers
+//	-mode air      an AIR child that outlives its turn (see air.go)
 //	-mode turns    one subagent per prompt, remembered in -state FILE and
 //	               replayed as history by session/load or session/resume
 //	               (-reopen load, resume, both or none: what the agent offers;
@@ -200,6 +201,8 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 		return a.promptTurn(ctx, req)
 	case "foreign":
 		return foreign(ctx, a.conn, req.SessionId)
+	case "air":
+		return a.airPrompt(ctx, req.SessionId)
 	}
 	sid := req.SessionId
 	claude := func(tool string, extra map[string]any) map[string]any {
