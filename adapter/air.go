@@ -219,7 +219,13 @@ func (d *sessionForm) airSpawned(tx *Tx, parent string, u airUpdate) {
 	}
 	FillString(&task.Prompt, prompt)
 	OverwriteString(&task.ChildSessionID, u.child)
-	FillString(&task.AgentID, d.agentID(key))
+	// The task id is the agent's own id for the child (Claude's agent id,
+	// Codex's thread id) unless the dialect reads another.
+	agentID := d.agentID(key)
+	if agentID == "" {
+		agentID = key
+	}
+	FillString(&task.AgentID, agentID)
 	loading := tx.Loading(parent)
 	replayedOverFinished := loading && !created && card.Terminal()
 	if !replayedOverFinished {
@@ -318,4 +324,29 @@ func recognizeAIRMarker(_ *Card, f *ToolFrame) bool {
 	a := AsMap(AsMap(f.Meta["jetbrains"])["air"])
 	v, _ := a["subagent"].(bool)
 	return v
+}
+
+// valueAIRMarked marks a card one of whose frames carried the AIR
+// subagent marker.
+const valueAIRMarked = "adapter.airMarked"
+
+// mergeAIRContent: to an AIR client without native sessions Claude sends
+// the legacy tool call marked as a subagent, its toolResponse reduced to
+// the status; the child's answer is the text content of the completing
+// update, which then fills result_text (only on marked cards: other
+// agents' content is not a result).
+func mergeAIRContent(c *Card, f *ToolFrame) {
+	if recognizeAIRMarker(c, f) {
+		c.SetValue(valueAIRMarked, true)
+	}
+	if c.Value(valueAIRMarked) != true || f.Status != "completed" {
+		return
+	}
+	var parts []string
+	for _, ct := range f.Content {
+		if ct.Content != nil && ct.Content.Content.Text != nil && ct.Content.Content.Text.Text != "" {
+			parts = append(parts, ct.Content.Content.Text.Text)
+		}
+	}
+	FillString(&c.task.ResultText, strings.Join(parts, "\n"))
 }

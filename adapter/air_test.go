@@ -392,3 +392,30 @@ func FuzzAIR(f *testing.F) {
 		}
 	})
 }
+
+// An AIR client without native sessions gets claude-agent-acp 0.101.0's
+// legacy tool calls marked _meta.jetbrains.air.subagent, whose
+// toolResponse keeps only the status: the child's answer is the text
+// content of the completing update (frames as recorded in
+// conformance/agents/testdata/claude-0.101.0/air-nonnative.jsonl).
+func TestAIRMarkedLegacyCallResultIsItsContent(t *testing.T) {
+	tr, c := newTracker(t, adapter.Config{DialectName: "claude"})
+	tr.Initialize(airInit(t, `{"version":1,"capabilities":["backgroundSubagents","asyncTasks"]}`), nil)
+	tr.SessionStarted("s1")
+	air(t, tr, "s1", `"_meta":{"claudeCode":{"toolName":"Agent"},"jetbrains":{"air":{"version":1,"subagent":true}}},"toolCallId":"toolu_launch_alpha","sessionUpdate":"tool_call","status":"pending","title":"Task","kind":"think","content":[]`)
+	air(t, tr, "s1", `"toolCallId":"toolu_launch_alpha","sessionUpdate":"tool_call_update","rawInput":{"description":"Inspect alpha","prompt":"Reply ANSWER-ALPHA.","run_in_background":false,"subagent_type":"general-purpose"},"title":"Inspect alpha"`)
+	air(t, tr, "s1", `"_meta":{"claudeCode":{"toolResponse":{"status":"completed"}}},"toolCallId":"toolu_launch_alpha","sessionUpdate":"tool_call_update"`)
+	air(t, tr, "s1", `"toolCallId":"toolu_launch_alpha","sessionUpdate":"tool_call_update","status":"completed","content":[{"type":"content","content":{"type":"text","text":"ANSWER-ALPHA"}}]`)
+	e := lastCard2(t, c, "toolu_launch_alpha")
+	if e.Status != adapter.ToolStatusComplete || e.Payload.SubagentTask.ResultText != "ANSWER-ALPHA" {
+		t.Errorf("card %q %+v", e.Status, e.Payload.SubagentTask)
+	}
+	// Without the marker (plain legacy form) the content is not read.
+	tr2, c2 := newTracker(t, adapter.Config{DialectName: "claude"})
+	tr2.SessionStarted("s1")
+	air(t, tr2, "s1", `"_meta":{"claudeCode":{"toolName":"Agent"}},"toolCallId":"x","sessionUpdate":"tool_call","status":"pending","title":"Task"`)
+	air(t, tr2, "s1", `"toolCallId":"x","sessionUpdate":"tool_call_update","status":"completed","content":[{"type":"content","content":{"type":"text","text":"raw output"}}]`)
+	if r := lastCard2(t, c2, "x").Payload.SubagentTask.ResultText; r != "" {
+		t.Errorf("legacy content read as the result: %q", r)
+	}
+}

@@ -247,6 +247,7 @@ func mergeCommon(c *Card, f *ToolFrame) {
 		FillString(&task.SubagentType, r.String(in, "subagent_type"))
 	}
 	mergeAuggieTitle(c)
+	mergeAIRContent(c, f)
 	out := f.RawOutputMap()
 	if out == nil {
 		return
