@@ -13,6 +13,7 @@ package adapter
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -72,6 +73,13 @@ func declaresAIR(meta map[string]any) (declared bool, caps []string) {
 		}
 	}
 	return true, caps
+}
+
+// BackgroundChildren reports whether the client declared AIR's
+// backgroundSubagents: the prompt answer may then come while children
+// still run, so a child outlives its turn (and a later turn's cancel).
+func (ci ConnectionInfo) BackgroundChildren() bool {
+	return slices.Contains(ci.AIRCapabilities, AIRBackgroundSubagents)
 }
 
 // integer is v as an integer when it is a JSON number without a fraction.

@@ -101,3 +101,20 @@ func TestReplayDeclaresTheRecordedCapabilities(t *testing.T) {
 		t.Fatalf("AIR removed: exit %d, out %s, stderr %q", code, out, errOut)
 	}
 }
+
+// A turn cancelled while a child of an earlier turn runs in the background
+// (AIR backgroundSubagents) ends what that turn left open, not the child:
+// it belongs to its launch turn, runs on and settles by its own state.
+func TestReplayCancelledTurnSparesAnEarlierBackgroundChild(t *testing.T) {
+	capture := filepath.Join("testdata", "air_background_cancelled.jsonl")
+	code, out, errOut := acpscope(t, "", "replay", "--plain", "--no-db", capture)
+	if code != exitOK && code != exitCancelled {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out, "Review the diff [cancelled]") {
+		t.Errorf("the running child was shown cancelled by a later turn's cancel:\n%s", out)
+	}
+	if !strings.Contains(out, "Review the diff [complete]") {
+		t.Errorf("the child did not settle:\n%s", out)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"iter"
 	"log/slog"
-	"slices"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -377,7 +376,7 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 				// the view and in the store alike (a replay of the capture
 				// shows what the live run showed).
 				if res.StopReason == acp.StopReasonCancelled {
-					cancelCards(cfg, tracker)
+					cancelTurnCards(cfg, tracker)
 				}
 				cancelOpen = false
 			}
@@ -405,7 +404,7 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 // that declared AIR's backgroundSubagents still runs: until none does, the
 // agent's output ends, ctx ends or Timeout passes.
 func awaitChildren(ctx context.Context, cfg Config, tracker *adapter.Tracker, conn *acp.ClientSideConnection) {
-	if !slices.Contains(tracker.Connection().AIRCapabilities, adapter.AIRBackgroundSubagents) {
+	if !tracker.Connection().BackgroundChildren() {
 		return
 	}
 	tracker.Flush()
@@ -450,6 +449,22 @@ func Turns(open Request, steps iter.Seq[Request]) iter.Seq[Request] {
 // hands those events to the sink.
 func cancelCards(cfg Config, tracker *adapter.Tracker) {
 	for _, ev := range cfg.Term.CancelOpen() {
+		if cfg.Sink != nil {
+			cfg.Sink(tracker.Dialect(), ev)
+		}
+	}
+}
+
+// cancelTurnCards is cancelCards after a cancelled turn while the agent
+// runs on: a live child of a client that declared AIR's
+// backgroundSubagents outlives the turns (its own or a later one) and is
+// ended only by its own state update, or with the session.
+func cancelTurnCards(cfg Config, tracker *adapter.Tracker) {
+	var spare func(adapter.Event) bool
+	if tracker.Connection().BackgroundChildren() {
+		spare = view.LiveChild
+	}
+	for _, ev := range cfg.Term.CancelOpenExcept(spare) {
 		if cfg.Sink != nil {
 			cfg.Sink(tracker.Dialect(), ev)
 		}

@@ -189,7 +189,11 @@ func (o *Observer) promptEnded(m *capture.Message) {
 	}
 	o.cancelledTurn = false
 	o.tracker.Flush() // cursor/task merges still on their way
-	for _, ev := range o.cfg.View.CancelOpen() {
+	var spare func(adapter.Event) bool
+	if o.tracker.Connection().BackgroundChildren() {
+		spare = view.LiveChild // it outlives the turn (AIR backgroundSubagents)
+	}
+	for _, ev := range o.cfg.View.CancelOpenExcept(spare) {
 		if o.cfg.Sink != nil {
 			o.cfg.Sink(o.tracker.Dialect(), ev)
 		}

@@ -132,13 +132,25 @@ func (t *Terminal) Event(ev adapter.Event) {
 // (a child session is no longer live), shows the change, and returns the
 // events it applied so that other sinks (the store) can record them too.
 // acpscope calls it when it cancelled a turn and the agent left cards open.
-func (t *Terminal) CancelOpen() []adapter.Event {
+func (t *Terminal) CancelOpen() []adapter.Event { return t.CancelOpenExcept(nil) }
+
+// LiveChild reports a card of a child session that is live: with AIR's
+// backgroundSubagents (adapter.ConnectionInfo.BackgroundChildren) it
+// outlives the turns, so a cancelled turn spares it (CancelOpenExcept).
+func LiveChild(ev adapter.Event) bool { return ev.Child != nil && ev.Child.Live }
+
+// CancelOpenExcept is CancelOpen sparing the cards spare reports (nil
+// spares none): a child that outlives its turn (AIR backgroundSubagents)
+// is not ended by a later turn's cancel.
+func (t *Terminal) CancelOpenExcept(spare func(adapter.Event) bool) []adapter.Event {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var evs []adapter.Event
 	for _, c := range t.board.Cards() {
 		live := c.Event.Child != nil && c.Event.Child.Live
 		switch {
+		case spare != nil && spare(c.Event):
+			continue
 		case c.Status == adapter.ToolStatusUnknown:
 			// The agent no longer tracks it: no outcome is invented.
 			continue
