@@ -22,6 +22,9 @@ var tapCases = []struct{ agent, scenario string }{
 	{"codex-acp-0.16.0", "parallel"},
 	{"codex-acp-2.6.0", "v1-parallel"},
 	{"codex-acp-2.6.0", "v2-sessions-parallel"},
+	// An AIR-declaring editor stand-in (acpscope run --as jetbrains-air).
+	{"claude-0.101.0", "air-past-turn"},
+	{"codex-acp-2.6.0", "v2-air-parallel"},
 	{cursorFake.Name, "fanout"},
 }
 
