@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,5 +117,48 @@ func TestReplayCancelledTurnSparesAnEarlierBackgroundChild(t *testing.T) {
 	}
 	if !strings.Contains(out, "Review the diff [complete]") {
 		t.Errorf("the child did not settle:\n%s", out)
+	}
+}
+
+// The store keeps an AIR child that outlives its turn in the turn that
+// launched it, and `sessions` shows the session open while the child runs.
+func TestStoreKeepsAnAIRChildInItsLaunchTurn(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "air_background.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	// Turn 2 launches a second child that settles within it.
+	spawnB := `{"from":"agent","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"subagent_spawned","subagentSessionId":"b1","name":"Quick check","task":"check","capabilities":{}}}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"subagent_state_update","subagentSessionId":"b1","state":"completed"}}}}
+`
+	two := strings.Replace(string(data), `{"from":"agent","msg":{"jsonrpc":"2.0","id":3,"result"`, spawnB+`{"from":"agent","msg":{"jsonrpc":"2.0","id":3,"result"`, 1)
+	full := filepath.Join(dir, "two.jsonl")
+	if err := os.WriteFile(full, []byte(two), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "full.db")
+	if code, _, errOut := acpscope(t, "", "replay", "--json", "--db", db, full); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	rows := storedRows(t, db, "s1")
+	a, b := rows["a1"], rows["b1"]
+	if a.TurnID == nil || b.TurnID == nil || *a.TurnID == *b.TurnID || deref(a.ToolStatus) != "complete" {
+		t.Errorf("a1 (settled during turn 2's window) is not kept in its launch turn: a1 %v %v, b1 %v", deref(a.TurnID), deref(a.ToolStatus), deref(b.TurnID))
+	}
+
+	// Cut before the child settles: the session is open.
+	cut := two[:strings.Index(two, `{"from":"agent","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"a1","update":{"sessionUpdate":"agent_message_chunk"`)]
+	running := filepath.Join(dir, "running.jsonl")
+	if err := os.WriteFile(running, []byte(cut), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db = filepath.Join(dir, "running.db")
+	if code, _, errOut := acpscope(t, "", "replay", "--json", "--db", db, running); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	code, out, errOut := acpscope(t, "", "sessions", "--db", db, "--json")
+	if code != exitOK || !strings.Contains(out, `"status":"open"`) {
+		t.Errorf("sessions while the child runs: exit %d %s %s", code, out, errOut)
 	}
 }
