@@ -227,7 +227,7 @@ func (r *childRegistry) clear(sessionID string) {
 func (d *sessionForm) cleared(tx *Tx, sessionID string) {
 	if sessionID != "" {
 		if parent, ok := d.sessions.children[sessionID]; ok {
-			if _, gone := tx.t.sessions[parent]; gone {
+			if _, held := tx.t.sessions[parent]; held {
 				key := sessionID
 				if k, ok := d.sessions.cardOf[sessionID]; ok {
 					key = k
