@@ -419,3 +419,35 @@ func TestAIRMarkedLegacyCallResultIsItsContent(t *testing.T) {
 		t.Errorf("legacy content read as the result: %q", r)
 	}
 }
+
+// codex-acp 2.6.0's multi_agent v1 to an AIR client: the spawnAgent call
+// (marked as a subagent) never completes with the child thread, so the
+// wait is the first frame naming it. With one spawn card without a thread
+// and one thread without a card the pairing is certain and the wait's
+// answer is the card's; with several it is not made (frames as recorded
+// in conformance/agents/testdata/codex-acp-2.6.0/v1-air-*.jsonl).
+func TestCodexV1AIRWaitNamesTheOnlyUnnamedSpawn(t *testing.T) {
+	spawn := func(tr *adapter.Tracker, id, marker string) {
+		air(t, tr, "s1", fmt.Sprintf(`"sessionUpdate":"tool_call","toolCallId":"call_spawn_%s","kind":"other","title":"spawnAgent","status":"in_progress","rawInput":{"prompt":"You are subagent %s.","senderThreadId":"s1","receiverThreadIds":[],"agentsStates":{},"model":"","reasoningEffort":"medium"},"_meta":{"jetbrains":{"air":{"version":1,"subagent":true}}}`, id, marker))
+	}
+	wait := func(tr *adapter.Tracker, n int, states string, threads ...string) {
+		js, _ := json.Marshal(threads)
+		air(t, tr, "s1", fmt.Sprintf(`"sessionUpdate":"tool_call_update","toolCallId":"call_wait_%d","title":"wait","status":"completed","rawInput":{"prompt":null,"senderThreadId":"s1","receiverThreadIds":%s,"agentsStates":{%s}}`, n, js, states))
+	}
+	tr, c := airTracker(t, adapter.DialectCodex)
+	spawn(tr, "alpha", "alpha")
+	wait(tr, 1, `"th-a":{"status":"completed","message":"ANSWER-ALPHA"}`, "th-a")
+	e := lastCard2(t, c, "call_spawn_alpha")
+	if task := e.Payload.SubagentTask; e.Status != adapter.ToolStatusComplete || task.ResultText != "ANSWER-ALPHA" || task.AgentID != "th-a" {
+		t.Errorf("one child: %q %+v", e.Status, task)
+	}
+	tr, c = airTracker(t, adapter.DialectCodex)
+	spawn(tr, "alpha", "alpha")
+	spawn(tr, "bravo", "bravo")
+	wait(tr, 1, `"th-a":{"status":"completed","message":"ANSWER-ALPHA"}`, "th-a", "th-b")
+	for _, id := range []string{"call_spawn_alpha", "call_spawn_bravo"} {
+		if e := lastCard2(t, c, id); e.Payload.SubagentTask.ResultText != "" {
+			t.Errorf("%s: an uncertain pairing was made: %+v", id, e.Payload.SubagentTask)
+		}
+	}
+}
