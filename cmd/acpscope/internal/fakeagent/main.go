@@ -90,10 +90,12 @@ func main() {
 	}
 	a := &agent{mode: *mode, ready: *ready, start: *start, updates: *updates, per: *per, state: *state, reopen: *reopen, cancelled: make(chan struct{})}
 	in := io.Reader(os.Stdin)
+	out := io.Writer(os.Stdout)
 	if *hold > 0 {
 		a.queue, in = newWireQueue(in, *hold)
+		out = a.queue.output(out)
 	}
-	conn := acp.NewAgentSideConnection(a, os.Stdout, in)
+	conn := acp.NewAgentSideConnection(a, out, in)
 	a.conn = conn
 	<-conn.Done()
 	for *linger { // input closed: only a kill ends it
