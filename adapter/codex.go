@@ -53,6 +53,10 @@ type codexDialect struct {
 type codexThreads struct {
 	card  map[string]string // child thread id → card key
 	order []string
+	// unnamed are the spawn cards no frame named a thread for yet, in
+	// launch order (at most MaxCodexThreads): to an AIR client codex-acp
+	// never sends the spawnAgent completion that names it.
+	unnamed []string
 }
 
 // codexFrame is what Prepare learned from one frame of a subagent card.
@@ -127,6 +131,11 @@ func (d *codexDialect) prepareSpawn(tx *Tx, f *ToolFrame, in map[string]any) {
 	cf := &codexFrame{prompt: r.String(in, "prompt"), model: r.String(in, "model"), launch: true}
 	cf.description = cf.prompt
 	cf.thread = firstString(r, in, "receiverThreadIds")
+	named := false
+	if held, ok := tx.Card(f.SessionID, f.ToolCallID); ok && held.Task() != nil {
+		named = held.Task().ChildSessionID != ""
+	}
+	d.noteUnnamed(tx, f.SessionID, f.ToolCallID, cf.thread == "" && !named)
 	if cf.thread != "" {
 		d.remember(tx, f.SessionID, cf.thread, f.ToolCallID)
 		cf.status = r.String(r.Map(r.Map(in, "agentsStates"), cf.thread), "status")
@@ -170,6 +179,7 @@ func (d *codexDialect) prepareActivity(tx *Tx, f *ToolFrame, in map[string]any) 
 // its message is the result, its status word ends the card.
 func (d *codexDialect) applyWait(tx *Tx, sessionID string, in map[string]any, r *FieldReader) {
 	states := r.Map(in, "agentsStates")
+	d.nameTheOnlyUnnamed(tx, sessionID, in, states, r)
 	for _, thread := range sortedKeys(states) {
 		st := r.Map(states, thread)
 		card := d.waitCard(tx, sessionID, thread)
@@ -205,12 +215,74 @@ func (d *codexDialect) waitCard(tx *Tx, sessionID, thread string) *Card {
 	return nil
 }
 
-func (d *codexDialect) remember(tx *Tx, sessionID, thread, card string) {
+// threads returns the session's thread map, creating it.
+func (d *codexDialect) threads(sessionID string) *codexThreads {
 	s := d.sessions[sessionID]
 	if s == nil {
 		s = &codexThreads{card: map[string]string{}}
 		d.sessions[sessionID] = s
 	}
+	return s
+}
+
+// noteUnnamed records (unnamed true) or forgets a spawn card whose thread
+// is not known.
+func (d *codexDialect) noteUnnamed(tx *Tx, sessionID, card string, unnamed bool) {
+	s := d.threads(sessionID)
+	i := slices.Index(s.unnamed, card)
+	switch {
+	case unnamed && i < 0:
+		s.unnamed = append(s.unnamed, card)
+		if len(s.unnamed) > MaxCodexThreads {
+			s.unnamed = slices.Delete(s.unnamed, 0, 1)
+			tx.Count(CounterCodexThreadsEvicted, 1)
+		}
+	case !unnamed && i >= 0:
+		s.unnamed = slices.Delete(s.unnamed, i, i+1)
+	}
+}
+
+// nameTheOnlyUnnamed pairs a wait's one thread no card holds with the
+// session's one spawn card whose thread is unknown (codex-acp 2.6.0 to an
+// AIR client sends no spawnAgent completion). With more of either the
+// pairing would be a guess, and none is made.
+func (d *codexDialect) nameTheOnlyUnnamed(tx *Tx, sessionID string, in, states map[string]any, r *FieldReader) {
+	s := d.sessions[sessionID]
+	if s == nil || len(s.unnamed) != 1 {
+		return
+	}
+	var unknown []string
+	for _, th := range append(stringsOf(r.Slice(in, "receiverThreadIds")), sortedKeys(states)...) {
+		if th != "" && !slices.Contains(unknown, th) && d.waitCard(tx, sessionID, th) == nil {
+			unknown = append(unknown, th)
+		}
+	}
+	if len(unknown) != 1 {
+		return
+	}
+	card, ok := tx.Card(sessionID, s.unnamed[0])
+	if !ok || card.Task() == nil {
+		return
+	}
+	s.unnamed = nil
+	d.remember(tx, sessionID, unknown[0], card.ToolCallID())
+	FillString(&card.Task().AgentID, unknown[0])
+	FillString(&card.Task().ChildSessionID, unknown[0])
+}
+
+// stringsOf is the strings of an array, in order.
+func stringsOf(vs []any) []string {
+	var out []string
+	for _, v := range vs {
+		if s, ok := v.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (d *codexDialect) remember(tx *Tx, sessionID, thread, card string) {
+	s := d.threads(sessionID)
 	if _, ok := s.card[thread]; ok {
 		return
 	}

@@ -23,7 +23,7 @@ const (
 )
 
 // Dialect is one agent's way of reporting subagents. The Tracker runs the
-// pipeline common to all agents (recognition rules R1–R4, rawInput and
+// pipeline common to all agents (recognition rules R1–R5, rawInput and
 // rawOutput reads, nesting, merge classes, monotonic status, the completed
 // set) and calls the dialect at fixed points. Every method is called with
 // the Tracker's lock held, so a dialect needs no locking of its own for

@@ -17,8 +17,9 @@
 //
 // The common pipeline, for every dialect:
 //
-//   - recognition rules R1–R4 (Claude toolName Agent/Task, a "task" title,
-//     rawInput._toolName "task", the Auggie "sub-agent-<type>:" title);
+//   - recognition rules R1–R5 (Claude toolName Agent/Task, a "task" title,
+//     rawInput._toolName "task", the Auggie "sub-agent-<type>:" title, the
+//     AIR marker _meta.jetbrains.air.subagent);
 //   - merge classes: fill-if-empty for description, prompt, subagent_type
 //     and result text; overwrite-if-present for status, agent id, model,
 //     child session id and output file; overwrite-if-positive for metrics;

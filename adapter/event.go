@@ -148,6 +148,9 @@ type ChildSession struct {
 	// cancelGranted is the last capabilities' cancel grant, before the
 	// idle rule of CanCancel.
 	cancelGranted bool
+	// air marks a child of the AIR form (subagent_spawned), whose states
+	// are AIR's words.
+	air bool
 	// Cwd is the child's working directory ("" = inherits the parent's).
 	Cwd string `json:"cwd,omitempty"`
 	// AdditionalDirectories is the last reported list (nil = never set or
@@ -155,6 +158,15 @@ type ChildSession struct {
 	AdditionalDirectories []string `json:"additional_directories,omitempty"`
 	// Usage is the idle state's usage object, verbatim.
 	Usage json.RawMessage `json:"usage,omitempty"`
+}
+
+// answered reports a child that finished with an answer: idle after
+// end_turn (the ACP form), or completed (AIR).
+func (c *ChildSession) answered() bool {
+	if c.air {
+		return c.State == "completed"
+	}
+	return c.State == "idle" && c.StopReason == "end_turn"
 }
 
 // refreshCancel derives CanCancel from the grant and the state.

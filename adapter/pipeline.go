@@ -216,9 +216,10 @@ var commonRules = []func(c *Card, f *ToolFrame) bool{
 	recognizeTaskTitle,      // R2, generic.go
 	recognizeTaskToolName,   // R3, generic.go
 	recognizeAuggieTitle,    // R4, auggie.go
+	recognizeAIRMarker,      // R5, air.go
 }
 
-// recognizeCommon applies the common rules R1–R4.
+// recognizeCommon applies the common rules R1–R5.
 func recognizeCommon(c *Card, f *ToolFrame) bool {
 	for _, rule := range commonRules {
 		if rule(c, f) {
@@ -249,6 +250,7 @@ func mergeCommon(c *Card, f *ToolFrame) {
 		FillString(&task.SubagentType, r.String(in, "subagent_type"))
 	}
 	mergeAuggieTitle(c)
+	mergeAIRContent(c, f)
 	out := f.RawOutputMap()
 	if out == nil {
 		return
@@ -267,20 +269,8 @@ func (t *Tracker) unhandledUpdate(tx *Tx, n *acp.SessionNotification) {
 	case isSubagentSessionUpdate(&n.Update):
 		t.counters[CounterSubagentFramesOff]++
 	default:
-		if kind, _, ok := n.Update.Unknown(); ok {
-			if airKinds[kind] {
-				// The AIR draft form is never supported: dropped
-				// like the subagent-session kinds without opt-in.
-				t.counters[CounterSubagentFramesOff]++
-			} else {
-				t.counters[CounterUnknownUpdates]++
-			}
+		if _, _, ok := n.Update.Unknown(); ok {
+			t.counters[CounterUnknownUpdates]++
 		}
 	}
-}
-
-// airKinds are the session-update kinds of the AIR subagent draft.
-var airKinds = map[string]bool{
-	"subagent_spawned": true, "subagent_state_update": true,
-	"async_task_spawned": true, "async_task_progress": true, "async_task_state_update": true,
 }

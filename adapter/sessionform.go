@@ -165,6 +165,9 @@ type childRegistry struct {
 	answers  map[string]*answer // child session id → its latest agent message
 	answered int                // bytes of text held by all answers
 	serial   uint64             // the last answer's serial
+	// cardOf maps a later AIR generation's session id to the card of its
+	// task (the first generation's id); absent = the session's own card.
+	cardOf map[string]string
 }
 
 // answer is the latest agent message a child sent in its own session: its
@@ -202,6 +205,7 @@ func (r *childRegistry) clear(sessionID string) {
 	}
 	for id := range drop {
 		delete(r.children, id)
+		delete(r.cardOf, id)
 		r.forgetAnswer(id)
 	}
 	for k, v := range r.messages {
@@ -215,6 +219,28 @@ func (r *childRegistry) clear(sessionID string) {
 			delete(r.links, k)
 		}
 	}
+}
+
+// cleared forgets what the form holds for sessionID and its children
+// (every session for ""). A forgotten child whose parent stays tracked
+// (a child session the session bound evicted) loses its card in the
+// parent too, as a child the children bound evicts does: a card the form
+// no longer feeds would be held unbounded.
+func (d *sessionForm) cleared(tx *Tx, sessionID string) {
+	if sessionID != "" {
+		if parent, ok := d.sessions.children[sessionID]; ok {
+			if _, held := tx.t.sessions[parent]; held {
+				key := sessionID
+				if k, ok := d.sessions.cardOf[sessionID]; ok {
+					key = k
+				}
+				if c, ok := tx.Card(parent, key); ok && c.Child() != nil && c.Child().SessionID == sessionID {
+					tx.DropCard(parent, key)
+				}
+			}
+		}
+	}
+	d.sessions.clear(sessionID)
 }
 
 // forgetAnswer drops the answer held for child.
@@ -237,6 +263,10 @@ func (r *childRegistry) known(id string) bool {
 // counted, changing nothing (the parent's title and transcript included).
 func (d *sessionForm) handleSessionForm(tx *Tx, n *acp.SessionNotification) bool {
 	u := &n.Update
+	if kind, raw, ok := airUnknown(u); ok {
+		d.handleAIR(tx, string(n.SessionId), kind, raw)
+		return true
+	}
 	if u.SubagentUpdate == nil && u.SessionMessage == nil && u.SessionMessageChunk == nil {
 		switch {
 		case u.ConfigOptionUpdate != nil:
@@ -354,6 +384,7 @@ func (d *sessionForm) announce(tx *Tx, childID, parent string) {
 		d.sessions.order = d.sessions.order[1:]
 		if parent, ok := d.sessions.children[old]; ok {
 			delete(d.sessions.children, old)
+			delete(d.sessions.cardOf, old)
 			d.sessions.forgetAnswer(old)
 			tx.DropCard(parent, old)
 			tx.Count(CounterChildrenEvicted, 1)
@@ -635,8 +666,8 @@ func (d *sessionForm) mapMessage(tx *Tx, v *MessageView) {
 		return
 	}
 	// Prompt: an incoming message in a child's own transcript.
-	if parent, ok := d.sessions.children[v.SessionID]; ok {
-		if card, ok := tx.Card(parent, v.SessionID); ok && card.IsSubagent() {
+	if _, ok := d.sessions.children[v.SessionID]; ok {
+		if card, ok := d.card(tx, v.SessionID); ok && card.IsSubagent() {
 			follow(tx, card, valuePromptMessage, v, &card.Task().Prompt, &card.Task().PromptBytes)
 		}
 	}
@@ -644,7 +675,7 @@ func (d *sessionForm) mapMessage(tx *Tx, v *MessageView) {
 	// unless it is the receipt of a background launch, which only says the
 	// child runs detached.
 	if parent, ok := d.sessions.children[v.SenderSessionID]; ok && parent == v.SessionID {
-		if card, ok := tx.Card(parent, v.SenderSessionID); ok && card.IsSubagent() {
+		if card, ok := d.card(tx, v.SenderSessionID); ok && card.IsSubagent() {
 			if d.isReceipt(v.Text) {
 				if SetSticky(&card.Task().IsAsync, true) {
 					tx.Emit(EventToolUpdate, card)
@@ -665,11 +696,11 @@ func (d *sessionForm) mapMessage(tx *Tx, v *MessageView) {
 // and counted. A chunk a load replays for a finished child already held is
 // history already seen: ignored and counted.
 func (d *sessionForm) childAnswer(tx *Tx, sessionID string, c *acp.SessionUpdateAgentMessageChunk) bool {
-	parent, ok := d.sessions.children[sessionID]
+	_, ok := d.sessions.children[sessionID]
 	if !ok || c.Content.Text == nil {
 		return ok
 	}
-	card, held := tx.Card(parent, sessionID)
+	card, held := d.card(tx, sessionID)
 	if held && card.Terminal() && tx.Loading(sessionID) {
 		tx.Count(CounterReplayedChunksIgnored, 1)
 		return true
@@ -711,7 +742,7 @@ func (d *sessionForm) childAnswer(tx *Tx, sessionID string, c *acp.SessionUpdate
 func (d *sessionForm) applyAnswer(tx *Tx, card *Card, task *SubagentTask) bool {
 	view := card.Child()
 	a := d.sessions.answers[view.SessionID]
-	if a == nil || view.State != "idle" || view.StopReason != "end_turn" || d.isReceipt(a.text) {
+	if a == nil || !view.answered() || d.isReceipt(a.text) {
 		return false
 	}
 	owner, _ := card.Value(valueResultAnswer).(uint64)
@@ -750,11 +781,10 @@ func follow(tx *Tx, card *Card, key string, v *MessageView, field *string, full 
 
 // childModel maps a known child's model select option onto its payload.
 func (d *sessionForm) childModel(tx *Tx, sessionID string, cu *acp.SessionConfigOptionUpdate) bool {
-	parent, ok := d.sessions.children[sessionID]
-	if !ok {
+	if _, ok := d.sessions.children[sessionID]; !ok {
 		return false
 	}
-	card, ok := tx.Card(parent, sessionID)
+	card, ok := d.card(tx, sessionID)
 	if !ok || !card.IsSubagent() {
 		return true
 	}
@@ -784,11 +814,7 @@ func (t *Tracker) CanCancelChild(childSessionID string) bool {
 		if d == nil {
 			return
 		}
-		parent, ok := d.sessions.children[childSessionID]
-		if !ok {
-			return
-		}
-		if card, ok := tx.Card(parent, childSessionID); ok && card.Child() != nil {
+		if card, ok := d.card(tx, childSessionID); ok && card.Child() != nil && card.Child().SessionID == childSessionID {
 			can = card.Child().CanCancel
 		}
 	})
@@ -835,8 +861,8 @@ func (d *sessionForm) silence(tx *Tx, in func(parent string) bool) {
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		card, ok := tx.Card(d.sessions.children[id], id)
-		if !ok || card.Child() == nil {
+		card, ok := d.card(tx, id)
+		if !ok || card.Child() == nil || card.Child().SessionID != id {
 			continue
 		}
 		if v := card.Child(); v.Live || v.CanCancel || v.cancelGranted {
@@ -871,6 +897,21 @@ func errorCode(c acp.ErrorCode) int {
 // sees the same. Other sessions' cards are untouched. It reports how many
 // cards changed.
 func (t *Tracker) EndOpen(sessionID string, status ToolStatus) int {
+	return t.endOpen(sessionID, status, false)
+}
+
+// CancelTurn ends the open cards of sessionID's family as cancelled after
+// a turn of it was cancelled while the connection goes on: EndOpen, except
+// that a live child of a client that declared AIR's backgroundSubagents
+// (ConnectionInfo.BackgroundChildren) outlives the turns, its own or a
+// later one, and ends only by its own state update, or with the
+// connection (EndOpen). It reports how many cards changed.
+func (t *Tracker) CancelTurn(sessionID string) int {
+	return t.endOpen(sessionID, ToolStatusCancelled, t.Connection().BackgroundChildren())
+}
+
+// endOpen is EndOpen, sparing live children when spareLive is set.
+func (t *Tracker) endOpen(sessionID string, status ToolStatus, spareLive bool) int {
 	if sessionID == "" || (!status.Terminal() && status != ToolStatusUnknown) {
 		return 0
 	}
@@ -888,6 +929,8 @@ func (t *Tracker) EndOpen(sessionID string, status ToolStatus) int {
 		for _, c := range cards {
 			live := c.child != nil && c.child.Live
 			switch {
+			case spareLive && live:
+				continue
 			case c.status == ToolStatusUnknown:
 				continue
 			case c.status.Terminal() && !live:
@@ -903,6 +946,25 @@ func (t *Tracker) EndOpen(sessionID string, status ToolStatus) int {
 			}
 			tx.Emit(EventToolUpdate, c)
 			n++
+		}
+	})
+	return n
+}
+
+// LiveChildren counts the announced children of the connection that are
+// live now (running or requiring action): with AIR's backgroundSubagents
+// they may outlive the turn that launched them.
+func (t *Tracker) LiveChildren() int {
+	n := 0
+	t.Do(func(tx *Tx) {
+		d := t.form
+		if d == nil {
+			return
+		}
+		for id := range d.sessions.children {
+			if card, ok := d.card(tx, id); ok && card.Child() != nil && card.Child().SessionID == id && card.Child().Live {
+				n++
+			}
 		}
 	})
 	return n

@@ -94,7 +94,7 @@ func (t *Tracker) clearSession(tx *Tx, id string) {
 // state of sessionID ("" = every session) was dropped.
 func (t *Tracker) sessionCleared(tx *Tx, sessionID string) {
 	if t.form != nil {
-		t.form.sessions.clear(sessionID)
+		t.form.cleared(tx, sessionID)
 	}
 	if t.dialect != nil {
 		t.dialect.SessionCleared(tx, sessionID)

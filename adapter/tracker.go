@@ -86,6 +86,12 @@ type ConnectionInfo struct {
 	// clientCapabilities.subagents as an object, opting in to the
 	// subagent-session form.
 	SubagentsDeclared bool
+	// AIRDeclared reports that the client declared the JetBrains AIR
+	// extension (clientCapabilities._meta.jetbrains.air with an integer
+	// version of at least 1), opting in to the AIR subagent form (air.go).
+	AIRDeclared bool
+	// AIRCapabilities are the AIR capabilities it declared, verbatim.
+	AIRCapabilities []string
 }
 
 // Tracker follows the tool calls of one connection and turns them into
@@ -171,6 +177,7 @@ func (t *Tracker) Initialize(req *acp.InitializeRequest, resp *acp.InitializeRes
 	t.do(func(tx *Tx) {
 		if req != nil {
 			t.conn.SubagentsDeclared = declaresSubagents(req.ClientCapabilities)
+			t.conn.AIRDeclared, t.conn.AIRCapabilities = declaresAIR(req.ClientCapabilities.Meta)
 		}
 		if resp != nil && resp.AgentInfo != nil {
 			t.conn.AgentName = resp.AgentInfo.Name

@@ -11,8 +11,10 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -57,6 +59,10 @@ type outputFlags struct {
 	subagents  bool
 	otel       otelFlags
 	traces     *traces.Exporter // the export the otel flags opened; nil: none
+	// as names an editor's declaration (session.Profiles) and clientCaps
+	// is a JSON object, both merged over what acpscope declares.
+	as         string
+	clientCaps string
 }
 
 func (o *outputFlags) register(fs *flag.FlagSet) {
@@ -69,6 +75,8 @@ func (o *outputFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "limit for each turn (and for initialize with the session's opening); then the turn is cancelled (session/cancel, exit code 3)")
 	fs.DurationVar(&o.grace, "cancel-grace", 3*time.Second, "how long a cancelled turn (--timeout, a signal, a closed standard output) waits for the agent to answer session/cancel before the agent is killed")
 	fs.BoolVar(&o.subagents, "subagents", false, "declare clientCapabilities.subagents: agents that support ACP subagent sessions then report children as child sessions instead of legacy tool calls (replay: default from the capture's initialize)")
+	fs.StringVar(&o.as, "as", "", "declare an editor's client capabilities: "+strings.Join(profileNames(), ", ")+" (merged over what acpscope declares; replay: over what the capture declared)")
+	fs.StringVar(&o.clientCaps, "client-capabilities", "", "a JSON object merged over the declared clientCapabilities (after --as): objects member by member, other values replace, null removes")
 	fs.BoolVar(&o.verbose, "verbose", false, "log the connection's informational messages to standard error (default: warnings only)")
 	o.otel.register(fs, fs.Name() == "acpscope run")
 }
@@ -117,7 +125,36 @@ func (o *outputFlags) validate() error {
 	if o.grace < 0 {
 		return fmt.Errorf("--cancel-grace must not be negative")
 	}
+	if _, err := o.declaration(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// profileNames are the --as profiles, sorted.
+func profileNames() []string {
+	return slices.Sorted(maps.Keys(session.Profiles))
+}
+
+// declaration is what --as and --client-capabilities add to the declared
+// clientCapabilities, merged in that order (nil when neither is given).
+func (o *outputFlags) declaration() (json.RawMessage, error) {
+	if o.as == "" && o.clientCaps == "" {
+		return nil, nil
+	}
+	var raw json.RawMessage
+	if o.as != "" {
+		p, ok := session.Profiles[o.as]
+		if !ok {
+			return nil, fmt.Errorf("--as %q is not a profile (%s)", o.as, strings.Join(profileNames(), ", "))
+		}
+		raw = p
+	}
+	merged, err := session.MergeCapabilities(raw, json.RawMessage(o.clientCaps))
+	if err != nil {
+		return nil, fmt.Errorf("--client-capabilities: %v", err)
+	}
+	return merged, nil
 }
 
 // sessionConfig is the client stack's configuration for these flags, with
@@ -128,13 +165,21 @@ func (o *outputFlags) sessionConfig(term *view.Terminal, store *storeSink, log *
 		Dialect: o.agent, Policy: o.permission, Term: term, Sink: sinks(term, store, o.traces), Traces: o.traces, NoTraceparent: o.otel.noTraceparent,
 		TurnStarted: store.BeginTurn, TurnEnded: func(_ int, _ acp.StopReason, err error) { store.flushTurn(*o, err) },
 		Timeout: o.timeout, Grace: o.grace, Log: log, Subagents: o.subagents, ClientVersion: version,
+		ClientCapabilities: o.mustDeclaration(),
 	}
 }
 
 // sinks is the one fan-out of a command's events: the terminal view,
-// then the store (which the web view reads).
+// then the store (which the web view reads), then the trace export (nil:
+// none).
 func sinks(term *view.Terminal, store *storeSink, export *traces.Exporter) sink.Fanout {
 	return sink.Fanout{term, store.Sink, export}
+}
+
+// mustDeclaration is declaration, already checked by validate.
+func (o *outputFlags) mustDeclaration() json.RawMessage {
+	d, _ := o.declaration()
+	return d
 }
 
 // terminal returns the live view for these flags: discarded under --json,
@@ -256,6 +301,7 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	}
 	cfg := o.sessionConfig(term, sink, log)
 	cfg.Requests, cfg.Cwd, cfg.Abort, cfg.ReopenWith = session.Turns(open, turns), dir, agent.Kill, reopen
+	cfg.AwaitChildren = true
 	stored := cfg.TurnEnded // the store's flush of the turn's cards
 	switch {
 	case interactive:
@@ -426,6 +472,18 @@ func cmdReplay(ctx context.Context, e env, args []string) error {
 				markTurnEnd(term, n, stop, err)
 			}
 		}
+		if recorded, ok := recordedCapabilities(src.c); ok {
+			// The capture's declaration, with the flags over it.
+			declared, err := replayDeclaration(recorded, subagentsSet, subagents, cfg.ClientCapabilities)
+			if err != nil {
+				return fmt.Errorf("%s: %w", src.name, err)
+			}
+			if cfg.ClientCapabilities != nil && !sameJSON(declared, recorded) {
+				fmt.Fprintf(e.stderr, "acpscope: warning: %s was recorded declaring clientCapabilities %s; replaying %s (--as, --client-capabilities), so the agent's answers may not match\n",
+					src.name, safetext.Text(string(recorded)), safetext.Text(string(declared)))
+			}
+			cfg.ClientCapabilities, cfg.ExactCapabilities = declared, true
+		}
 		res, err := session.Replay(ctx, src.c, cfg)
 		flushLog()
 		err = finishTurn(e, o, term, res, err)
@@ -490,6 +548,53 @@ func recordedSubagents(c *capture.Capture) (declared, ok bool) {
 		return has && string(v) != "null", true
 	}
 	return false, false
+}
+
+// recordedCapabilities is the clientCapabilities object of the capture's
+// first readable initialize request; ok is false without one.
+func recordedCapabilities(c *capture.Capture) (json.RawMessage, bool) {
+	for params := range clientParams(c, "initialize") {
+		var p struct {
+			ClientCapabilities json.RawMessage `json:"clientCapabilities"`
+		}
+		if json.Unmarshal(params, &p) != nil {
+			continue
+		}
+		if len(p.ClientCapabilities) == 0 || string(p.ClientCapabilities) == "null" {
+			return json.RawMessage(`{}`), true
+		}
+		if _, err := session.MergeCapabilities(p.ClientCapabilities, nil); err != nil {
+			continue
+		}
+		return p.ClientCapabilities, true
+	}
+	return nil, false
+}
+
+// replayDeclaration is the recorded declaration with --subagents (when
+// given) and the --as / --client-capabilities object over it.
+func replayDeclaration(recorded json.RawMessage, subagentsSet, subagents bool, over json.RawMessage) (json.RawMessage, error) {
+	out := recorded
+	var err error
+	if subagentsSet {
+		patch := `{"subagents":null}`
+		if subagents {
+			patch = `{"subagents":{}}`
+		}
+		if out, err = session.MergeCapabilities(out, json.RawMessage(patch)); err != nil {
+			return nil, err
+		}
+	}
+	return session.MergeCapabilities(out, over)
+}
+
+// sameJSON reports whether two JSON values are equal as values.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // declaring words a declaration for the replay warning.

@@ -738,3 +738,14 @@ func TestTapMarksTurnsAsRunDoes(t *testing.T) {
 		t.Fatalf("turns stored by run %q, by the tap %q; want both %q", want, got, "toolu_T1+toolu_T2 | toolu_T3")
 	}
 }
+
+// An AIR-declaring client (run --as jetbrains-air) through the tap, to an
+// agent whose child outlives its turn: identical bytes, and the tap shows,
+// records and stores the cards run does, the child settled after the
+// answer.
+func TestTapAIRChildPastItsTurnMatchesRun(t *testing.T) {
+	log := runUnderTap(t, exitOK, []string{"--as", "jetbrains-air"}, fakeAgent, "-mode", "air")
+	if !strings.Contains(log, "Background review [complete]") {
+		t.Errorf("the tap's log does not show the child settled:\n%s", log)
+	}
+}

@@ -491,3 +491,38 @@ func TestTimedOutSpanEndsEveryQueuedTurn(t *testing.T) {
 		t.Fatalf("exit %d, want %d naming both turns: %s", code, exitCancelled, errOut)
 	}
 }
+
+// run --as jetbrains-air declares AIR with backgroundSubagents; a child
+// that outlives its turn is waited for before the agent's input is closed,
+// so its permission request after the answer is answered and the child
+// settles: one card, complete, with its result, and its text never the
+// parent's.
+func TestRunWaitsForAIRChildrenPastTheirTurn(t *testing.T) {
+	code, out, errOut := acpscope(t, "", "run", "--json", "--no-db", "--as", "jetbrains-air", "--prompt", "go", "--", fakeAgent, "-mode", "air")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	cards := parseCards(t, out)
+	if len(cards) != 1 || *cards[0].ToolCallID != "air-child-1" || *cards[0].ToolStatus != "complete" ||
+		!strings.Contains(string(cards[0].Normalized), `"result_text":"no bugs found"`) {
+		t.Fatalf("cards: %s\nstderr: %s", out, errOut)
+	}
+	code, out, errOut = acpscope(t, "", "run", "--plain", "--no-db", "--as", "jetbrains-air", "--prompt", "go", "--", fakeAgent, "-mode", "air")
+	if code != exitOK || strings.Contains(out, "agent: no bugs found") || !strings.Contains(out, "↳ Task — Background review: no bugs found") {
+		t.Fatalf("exit %d:\n%s\n%s", code, out, errOut)
+	}
+}
+
+// --as and --client-capabilities are checked before the agent starts.
+func TestRunClientCapabilitiesFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--as", "emacs"},
+		{"--client-capabilities", "[1]"},
+		{"--client-capabilities", "{"},
+	} {
+		all := append(append([]string{"run", "--no-db", "--prompt", "x"}, args...), "--", fakeAgent)
+		if code, _, errOut := acpscope(t, "", all...); code != exitUsage {
+			t.Errorf("%v: exit %d (%s), want 2", args, code, errOut)
+		}
+	}
+}

@@ -53,7 +53,58 @@ func init() {
 		claudeReload(bg, nil),
 		claudeReload(bg, sessions),
 		claudeResumeNewProcess(),
+		// As a JetBrains AIR client (acpscope run --as): native subagent
+		// sessions with backgroundSubagents, and without native sessions.
+		claudeAIR(claudeScenario("air-one", fg, air, "", childA)),
+		claudeAIR(claudeScenario("air-parallel", fg, air, "", childA, childB)),
+		claudeAIR(claudeScenario("air-background", bg, air, "", childA)),
+		claudeAIRNonNative(),
+		claudeAIRPastTurn(),
 	}))
+}
+
+// air is the AIR client's declaration (acpscope run --as jetbrains-air).
+var air = []string{"--as", "jetbrains-air"}
+
+// claudeAIR: AIR's subagent_spawned names a child and its task, not its
+// agent type, so the cards have none.
+func claudeAIR(sc Scenario) Scenario {
+	for i := range sc.Want {
+		sc.Want[i].Type = ""
+	}
+	return sc
+}
+
+// claudeAIRPastTurn: with backgroundSubagents the prompt is answered at
+// the parent's result while its background child still runs: the child's
+// model call is answered only after the parent's last one was (and a
+// moment later), so the child finishes after its turn's answer; its card
+// still ends complete with its answer (acpscope run waits for it).
+func claudeAIRPastTurn() Scenario {
+	sc := claudeAIR(claudeScenario("air-past-turn", ptr(true), air, "", childA))
+	inner := sc.Script
+	var once sync.Once
+	parentDone := make(chan struct{})
+	sc.Script = func(req *modelserver.Request) modelserver.Reply {
+		rep := inner(req)
+		switch {
+		case len(req.Tools) > 0 && strings.Contains(req.FirstUserText(), childA.Marker):
+			<-parentDone
+			time.Sleep(3 * time.Second) // the parent's answer goes out meanwhile
+		case rep.Text == Final:
+			once.Do(func() { close(parentDone) })
+		}
+		return rep
+	}
+	return sc
+}
+
+// claudeAIRNonNative: an AIR client without native subagent sessions gets
+// the legacy tool calls, marked _meta.jetbrains.air.subagent.
+func claudeAIRNonNative() Scenario {
+	sc := claudeScenario("air-nonnative", ptr(false), []string{"--as", "jetbrains-air-nonnative"}, "", childA)
+	sc.Want[0].AgentID = false
+	return sc
 }
 
 // claudeChildAPIError: the child's model call is answered HTTP 400 (a 500

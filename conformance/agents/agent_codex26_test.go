@@ -3,6 +3,7 @@ package agents
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,6 +35,17 @@ func init() {
 				codex26Reload(multi, name+"-reload", form.flags),
 			)
 		}
+		// As a JetBrains AIR client (acpscope run --as): native subagent
+		// sessions with backgroundSubagents (v2: AIR's subagent_spawned; v1:
+		// tool calls), and without native sessions,
+		// where codex-acp sends the tool calls of a client without
+		// clientCapabilities.subagents.
+		one, parallel := codex26Scenario(multi, multi.name+"-air-one", air, childA), codex26Scenario(multi, multi.name+"-air-parallel", air, childA, childB)
+		if !multi.v2 {
+			parallel.Gap = codexV1AIRGap
+		}
+		scenarios = append(scenarios, one, parallel,
+			codex26Scenario(multi, multi.name+"-air-nonnative", []string{"--as", "jetbrains-air-nonnative"}, childA))
 	}
 	register(Agent{
 		Name: "codex-acp-2.6.0",
@@ -167,7 +179,8 @@ func codex26Script(multi codexMulti, maxWaits, timeoutMs int, children ...Child)
 func codex26Scenario(multi codexMulti, name string, flags []string, children ...Child) Scenario {
 	sc := Scenario{Name: name, Prompt: UserPrompt, Flags: flags, Setup: codex26Config(multi),
 		Script: codex26Script(multi, 2*len(children)+2, codexWaitMs(multi), children...)}
-	sessions := len(flags) > 0
+	// Child sessions: --subagents, or AIR's native subagent sessions.
+	sessions := slices.Contains(flags, "--subagents") || slices.Contains(flags, "jetbrains-air")
 	for _, c := range children {
 		w := WantCard{Status: "complete", AgentID: true}
 		if !multi.v2 || sessions {
@@ -180,6 +193,14 @@ func codex26Scenario(multi codexMulti, name string, flags []string, children ...
 	}
 	return sc
 }
+
+// codexV1AIRGap: to an AIR client codex-acp 2.6.0 sends multi_agent v1
+// children as tool calls but never the spawnAgent completion that names
+// the child thread. With one child the wait's one unknown thread is
+// certainly its; with several, which thread is which card would be a
+// guess, so the wait results have no card to go to: the cards keep their
+// prompts and stay in progress.
+const codexV1AIRGap = "codex-acp 2.6.0 v1 to an AIR client: no spawnAgent completion names the child threads"
 
 // codex26Cancel interrupts the turn while the spawned child's model call is
 // held open: its card ends cancelled.

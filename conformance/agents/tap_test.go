@@ -23,6 +23,9 @@ var tapCases = []struct{ agent, scenario string }{
 	{"codex-acp-2.6.0", "v1-parallel"},
 	{"codex-acp-2.6.0", "v2-sessions-parallel"},
 	{"qwen-0.24.4", "one"},
+	// An AIR-declaring editor stand-in (acpscope run --as jetbrains-air).
+	{"claude-0.101.0", "air-past-turn"},
+	{"codex-acp-2.6.0", "v2-air-parallel"},
 	{cursorFake.Name, "fanout"},
 }
 

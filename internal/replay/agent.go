@@ -140,7 +140,10 @@ func (a *Agent) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		}
 		if err := a.answer(m); err != nil {
 			if errors.Is(err, io.EOF) {
-				return nil // the client closed while the script waited on it
+				// The client closed while the script waited on it (a
+				// request the agent sent after the last answer): what the
+				// agent recorded after that still goes out.
+				return a.playTail()
 			}
 			return err
 		}

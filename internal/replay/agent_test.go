@@ -139,3 +139,24 @@ func TestReplayHoldsARecordedRequestWhileWaiting(t *testing.T) {
 	lc.expect(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"plan","entries":[]}}}`)
 	lc.expect(`{"jsonrpc":"2.0","id":2,"result":{"stopReason":"max_tokens"}}`)
 }
+
+// A request the agent recorded after its last answer (a background child's
+// permission, AIR backgroundSubagents) that the live client closes its
+// side on, unanswered: the notifications recorded after it still go out,
+// as a real agent's output goes on.
+func TestReplayPlaysTheTailWhenTheClientClosesOnARequest(t *testing.T) {
+	c, err := capture.Read(strings.NewReader(`{"from":"client","msg":{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"c1"}}}
+{"from":"client","msg":{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"cancelled"}}}}
+{"from":"agent","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"subagent_state_update","subagentSessionId":"c1","state":"completed"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := start(t, c)
+	lc.send(`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{}}`)
+	lc.expect(`{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}`)
+	lc.expect(`{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"c1"}}`)
+	lc.w.Close()
+	lc.expect(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"subagent_state_update","subagentSessionId":"c1","state":"completed"}}}`)
+}

@@ -13,6 +13,7 @@
 //	               burst (-per of them for each Claude-style subagent, see
 //	               burst.go), on session/prompt and on session/load, then
 //	               answers
+//	-mode air      an AIR child that outlives its turn (see air.go)
 //	-mode turns    one subagent per prompt, remembered in -state FILE and
 //	               replayed as history by session/load or session/resume
 //	               (-reopen load, resume, both or none: what the agent offers;
@@ -99,10 +100,12 @@ func main() {
 	}
 	a := &agent{mode: *mode, ready: *ready, start: *start, updates: *updates, per: *per, state: *state, reopen: *reopen, loadError: *loadError, sid: *sid, cancelled: make(chan struct{})}
 	in := io.Reader(os.Stdin)
+	out := io.Writer(os.Stdout)
 	if *hold > 0 {
 		a.queue, in = newWireQueue(in, *hold)
+		out = a.queue.output(out)
 	}
-	conn := acp.NewAgentSideConnection(a, os.Stdout, in)
+	conn := acp.NewAgentSideConnection(a, out, in)
 	a.conn = conn
 	<-conn.Done()
 	for *linger { // input closed: only a kill ends it
@@ -218,6 +221,8 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 		return a.tracedTurn(ctx, req)
 	case "foreign":
 		return foreign(ctx, a.conn, req.SessionId)
+	case "air":
+		return a.airPrompt(ctx, req.SessionId)
 	}
 	sid := req.SessionId
 	claude := func(tool string, extra map[string]any) map[string]any {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"strings"
@@ -23,6 +24,9 @@ type wireQueue struct {
 	changed *sync.Cond
 	arrived []string // prompt texts, in wire order
 	worked  int
+	// answering: the prompt being worked returned, its answer not yet
+	// written.
+	answering bool
 }
 
 // newWireQueue returns the queue of prompts read from in, and the reader
@@ -63,17 +67,42 @@ func promptText(blocks []struct{ Text string }) string {
 
 // take waits until the prompt text is the next to work (it arrived, every
 // prompt before it was worked, and hold prompts have arrived); the
-// returned func marks it worked.
+// returned func marks it answering: it counts as worked once its answer
+// is on the wire (output), so the next prompt's answer never overtakes
+// it (the SDK writes an answer after the handler returned).
 func (q *wireQueue) take(text string) (done func()) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for len(q.arrived) < q.hold || q.worked >= len(q.arrived) || q.arrived[q.worked] != text {
+	for len(q.arrived) < q.hold || q.worked >= len(q.arrived) || q.arrived[q.worked] != text || q.answering {
 		q.changed.Wait()
 	}
 	return func() {
 		q.mu.Lock()
-		q.worked++
-		q.changed.Broadcast()
+		q.answering = true
 		q.mu.Unlock()
 	}
 }
+
+// output wraps the agent's output: the prompt answer written while a
+// prompt is answering marks it worked. Prompts are worked one at a time,
+// so the next answer written is that prompt's.
+func (q *wireQueue) output(w io.Writer) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		n, err := w.Write(p)
+		if bytes.Contains(p, []byte(`"stopReason"`)) {
+			q.mu.Lock()
+			if q.answering {
+				q.answering = false
+				q.worked++
+				q.changed.Broadcast()
+			}
+			q.mu.Unlock()
+		}
+		return n, err
+	})
+}
+
+// writerFunc is an io.Writer from a func.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -120,6 +120,21 @@ type Config struct {
 	// Subagents declares clientCapabilities.subagents, opting in to the
 	// ACP subagent-session form.
 	Subagents bool
+	// ClientCapabilities, when set, is a JSON object merged over the
+	// clientCapabilities acpscope declares (fs.readTextFile, and
+	// subagents under Subagents): an editor's declaration (run --as,
+	// --client-capabilities). With ExactCapabilities it is the whole
+	// declaration (replay sends what the capture declared).
+	ClientCapabilities json.RawMessage
+	ExactCapabilities  bool
+	// AwaitChildren, when the client declared AIR's backgroundSubagents,
+	// keeps the session open after its last answer while a child still
+	// runs (bounded by Timeout), so its updates and requests after the
+	// answer are seen (run sets it; a replay plays what was recorded).
+	AwaitChildren bool
+	// changed, when set, is signalled after each event (without
+	// blocking).
+	changed chan struct{}
 	// ClientVersion is sent as clientInfo.version.
 	ClientVersion string
 	// ReopenWith is the method a MethodReopen request uses
@@ -215,6 +230,7 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 		}
 	}
 
+	cfg.changed = make(chan struct{}, 1)
 	tracker, conn, err := NewClientStack(cfg, toAgent, fromAgent)
 	if err != nil {
 		return res, err
@@ -287,6 +303,9 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 	}
 	if cfg.Subagents {
 		initReq.ClientCapabilities.Subagents = &acp.SubagentCapabilities{}
+	}
+	if initReq.ClientCapabilities, err = declaredCapabilities(cfg, initReq.ClientCapabilities); err != nil {
+		return res, err
 	}
 	// initialize and the session's opening share one --timeout.
 	openStop, cancelOpenStop := context.WithTimeout(ctx, cfg.Timeout)
@@ -404,7 +423,39 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 	if res.SessionID == "" && worst == nil && ctx.Err() == nil {
 		return res, fmt.Errorf("no session was opened")
 	}
+	if cfg.AwaitChildren && !aborted {
+		awaitChildren(ctx, cfg, tracker, conn)
+	}
 	return res, worst
+}
+
+// awaitChildren waits, after the last answer, while a child of a client
+// that declared AIR's backgroundSubagents still runs: until none does, the
+// agent's output ends, ctx ends or Timeout passes.
+func awaitChildren(ctx context.Context, cfg Config, tracker *adapter.Tracker, conn *acp.ClientSideConnection) {
+	if !tracker.Connection().BackgroundChildren() {
+		return
+	}
+	tracker.Flush()
+	n := tracker.LiveChildren()
+	if n == 0 {
+		return
+	}
+	cfg.Term.Note(fmt.Sprintf("── waiting for %d background subagent(s) ──", n))
+	limit := time.NewTimer(cfg.Timeout)
+	defer limit.Stop()
+	for tracker.LiveChildren() > 0 {
+		select {
+		case <-cfg.changed:
+		case <-conn.Done():
+			return
+		case <-ctx.Done():
+			return
+		case <-limit.C:
+			cfg.Term.Note("── background subagents still running at --timeout ──")
+			return
+		}
+	}
 }
 
 // Turns are a run's client requests: open (session/new, or the
@@ -425,9 +476,10 @@ func Turns(open Request, steps iter.Seq[Request]) iter.Seq[Request] {
 
 // cancelCards ends the cards a cancelled turn of sessionID left open,
 // in that session and its child sessions, as cancelled: the tracker's
-// events, handed to every sink the same way (adapter.Tracker.EndOpen).
+// events, handed to every sink the same way; a live background child
+// (AIR backgroundSubagents) goes on (adapter.Tracker.CancelTurn).
 func cancelCards(tracker *adapter.Tracker, sessionID string) {
-	tracker.EndOpen(sessionID, adapter.ToolStatusCancelled)
+	tracker.CancelTurn(sessionID)
 	tracker.Flush()
 }
 
@@ -640,6 +692,12 @@ func NewClientStack(cfg Config, toAgent io.Writer, fromAgent io.Reader) (*adapte
 		DialectName: cfg.Dialect,
 		OnEvent: func(ev adapter.Event) {
 			out.Record(sink.Event{Event: ev, Dialect: tracker.Dialect(), At: wireTime(cfg)})
+			if cfg.changed != nil {
+				select {
+				case cfg.changed <- struct{}{}:
+				default:
+				}
+			}
 		},
 	})
 	if err != nil {

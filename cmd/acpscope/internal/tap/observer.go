@@ -249,7 +249,7 @@ func (o *Observer) promptEnded(session string, m *capture.Message) {
 	}
 	delete(o.cancelled, session)
 	o.tracker.Flush() // cursor/task merges still on their way
-	o.tracker.EndOpen(session, adapter.ToolStatusCancelled)
+	o.tracker.CancelTurn(session)
 }
 
 // Finish ends the observation: call it after the last Observe, once the
