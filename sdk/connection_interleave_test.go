@@ -336,9 +336,9 @@ func runModel(t *testing.T, ops []byte) {
 	if len(ops) == 0 {
 		return
 	}
-	bound := 1 + int(ops[0]%4)
-	ordered := ops[0]&4 != 0
 	synctest.Test(t, func(t *testing.T) {
+		bound := 1 + int(ops[0]%4)
+		ordered := ops[0]&4 != 0
 		toAgentR, toAgentW := io.Pipe()
 		toClientR, toClientW := io.Pipe()
 		stall := &stallReader{r: toAgentR}
