@@ -350,6 +350,10 @@ func runModel(t *testing.T, ops []byte) {
 		var scriptSent atomic.Int64
 		var noteCalls, noteActive atomic.Int64
 		var kept sync.WaitGroup
+		// flushed is closed by the handler of the last notification
+		// ("flush"): notifications are handled in order, one at a time,
+		// so by then every kept.Add of a script handler has happened.
+		flushed := make(chan struct{})
 		// started counts the notification handlers started: once it
 		// passes a handler's own count, that handler has returned (they
 		// run one at a time), and so has its marker.
@@ -395,6 +399,9 @@ func runModel(t *testing.T, ops []byte) {
 				mine := started
 				startCond.Broadcast()
 				startMu.Unlock()
+				if n.Src == "flush" {
+					close(flushed)
+				}
 				nest := n.Seq % 2
 				called := func(f func()) {
 					noteActive.Add(1)
@@ -540,10 +547,16 @@ func runModel(t *testing.T, ops []byte) {
 		}
 		wg.Wait()
 		// One more notification lets the goroutines kept by the last
-		// handler go (see started).
+		// handler go (see started). SendNotification returns once the
+		// line is written, while script notifications may still be
+		// queued: wait until the flush is handled before kept.Wait, so
+		// no handler calls kept.Add while Wait runs with the counter at
+		// zero (a WaitGroup misuse the race detector reports, and a
+		// Wait that would miss goroutines kept later).
 		if err := agent.SendNotification(ctx, "note", modelNote{Src: "flush"}); err != nil {
 			t.Fatalf("notification: %v", err)
 		}
+		<-flushed
 		kept.Wait()
 		// A last round trip: its response follows every notification sent.
 		echo(ctx, 0, false, "last echo")
