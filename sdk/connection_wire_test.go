@@ -1086,19 +1086,21 @@ func TestLargeQueueBoundAllocatesNothingUpFront(t *testing.T) {
 	}
 }
 
-// TestWhyReentrantWithUnrelatedContext: a notification handler that calls
-// back with a context not derived from its own (context.Background() with a
-// timeout, a common pattern) used to wait for the barrier, i.e. for itself,
-// until that context ended (issue 22). It is recognised by its goroutine:
-// the call skips the barrier and returns with the answer.
-func TestWhyReentrantWithUnrelatedContext(t *testing.T) {
+// TestWhyReentrantWithTimeoutOfItsOwn: a notification handler that calls
+// back with a timeout of its own (a common pattern) used to wait for the
+// barrier, i.e. for itself, until that timeout (issue 22). The rule (issue
+// 34): a handler makes the calls it waits for with its ctx, here with the
+// timeout derived from it; the call skips the barrier and returns with the
+// answer. The same call with context.Background() and a timeout is the
+// caller's error (TestNotificationHandlerCallWithForeignContextIsHeldBehindItself).
+func TestWhyReentrantWithTimeoutOfItsOwn(t *testing.T) {
 	var conn *Connection
-	unrelated, cancel := context.WithTimeout(context.Background(), 3*hangGuard)
-	defer cancel()
 	result := make(chan string, 1)
-	p := newRawPeer(t, func(_ context.Context, method string, params json.RawMessage) (any, *RequestError) {
+	p := newRawPeer(t, func(ctx context.Context, method string, params json.RawMessage) (any, *RequestError) {
 		if method == "note" {
-			got, err := SendRequest[string](conn, unrelated, "fs/read_text_file", nil)
+			callCtx, cancel := context.WithTimeout(ctx, 3*hangGuard)
+			defer cancel()
+			got, err := SendRequest[string](conn, callCtx, "fs/read_text_file", nil)
 			if err != nil {
 				got = err.Error()
 			}

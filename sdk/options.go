@@ -151,9 +151,14 @@ func WithMaxInflightRequests(n int) ConnectionOption {
 // once, so a request may overtake notifications that precede it on the
 // wire.
 //
-// A notification handler must then not wait for an inbound request that
-// arrives after its notification (it would wait for itself); the request's
-// context ending releases the wait.
+// One exception keeps calls from notification handlers live: a request
+// that arrives while a notification handler awaits a call it made with its
+// ctx, or that waits when such a call starts, runs at once, since the peer
+// may need its answer before it answers that call (an agent asking for
+// permission while it handles the call). See Connection, "Calls from
+// handlers". Otherwise a notification handler must not wait for an inbound
+// request that arrives after its notification (it would wait for itself);
+// the request's context ending releases the wait.
 func WithOrderedRequests() ConnectionOption {
 	return func(o *connectionOptions) { o.orderedRequests = true }
 }

@@ -114,7 +114,9 @@ func (a *turnAgent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (
 
 // recordingClient is Client plus a count of session updates; when
 // callBack is set, its SessionUpdate calls back into the agent (set a
-// mode) with a context of its own, as consumers' handlers often do.
+// mode) with a timeout of its own, derived from the handler's ctx as the
+// SDK's rule for calls from handlers asks (a timeout on
+// context.Background() would make the call wait for the handler itself).
 type recordingClient struct {
 	Client
 	conn     *acp.ClientSideConnection
@@ -124,13 +126,13 @@ type recordingClient struct {
 	updates int
 }
 
-func (c *recordingClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
+func (c *recordingClient) SessionUpdate(ctx context.Context, n acp.SessionNotification) error {
 	c.mu.Lock()
 	c.updates++
 	first := c.updates == 1
 	c.mu.Unlock()
 	if c.callBack && first {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		if _, err := c.conn.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: n.SessionId, ModeId: "code"}); err != nil {
 			return err
@@ -257,9 +259,9 @@ func TestManyConnectionsPerBubble(t *testing.T) {
 }
 
 // TestHandlerCallBackWithOwnContext: a SessionUpdate handler that calls the
-// agent with context.Background() plus a timeout, during a burst beyond the
-// queue bound, gets its answer without waiting for that timeout (in the
-// bubble a wait would show as fake time passing).
+// agent with a timeout of its own (derived from the handler's ctx), during a
+// burst beyond the queue bound, gets its answer without waiting for that
+// timeout (in the bubble a wait would show as fake time passing).
 func TestHandlerCallBackWithOwnContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		client, agent := &recordingClient{callBack: true}, newTurnAgent(200, 0)
