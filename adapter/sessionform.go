@@ -419,6 +419,13 @@ func stillHeld[K comparable, V any](order []K, m map[K]V) []K {
 // running (live again), a new answer starts, while the card's tool status,
 // which never moves backwards, stays terminal.
 func (d *sessionForm) applyState(tx *Tx, card *Card, view *ChildSession, task *SubagentTask, st acp.StateUpdate) bool {
+	// An idle that claims no outcome (no stop reason, error or usage) for
+	// a child that was idle already says nothing new of the child's work:
+	// the view takes the snapshot, but the agent's status word the card
+	// holds (a dialect's "completed") stays. codex-acp 2.6.0 sends one
+	// right after a session/load, and whether a live client handles it
+	// just before or just after the load's end must not change the card.
+	repeated := repeatedIdle(view, st)
 	wasLive := view.Live
 	view.StopReason, view.StateRaw, view.Usage = "", nil, nil
 	view.ErrorCode, view.ErrorMessage = 0, ""
@@ -470,8 +477,17 @@ func (d *sessionForm) applyState(tx *Tx, card *Card, view *ChildSession, task *S
 		// A new run of the child: its next message is a new answer.
 		d.sessions.forgetAnswer(view.SessionID)
 	}
-	task.Status = view.State
+	if !repeated {
+		task.Status = view.State
+	}
 	return true
+}
+
+// repeatedIdle reports an idle state without a stop reason, error or
+// usage for a child that is idle already.
+func repeatedIdle(view *ChildSession, st acp.StateUpdate) bool {
+	i := st.Idle
+	return i != nil && i.StopReason == nil && i.Error == nil && i.Usage == nil && view.State == "idle" && !view.Live
 }
 
 // sessionMessage upserts a message view in the transcript named by the
