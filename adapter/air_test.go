@@ -445,9 +445,21 @@ func TestCodexV1AIRWaitNamesTheOnlyUnnamedSpawn(t *testing.T) {
 	spawn(tr, "alpha", "alpha")
 	spawn(tr, "bravo", "bravo")
 	wait(tr, 1, `"th-a":{"status":"completed","message":"ANSWER-ALPHA"}`, "th-a", "th-b")
+	// The recorded second wait names both threads finished, in the
+	// model's order: still two cards and two threads, no certainty.
+	wait(tr, 2, `"th-b":{"status":"completed","message":"ANSWER-BRAVO"},"th-a":{"status":"completed","message":"ANSWER-ALPHA"}`, "th-b", "th-a")
 	for _, id := range []string{"call_spawn_alpha", "call_spawn_bravo"} {
-		if e := lastCard2(t, c, id); e.Payload.SubagentTask.ResultText != "" {
+		if e := lastCard2(t, c, id); e.Payload.SubagentTask.ResultText != "" || e.Payload.SubagentTask.AgentID != "" {
 			t.Errorf("%s: an uncertain pairing was made: %+v", id, e.Payload.SubagentTask)
+		}
+	}
+	// The connection ends: nothing will pair them any more, and the
+	// agent never reported an outcome.
+	tr.EndConnection(nil)
+	tr.Flush()
+	for _, id := range []string{"call_spawn_alpha", "call_spawn_bravo"} {
+		if e := lastCard2(t, c, id); e.Status != adapter.ToolStatusUnknown {
+			t.Errorf("%s at the connection's end: %q, want unknown", id, e.Status)
 		}
 	}
 }

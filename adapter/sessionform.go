@@ -916,6 +916,28 @@ func (t *Tracker) EndOpen(sessionID string, status ToolStatus) int {
 	return t.endOpen(sessionID, status, false)
 }
 
+// EndConnection ends, once the connection is over, what it left open in
+// every session the client opened (OpenedSessions) and their child
+// sessions, since nothing more will come for them (EndOpen): a session
+// for which cancelled reports true (a prompt still open that the
+// consumer cut short) ends cancelled; every other one unknown, since the
+// agent is gone and never reported an outcome (a child that outlived its
+// turn, a card left open after the last answer, a prompt whose agent
+// ended the connection by itself). cancelled may be nil (none). Nothing is
+// ever made complete. It reports how many cards changed; the caller
+// flushes.
+func (t *Tracker) EndConnection(cancelled func(sessionID string) bool) int {
+	n := 0
+	for _, session := range t.OpenedSessions() {
+		status := ToolStatusUnknown
+		if cancelled != nil && cancelled(session) {
+			status = ToolStatusCancelled
+		}
+		n += t.EndOpen(session, status)
+	}
+	return n
+}
+
 // CancelTurn ends the open cards of sessionID's family as cancelled after
 // a turn of it was cancelled while the connection goes on: EndOpen, except
 // that a live child of a client that declared AIR's backgroundSubagents

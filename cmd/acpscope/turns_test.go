@@ -526,3 +526,24 @@ func TestRunClientCapabilitiesFlags(t *testing.T) {
 		}
 	}
 }
+
+// A child still open when run ends (AIR backgroundSubagents: run waited
+// for it until --timeout, then closed the agent's input and the agent
+// exited) is stored unknown, as the tap stores it at its end: the agent is
+// gone and never reported an outcome, so the session is not open for ever
+// (before, the card stayed in_progress and `sessions` showed it open).
+func TestRunEndsWhatTheConnectionLeftOpen(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "run.db")
+	code, _, errOut := acpscope(t, "", "run", "--json", "--db", db, "--as", "jetbrains-air", "--timeout", "1s", "--prompt", "go", "--", fakeAgent, "-mode", "air-open")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	status, cards := sessionStatus(t, db)
+	if cards["air-child-1"] != "unknown" || status != persistence.SessionUnknown {
+		t.Errorf("session %s, cards %v; want the child unknown and the session unknown", status, cards)
+	}
+	code, out, errOut := acpscope(t, "", "sessions", "--db", db, "--json")
+	if code != exitOK || !strings.Contains(out, `"status":"unknown"`) {
+		t.Errorf("sessions: exit %d %s %s", code, out, errOut)
+	}
+}

@@ -198,8 +198,9 @@ func codex26Scenario(multi codexMulti, name string, flags []string, children ...
 // children as tool calls but never the spawnAgent completion that names
 // the child thread. With one child the wait's one unknown thread is
 // certainly its; with several, which thread is which card would be a
-// guess, so the wait results have no card to go to: the cards keep their
-// prompts and stay in progress.
+// guess (nothing on the wire pairs them: docs/subagents.md#air-legacy),
+// so the wait results have no card to go to: the cards keep their prompts
+// without answers and end unknown with the connection.
 const codexV1AIRGap = "codex-acp 2.6.0 v1 to an AIR client: no spawnAgent completion names the child threads"
 
 // codex26Cancel interrupts the turn while the spawned child's model call is

@@ -27,7 +27,9 @@ func airUpdate(js string) acp.SessionUpdate {
 // the answer the child asks a permission, and once answered it sends its
 // answer and settles (subagent_state_update completed). A client that
 // closes the agent's input at the answer never sees the child finish.
-func (a *agent) airPrompt(ctx context.Context, sid acp.SessionId) (acp.PromptResponse, error) {
+// With settle false (-mode air-open) the child never ends: it is still
+// open when the client ends the connection.
+func (a *agent) airPrompt(ctx context.Context, sid acp.SessionId, settle bool) (acp.PromptResponse, error) {
 	send := func(session acp.SessionId, u acp.SessionUpdate) error {
 		return a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: session, Update: u})
 	}
@@ -39,6 +41,9 @@ func (a *agent) airPrompt(ctx context.Context, sid acp.SessionId) (acp.PromptRes
 	}
 	if err := send(sid, acp.UpdateAgentMessageText("The review runs in the background.\n")); err != nil {
 		return acp.PromptResponse{}, err
+	}
+	if !settle {
+		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 	}
 	go func() {
 		bg := context.WithoutCancel(ctx)

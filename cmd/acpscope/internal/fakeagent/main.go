@@ -14,6 +14,7 @@
 //	               burst.go), on session/prompt and on session/load, then
 //	               answers
 //	-mode air      an AIR child that outlives its turn (see air.go)
+//	-mode air-open an AIR child that outlives its turn and never ends
 //	-mode turns    one subagent per prompt, remembered in -state FILE and
 //	               replayed as history by session/load or session/resume
 //	               (-reopen load, resume, both or none: what the agent offers;
@@ -221,8 +222,8 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 		return a.tracedTurn(ctx, req)
 	case "foreign":
 		return foreign(ctx, a.conn, req.SessionId)
-	case "air":
-		return a.airPrompt(ctx, req.SessionId)
+	case "air", "air-open":
+		return a.airPrompt(ctx, req.SessionId, a.mode == "air")
 	}
 	sid := req.SessionId
 	claude := func(tool string, extra map[string]any) map[string]any {

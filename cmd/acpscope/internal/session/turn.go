@@ -271,6 +271,13 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 		for _, sid := range slices.Sorted(maps.Keys(cancelOpen)) {
 			cancelCards(tracker, sid)
 		}
+		// What is still open (a background child past --timeout, a card
+		// the agent left open after its last answer) ends unknown: the
+		// agent is gone and never reported an outcome; the tap ends its
+		// connection by the same rule (adapter.Tracker.EndConnection). No
+		// prompt is open any more: a cut-short turn ended above.
+		tracker.EndConnection(nil)
+		tracker.Flush()
 	}()
 
 	// call runs one Request to the agent; when stop ends before it

@@ -255,7 +255,7 @@ func (o *Observer) promptEnded(session string, m *capture.Message) {
 // Finish ends the observation: call it after the last Observe, once the
 // connection is over. It delivers what the tracker still holds, then ends
 // what the connection left open, since nothing more will come for it
-// (adapter.Tracker.EndOpen, per session and its child sessions):
+// (adapter.Tracker.EndConnection, per session and its child sessions):
 //
 //   - a session with a prompt still open: its open cards end cancelled
 //     when the tap ended the agent (the editor closed its side, or a stop
@@ -270,13 +270,9 @@ func (o *Observer) promptEnded(session string, m *capture.Message) {
 // outcome is invented, and no card stays open for ever.
 func (o *Observer) Finish() {
 	o.tracker.Flush()
-	for _, session := range o.tracker.OpenedSessions() {
-		status := adapter.ToolStatusUnknown
-		if o.promptOpen(session) && !o.agentEnded.Load() {
-			status = adapter.ToolStatusCancelled
-		}
-		o.tracker.EndOpen(session, status)
-	}
+	o.tracker.EndConnection(func(session string) bool {
+		return o.promptOpen(session) && !o.agentEnded.Load()
+	})
 	o.tracker.Flush()
 }
 
