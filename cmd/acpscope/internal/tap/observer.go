@@ -131,8 +131,11 @@ func (o *Observer) Observe(from capture.Direction, line []byte) {
 }
 
 // ObserveAt takes one wire line sent by from that passed the tap at at:
-// the events it causes carry that time.
+// the events it causes carry that time (a zero at: now).
 func (o *Observer) ObserveAt(from capture.Direction, line []byte, at time.Time) {
+	if at.IsZero() {
+		at = time.Now()
+	}
 	o.at.Store(at.UnixNano())
 	msg := bytes.TrimSpace(line) // a CRLF line end is the peer's framing, not the message
 	if len(msg) == 0 {
@@ -269,6 +272,7 @@ func (o *Observer) promptEnded(session string, m *capture.Message) {
 // Cards already unknown stay so, and nothing is ever made complete: no
 // outcome is invented, and no card stays open for ever.
 func (o *Observer) Finish() {
+	o.at.Store(time.Now().UnixNano()) // what ends now is stored at the ending's time
 	o.tracker.Flush()
 	o.tracker.EndConnection(func(session string) bool {
 		return o.promptOpen(session) && !o.agentEnded.Load()

@@ -3,6 +3,7 @@ package tap
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 )
@@ -22,6 +23,9 @@ const (
 type Line struct {
 	From  capture.Direction
 	Bytes []byte
+	// At is when the read that completed the line came from its sender:
+	// the line's wire time, which the events it causes carry.
+	At time.Time
 
 	held  int64  // the bytes of the queue's budget the line takes until Done
 	block *block // the block the bytes are in, or nil
@@ -95,7 +99,7 @@ func (q *Queue) Offer(from capture.Direction, line []byte) bool {
 		q.Dropped.Add(1)
 		return false
 	}
-	batch := []Line{{From: from, Bytes: line, held: int64(len(line))}}
+	batch := []Line{{From: from, Bytes: line, At: time.Now(), held: int64(len(line))}}
 	return q.push(batch) == 1
 }
 
