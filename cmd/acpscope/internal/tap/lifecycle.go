@@ -347,9 +347,11 @@ func follow(obs *Observer, q *Queue) {
 	defer ownProcessor()()
 	obs.nice = lowerPriority()
 	for l, ok := q.Next(); ok; l, ok = q.Next() {
+		obs.unobserved(q.lost())
 		obs.ObserveAt(l.From, l.Bytes, l.At)
 		q.Done(l)
 	}
+	obs.unobserved(q.lost())
 }
 
 // isClosedPipe reports the errors of a pipe or file closed under a read or

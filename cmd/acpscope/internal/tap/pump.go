@@ -139,7 +139,7 @@ func (p *Pump) complete(part []byte, limit int) {
 	n := len(p.pending) + len(part)
 	switch {
 	case n > limit:
-		p.TooLong.Add(1)
+		p.tooLong()
 		p.release()
 	case p.Queue == nil:
 		p.release()
@@ -163,13 +163,21 @@ func (p *Pump) complete(part []byte, limit int) {
 	}
 }
 
+// tooLong counts a line over the limit, in the queue too (as lost).
+func (p *Pump) tooLong() {
+	p.TooLong.Add(1)
+	if p.Queue != nil {
+		p.Queue.tooLong.Add(1)
+	}
+}
+
 // skipped counts a skipped line of which the last n bytes came now.
 func (p *Pump) skipped(n, limit int) {
 	total := p.skippedLen + int64(n)
 	p.skipping, p.skippedLen = false, 0
 	switch {
 	case total > int64(limit):
-		p.TooLong.Add(1)
+		p.tooLong()
 	case p.Queue != nil:
 		p.Queue.Dropped.Add(1)
 	}

@@ -60,7 +60,14 @@ type Queue struct {
 	// Dropped counts lines not observed because the queue was full (or
 	// closed).
 	Dropped atomic.Int64
+	// tooLong counts the lines its pumps did not offer because they were
+	// over the line limit (each pump's TooLong).
+	tooLong atomic.Int64
 }
+
+// lost is how many lines of the connection its observer missed so far:
+// those dropped and those over the line limit.
+func (q *Queue) lost() int64 { return q.Dropped.Load() + q.tooLong.Load() }
 
 // NewQueue returns a queue of at most lines lines and bytes bytes (zero or
 // less: the defaults).
