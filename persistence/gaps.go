@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Observation gaps (opt-in, WithObservationGaps): the sessions whose
@@ -42,29 +43,38 @@ const gapsDDL = `CREATE TABLE IF NOT EXISTS ` + gapsTable + ` (
 	unobserved_lines BIGINT NOT NULL
 )`
 
-// migrateGaps runs the gaps step of Migrate: the table when absent; a
-// table of that name without the layer's columns is refused, and nothing
-// runs.
-func (s *Store) migrateGaps(ctx context.Context) (bool, string, error) {
-	exists, missing, err := s.probeOwnedTable(ctx, s.writer, gapsTable, gapsColumns)
+// planGaps is the gaps step: the table when absent; a table of that name
+// without the layer's columns is refused, and nothing runs.
+func (s *Store) planGaps(ctx context.Context, q queryer) (ddl []string, refusal, err error) {
+	exists, missing, err := s.probeOwnedTable(ctx, q, gapsTable, gapsColumns)
 	switch {
 	case err != nil:
-		return false, "", err
+		return nil, nil, err
 	case exists && len(missing) > 0:
-		return false, "", fmt.Errorf("table %s exists but this layer did not create it (no column %v); "+
-			"no DDL run on it and no observation gaps stored", gapsTable, missing)
+		return nil, fmt.Errorf("table %s exists but this layer did not create it (no column %s); "+
+			"no DDL run on it and no observation gaps stored", gapsTable, strings.Join(missing, ", ")), nil
 	case exists:
+		return nil, nil, nil
+	}
+	return []string{gapsDDL}, nil, nil
+}
+
+// migrateGaps runs the gaps step of Migrate (planGaps).
+func (s *Store) migrateGaps(ctx context.Context) (bool, string, error) {
+	ddl, refusal, err := s.planGaps(ctx, s.writer)
+	if err == nil {
+		err = refusal
+	}
+	if err == nil && len(ddl) > 0 {
+		err = s.failpoint("gaps.create")
+	}
+	if err == nil {
+		err = s.execDDL(ctx, ddl...)
+	}
+	if err == nil {
 		s.gapsReady.Store(true)
-		return true, "", nil
 	}
-	if err := s.failpoint("gaps.create"); err != nil {
-		return false, "", err
-	}
-	if err := s.execDDL(ctx, gapsDDL); err != nil {
-		return false, "", err
-	}
-	s.gapsReady.Store(true)
-	return false, "", nil
+	return len(ddl) == 0 && err == nil, "", err
 }
 
 // gapsMergeSQL marks a session, keeping the largest count reported.

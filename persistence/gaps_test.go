@@ -80,3 +80,43 @@ func TestObservationGapsRefuseAForeignTable(t *testing.T) {
 		}
 	})
 }
+
+// The plan (migrate --dry-run) names the gaps step's statement, which the
+// pass then runs; a converged store plans nothing, and a foreign table is
+// a refusal.
+func TestObservationGapsPlan(t *testing.T) {
+	engines(t, func(t *testing.T, e *env) {
+		e.open(hooks{}) // the host's schema first
+		g, err := open(e.ctx, e.dsn, false, []Option{WithObservationGaps()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		plan, err := g.Plan(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Statements) != 1 || plan.Statements[0].Step != StepObservationGaps || plan.Statements[0].SQL != gapsDDL {
+			t.Fatalf("plan before the step:\n%s", plan)
+		}
+		if rep := g.Migrate(e.ctx); !rep.OK() {
+			t.Fatalf("%+v", rep)
+		}
+		if plan, err := g.Plan(e.ctx); err != nil || !plan.Empty() {
+			t.Fatalf("converged plan %v:\n%s", err, plan)
+		}
+
+		e2 := newEnv(t, e.kind)
+		e2.open(hooks{})
+		e2.exec(`CREATE TABLE ` + gapsTable + ` (note TEXT)`)
+		f, err := open(e.ctx, e2.dsn, false, []Option{WithObservationGaps()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		plan, err = f.Plan(e.ctx)
+		if err != nil || len(plan.Refusals) != 1 || plan.Refusals[0].Name != StepObservationGaps || len(plan.Statements) != 0 {
+			t.Fatalf("plan over a foreign table %v:\n%s", err, plan)
+		}
+	})
+}
