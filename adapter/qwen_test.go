@@ -231,6 +231,9 @@ func TestQwenBackgroundChildOutlivesItsTurn(t *testing.T) {
 	if e := last["L"]; e.Status != adapter.ToolStatusInProgress || !e.Payload.SubagentTask.Live {
 		t.Fatalf("after its turn: %q live=%t, want a running card", e.Status, e.Payload.SubagentTask.Live)
 	}
+	if n := tr.LiveBackground(); n != 1 {
+		t.Errorf("LiveBackground after its turn = %d, want 1 (run waits for it)", n)
+	}
 	// A second turn, cancelled: the background child runs on.
 	tr.PromptStarted("s")
 	tr.CancelTurn("s")
@@ -244,6 +247,9 @@ func TestQwenBackgroundChildOutlivesItsTurn(t *testing.T) {
 	e := last["L"]
 	if e.Status != adapter.ToolStatusError || e.Payload.SubagentTask.Status != "failed" || e.Payload.SubagentTask.Live {
 		t.Fatalf("after the late notice: %q %+v, want error, status failed, not live", e.Status, e.Payload.SubagentTask)
+	}
+	if n := tr.LiveBackground(); n != 0 {
+		t.Errorf("LiveBackground once settled = %d, want 0", n)
 	}
 	// Settled, it is an ordinary finished card again: the next turn's end
 	// sweeps it.

@@ -991,6 +991,28 @@ func (t *Tracker) endOpen(sessionID string, status ToolStatus, cancelTurn bool) 
 	return n
 }
 
+// LiveBackground counts what may still run after the last prompt answer
+// and will report its own end: the live children (LiveChildren) of a
+// client that declared AIR's backgroundSubagents, and the live cards a
+// dialect marked OutliveTurns (a Qwen Code background child, whatever the
+// client declared). acpscope run waits while it is positive.
+func (t *Tracker) LiveBackground() int {
+	n := 0
+	if t.Connection().BackgroundChildren() {
+		n = t.LiveChildren()
+	}
+	t.Do(func(*Tx) {
+		for _, s := range t.sessions {
+			for _, c := range s.cards {
+				if c.outlives && !c.status.Terminal() && c.task != nil && c.task.Live {
+					n++
+				}
+			}
+		}
+	})
+	return n
+}
+
 // LiveChildren counts the announced children of the connection that are
 // live now (running or requiring action): with AIR's backgroundSubagents
 // they may outlive the turn that launched them.
