@@ -181,6 +181,13 @@ func (t *tree) parentOf(c *cardRecord) trace.SpanContext {
 				return sc
 			}
 		}
+		// An earlier AIR generation's session (`<task>:generation:<n>`)
+		// that only the live feed saw named: the task's one card.
+		if task := adapter.AIRTaskID(c.key.session); task != c.key.session {
+			if sc, ok := under(cardKey{c.parentSession, task}); ok {
+				return sc
+			}
+		}
 	}
 	if c.childCard() {
 		if k, ok := t.referrer[c.key.call]; ok && k != c.key {
