@@ -1,6 +1,7 @@
 package tap
 
 import (
+	"bytes"
 	"io"
 	"testing"
 
@@ -44,5 +45,39 @@ func TestObserverFeedsTheTrafficLog(t *testing.T) {
 	}
 	if got := log.Roots(); len(got) != 1 || got[0] != "s1" {
 		t.Errorf("roots %q", got)
+	}
+}
+
+// BenchmarkObserveTraffic is the observer's cost per byte of real-size
+// agent traffic (mixedStream) without and with the traffic log (--web):
+// what the log adds to the observer's work, off the pumps.
+func BenchmarkObserveTraffic(b *testing.B) {
+	lines := bytes.Split(bytes.TrimSuffix(mixedStream(), []byte("\n")), []byte("\n"))
+	size := 0
+	for _, l := range lines {
+		size += len(l) + 1
+	}
+	for _, withLog := range []bool{false, true} {
+		name := "observer"
+		if withLog {
+			name = "observer+traffic"
+		}
+		b.Run(name, func(b *testing.B) {
+			cfg := ObserverConfig{View: view.NewTerminal(io.Discard, false)}
+			if withLog {
+				cfg.Traffic = traffic.New(traffic.Options{})
+			}
+			obs, err := NewObserver(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, l := range lines {
+					obs.Observe(capture.FromAgent, l)
+				}
+			}
+		})
 	}
 }
