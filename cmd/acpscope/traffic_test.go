@@ -86,3 +86,25 @@ func TestTrafficFlagErrors(t *testing.T) {
 		t.Errorf("web --capture of a missing file: exit %d: %s", code, errOut)
 	}
 }
+
+// checkTapTraffic checks a live tap's traffic view (TestTapWebServesTheStoreLive,
+// once the turn's card is stored): the editor's prompt and the agent's
+// tool call are there, and the tool call's message links to its card.
+func checkTapTraffic(t *testing.T, base string) {
+	t.Helper()
+	got := strings.Join(trafficMethods(t, base), "\n")
+	for _, want := range []string{"client request session/prompt fake-session", "agent notification session/update fake-session"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the tap's traffic lacks %q:\n%s", want, got)
+		}
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	r, err := client.Get(base + "traffic/card?session=fake-session&call=toolu_A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if loc := r.Header.Get("Location"); r.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/session?id=fake-session&offset=") {
+		t.Errorf("the tool call's card link: %d %q", r.StatusCode, loc)
+	}
+}
