@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"time"
-	"unsafe"
 
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/traffic"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
@@ -28,14 +27,12 @@ func liveTraffic(source string) trafficView {
 	return trafficView{log: traffic.New(traffic.Options{}), source: source}
 }
 
-// memory is the most the view's log holds: its byte budget and its ring
-// of slots (0 without a log).
+// memory is the most the view's log holds (0 without a log).
 func (tv trafficView) memory() int64 {
 	if tv.log == nil {
 		return 0
 	}
-	o := tv.log.Options()
-	return o.MaxBytes + int64(o.MaxFrames)*int64(unsafe.Sizeof(traffic.Frame{}))
+	return tv.log.MemoryBound()
 }
 
 // captureTraffic is the view of a recorded capture (web --capture): its

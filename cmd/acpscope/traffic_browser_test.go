@@ -16,8 +16,8 @@ import (
 
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web/webtest"
-	"github.com/kdlbs/acp-go-sdk/persistence"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
+	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
 // anyTag matches one tag of a serialised DOM (whose attribute values

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
@@ -35,14 +36,14 @@ const (
 	DefaultMaxFrameBytes = 64 << 10
 )
 
-// frameOverhead is what a kept message costs besides its text, counted
-// against the byte budget: the facts' strings and the ring's slot.
+// frameOverhead is what a kept message costs besides its text and its
+// facts' strings, counted against the byte budget.
 const frameOverhead = 256
 
 // maxPending bounds the requests a Log remembers the method and session
 // of until they are answered; past it the oldest is forgotten (its answer
 // is shown without a method).
-const maxPending = 4096
+const maxPending = 1024
 
 // maxRoots bounds the sessions a Log remembers as opened by the client.
 const maxRoots = 256
@@ -93,8 +94,11 @@ type Frame struct {
 	Truncated bool `json:"truncated,omitempty"`
 }
 
-// cost is what f counts against the byte budget.
-func (f *Frame) cost() int64 { return int64(len(f.Text)) + frameOverhead }
+// cost is what f counts against the byte budget: its text, its facts and
+// frameOverhead.
+func (f *Frame) cost() int64 {
+	return int64(len(f.Text)+len(f.Method)+len(f.ID)+len(f.Session)+len(f.Call)+len(f.Update)) + frameOverhead
+}
 
 // pending is what a Log remembers of a request until its answer.
 type pending struct {
@@ -142,6 +146,14 @@ func New(opts Options) *Log {
 
 // Options returns the Log's bounds, defaults applied.
 func (l *Log) Options() Options { return l.opts }
+
+// MemoryBound is the most memory the Log holds, whatever it is given:
+// the byte budget, the ring's slots, and the requests and sessions it
+// remembers (each fact at most maxFact bytes).
+func (l *Log) MemoryBound() int64 {
+	return l.opts.MaxBytes + int64(l.opts.MaxFrames)*int64(unsafe.Sizeof(Frame{})) +
+		(maxPending*2+maxRoots)*maxFact
+}
 
 // params is what Add decodes of a message's params: the routing facts.
 type params struct {

@@ -65,7 +65,7 @@ func TestRoutingFacts(t *testing.T) {
 // The ring keeps at most MaxFrames messages and MaxBytes of them,
 // dropping the oldest, and the kept sequence numbers stay consecutive.
 func TestBounds(t *testing.T) {
-	l := New(Options{MaxFrames: 10, MaxBytes: 4 * (frameOverhead + 100), MaxFrameBytes: 100})
+	l := New(Options{MaxFrames: 10, MaxBytes: 4 * (frameOverhead + 100 + int64(len("m0"))), MaxFrameBytes: 100})
 	for i := range 50 {
 		add(l, capture.FromAgent, fmt.Sprintf(`{"jsonrpc":"2.0","method":"m%d","params":{"pad":"%s"}}`, i%3, strings.Repeat("x", 200)))
 		p := l.Since(0, Filter{}, 1000)
@@ -156,5 +156,29 @@ func BenchmarkAdd(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		l.Add(capture.FromAgent, msg, t0)
+	}
+}
+
+// Long facts count against the byte budget too: a peer sending
+// kilobyte ids and sessions cannot hold more than the budget.
+func TestFactsCount(t *testing.T) {
+	l := New(Options{MaxBytes: 64 << 10, MaxFrameBytes: 64})
+	long := strings.Repeat("s", 5000)
+	for i := range 200 {
+		add(l, capture.FromClient, fmt.Sprintf(`{"jsonrpc":"2.0","id":"%s%d","method":"%s","params":{"sessionId":"%s","update":{"sessionUpdate":"%s","toolCallId":"%s"}}}`, long, i, long, long, long, long))
+	}
+	p := l.Since(0, Filter{}, 1000)
+	var held int64
+	for _, f := range p.Frames {
+		held += int64(len(f.Text) + len(f.Method) + len(f.ID) + len(f.Session) + len(f.Call) + len(f.Update))
+		if len(f.ID) != maxFact || len(f.Session) != maxFact {
+			t.Fatalf("facts kept at %d and %d bytes, want %d", len(f.ID), len(f.Session), maxFact)
+		}
+	}
+	if held > 64<<10 || p.Bytes > 64<<10 || p.Kept == 0 {
+		t.Errorf("%d messages hold %d bytes (counted %d), budget %d", p.Kept, held, p.Bytes, 64<<10)
+	}
+	if len(l.pending) > maxPending {
+		t.Errorf("%d requests remembered", len(l.pending))
 	}
 }
