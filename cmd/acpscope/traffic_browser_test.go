@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -144,4 +145,47 @@ func TestBrowserTrafficHostile(t *testing.T) {
 	}
 	_, attrs = check("the linked card", srv.URL+loc)
 	wantAttr(t, attrs, "card-texts", "stored")
+}
+
+// A capture longer than the log's bounds shows its latest 10,000
+// messages, 2,000 of them in the page, and says how many were dropped.
+// The wall time of the page's load is logged (no assertion).
+func TestBrowserTrafficBounds(t *testing.T) {
+	webtest.Chromium(t)
+	t.Parallel()
+	var b bytes.Buffer
+	const n = 12_000
+	for i := range n {
+		fmt.Fprintf(&b, `{"from":"agent","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s%d","update":{"sessionUpdate":"agent_message_chunk","toolCallId":"t%d","content":{"type":"text","text":"%s"}}}},"t":%d}`+"\n",
+			i%7, i, strings.Repeat("chunk ", 80), i)
+	}
+	path := filepath.Join(t.TempDir(), "long.jsonl")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tv, err := captureTraffic(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := persistence.Open(t.Context(), filepath.Join(t.TempDir(), "traffic.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(web.Handler(s, web.Options{PollInterval: 200 * time.Millisecond, Traffic: tv.log, TrafficSource: tv.source}))
+	t.Cleanup(func() { srv.Close(); s.Close() })
+	start := time.Now()
+	dom := webtest.DumpDOM(t, srv.URL+"/traffic", "--virtual-time-budget=10000")
+	t.Logf("%d-message capture: the page loaded and drew in %v wall (%d KB DOM)", n, time.Since(start), len(dom)/1000)
+	attrs := webtest.SelfCheck(t, dom)
+	wantAttr(t, attrs, "frames", "2000")
+	wantAttr(t, attrs, "last", strconv.Itoa(n))
+	if got := strings.Count(dom, `class="frame `); got != 2000 {
+		t.Errorf("%d messages in the page, want 2000", got)
+	}
+	if !strings.Contains(dom, `data-seq="10001"`) || strings.Contains(dom, `data-seq="10000"`) {
+		t.Errorf("the page does not hold the latest 2,000 messages")
+	}
+	if !strings.Contains(dom, "10000 messages kept") || !strings.Contains(dom, "2000 older ones dropped") {
+		t.Errorf("the page does not say what the log kept and dropped")
+	}
 }

@@ -408,6 +408,25 @@ func (l *Log) Since(after uint64, q Filter, limit int) Page {
 	return p
 }
 
+// TailStart returns the sequence number after which at most n kept
+// messages match q: Since from there reads only the latest n (a page
+// that shows n messages need not read the older ones).
+func (l *Log) TailStart(q Filter, n int) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	found := 0
+	for i := l.n - 1; i >= 0; i-- {
+		f := &l.ring[(l.head+i)%len(l.ring)]
+		if !q.match(f) {
+			continue
+		}
+		if found++; found > n {
+			return f.Seq
+		}
+	}
+	return 0
+}
+
 // Roots returns the sessions the client opened, newest first.
 func (l *Log) Roots() []string {
 	l.mu.Lock()

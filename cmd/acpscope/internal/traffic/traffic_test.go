@@ -182,3 +182,19 @@ func TestFactsCount(t *testing.T) {
 		t.Errorf("%d requests remembered", len(l.pending))
 	}
 }
+
+func TestTailStart(t *testing.T) {
+	l := New(Options{})
+	for i := range 20 {
+		add(l, capture.FromAgent, fmt.Sprintf(`{"jsonrpc":"2.0","method":"m%d","params":{}}`, i%2))
+	}
+	if got := l.TailStart(Filter{}, 5); got != 15 {
+		t.Errorf("tail 5: after %d, want 15", got)
+	}
+	if got := l.TailStart(Filter{Method: "m1"}, 3); got != 14 {
+		t.Errorf("tail 3 of m1: after %d, want 14", got)
+	}
+	if got := l.TailStart(Filter{}, 50); got != 0 {
+		t.Errorf("tail 50: after %d, want 0", got)
+	}
+}

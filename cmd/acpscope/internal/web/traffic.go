@@ -19,9 +19,10 @@ import (
 //	GET /traffic[?session=ID&method=M]
 //	                          the page: a live message log, both
 //	                          directions, filtered by session and method
-//	GET /api/traffic?after=SEQ[&session=ID&method=M]
+//	GET /api/traffic?after=SEQ[&session=ID&method=M][&tail=N]
 //	                          the kept messages after SEQ as JSON, each
-//	                          with its pretty text (traffic.Pretty)
+//	                          with its pretty text (traffic.Pretty); with
+//	                          tail, only from the latest N matching on
 //	GET /traffic/card?session=ID[&call=TOOLCALL]
 //	                          redirects to the card the message touched
 //	                          on its session page: the tool call's card,
@@ -105,7 +106,11 @@ func (s *server) trafficPage(w http.ResponseWriter, r *http.Request) {
 func (s *server) trafficJSON(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	after, _ := strconv.ParseUint(q.Get("after"), 10, 64)
-	p := s.opts.Traffic.Since(after, traffic.Filter{Session: q.Get("session"), Method: q.Get("method")}, trafficPageFrames)
+	filter := traffic.Filter{Session: q.Get("session"), Method: q.Get("method")}
+	if tail := intParam(r, "tail"); tail > 0 {
+		after = max(after, s.opts.Traffic.TailStart(filter, tail))
+	}
+	p := s.opts.Traffic.Since(after, filter, trafficPageFrames)
 	a := trafficAnswer{Frames: make([]trafficFrame, 0, len(p.Frames)), Last: p.Last, More: p.More, Kept: p.Kept,
 		Bytes: p.Bytes, Dropped: p.Dropped, Methods: p.Methods, Sessions: p.Sessions}
 	size := 0

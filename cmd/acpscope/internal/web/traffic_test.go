@@ -147,6 +147,10 @@ func TestTrafficAnswerIsBounded(t *testing.T) {
 	if len(b.Frames) != 10 || b.More || b.Last != trafficPageFrames+10 {
 		t.Fatalf("then %d frames, more %v, last %d", len(b.Frames), b.More, b.Last)
 	}
+	c := decodeTraffic(t, h, "/api/traffic?tail=3")
+	if len(c.Frames) != 3 || c.Frames[0].Seq != trafficPageFrames+8 {
+		t.Fatalf("tail 3: %d frames", len(c.Frames))
+	}
 }
 
 func decodeTraffic(t *testing.T, h http.Handler, target string) trafficAnswer {

@@ -136,7 +136,9 @@
   }
 
   function fetchMore() {
-    return fetch("/api/traffic?after=" + last + query(), { credentials: "same-origin", cache: "no-store" })
+    // The first read starts at the latest messages the page keeps.
+    var tail = last === 0 ? "&tail=" + maxShown : "";
+    return fetch("/api/traffic?after=" + last + query(tail), { credentials: "same-origin", cache: "no-store" })
       .then(function (r) { if (!r.ok) throw new Error(String(r.status)); return r.json(); })
       .then(function (a) {
         render(a);
