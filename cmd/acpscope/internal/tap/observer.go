@@ -17,6 +17,7 @@ import (
 	"github.com/kdlbs/acp-go-sdk/adapter/cursor"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/sink"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/traces"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/traffic"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 )
@@ -43,6 +44,9 @@ type ObserverConfig struct {
 	// on the traceparent the editor put in the prompt's _meta, if any)
 	// and permission requests; events reach it through Sink.
 	Traces *traces.Exporter
+	// Traffic, when set, keeps every observed line (a message, or a line
+	// that is none) for the traffic view (--web).
+	Traffic *traffic.Log
 }
 
 // maxTracked bounds the prompts and permission requests an Observer waits
@@ -140,13 +144,16 @@ func (o *Observer) ObserveAt(from capture.Direction, line []byte, at time.Time) 
 	}
 	if msg[0] != '{' {
 		o.Unparsed.Add(1)
+		o.cfg.Traffic.Add(from, msg, at)
 		return
 	}
 	m, err := capture.ParseMessage(msg)
 	if err != nil {
 		o.Unparsed.Add(1)
+		o.cfg.Traffic.Add(from, msg, at)
 		return
 	}
+	o.cfg.Traffic.AddParsed(from, msg, &m, at)
 	if o.cfg.Record != nil {
 		_ = o.cfg.Record.Write(from, msg) // the writer keeps its first error for Err
 	}
