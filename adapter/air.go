@@ -147,9 +147,12 @@ func parseAIR(kind string, raw json.RawMessage) (u airUpdate, ok bool) {
 // a resumed child's session id (`<taskId>:generation:<n>`).
 const airGenerationInfix = ":generation:"
 
-// airTaskID is the task id behind an AIR child session id: the id itself,
-// or what precedes `:generation:<digits>`.
-func airTaskID(child string) string {
+// AIRTaskID is the task id behind an AIR child session id: the id itself,
+// or what precedes `:generation:<digits>`. It is the tool call id of the
+// one card every generation of an AIR child shares, so a consumer that
+// nests a child session's cards under the card keyed by that session's id
+// finds a later generation's card here when no card has the id itself.
+func AIRTaskID(child string) string {
 	i := strings.LastIndex(child, airGenerationInfix)
 	if i <= 0 {
 		return child
@@ -192,7 +195,7 @@ func (d *sessionForm) handleAIR(tx *Tx, parent, kind string, raw json.RawMessage
 // child_session_id. A child is keyed by its task id, so every generation
 // of it is one card.
 func (d *sessionForm) airSpawned(tx *Tx, parent string, u airUpdate) {
-	key := airTaskID(u.child)
+	key := AIRTaskID(u.child)
 	if p, ok := d.sessions.children[u.child]; ok && p != parent {
 		tx.Count(CounterChildReparent, 1)
 		return

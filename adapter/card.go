@@ -16,6 +16,7 @@ type Card struct {
 	child     *ChildSession
 	refs      []SessionRef
 	keep      bool
+	outlives  bool // runs past its turn: a cancel of the session spares it
 	inDone    bool // counted in its session's completed set
 	bytes     int  // string bytes counted in the Tracker's budget
 	// cutPrompt and cutResult are the task's prompt and result as the
@@ -28,6 +29,21 @@ type Card struct {
 // session card lives as long as its parent session: idle children are
 // reused). Such cards are dropped with their session or by DropCard.
 func (c *Card) KeepAcrossTurns() { c.keep = true }
+
+// OutliveTurns marks a card whose work goes on past the turn that
+// launched it (a background child): it is kept across turns, and a
+// cancelled turn of its session (Tracker.CancelTurn) spares it; only its
+// own ending, or the connection's (EndOpen), ends it. EndOutliving undoes
+// both once it ended.
+func (c *Card) OutliveTurns() { c.keep, c.outlives = true, true }
+
+// EndOutliving makes a card marked OutliveTurns an ordinary one again,
+// swept at its session's next prompt end once terminal.
+func (c *Card) EndOutliving() {
+	if c.outlives {
+		c.keep, c.outlives = false, false
+	}
+}
 
 // SessionID is the session that holds the card.
 func (c *Card) SessionID() string { return c.sessionID }

@@ -77,21 +77,6 @@ func init() {
 // Name returns "codex".
 func (d *codexDialect) Name() string { return DialectCodex }
 
-// codexToolStatus maps a Codex agent status or activity word onto a tool
-// status: ok is false for a word that ends nothing (running, pendingInit,
-// started, …).
-func codexToolStatus(word string) (ToolStatus, bool) {
-	switch word {
-	case "completed", "complete":
-		return ToolStatusComplete, true
-	case "errored", "error", "failed", "notFound":
-		return ToolStatusError, true
-	case "interrupted", "shutdown", "cancelled":
-		return ToolStatusCancelled, true
-	}
-	return ToolStatusUnchanged, false
-}
-
 // Prepare recognises the frames of Codex subagents, folds a v2 completion
 // into its start card, keeps a launch receipt from ending a card, and
 // applies a wait result to the cards of the children it reports.
@@ -159,7 +144,7 @@ func (d *codexDialect) prepareActivity(tx *Tx, f *ToolFrame, in map[string]any) 
 			cf.description, cf.subagentType = base, base
 		}
 	}
-	switch ts, ends := codexToolStatus(activity); {
+	switch ts, ends := outcomeStatus(activity); {
 	case activity == "started":
 		cf.launch = true
 		d.remember(tx, f.SessionID, thread, f.ToolCallID)
@@ -192,7 +177,7 @@ func (d *codexDialect) applyWait(tx *Tx, sessionID string, in map[string]any, r 
 		if word != "" && OverwriteString(&task.Status, word) {
 			changed = true
 		}
-		if ts, ok := codexToolStatus(word); ok && card.SetStatus(ts) {
+		if ts, ok := outcomeStatus(word); ok && card.SetStatus(ts) {
 			changed = true
 		}
 		if changed {

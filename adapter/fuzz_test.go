@@ -206,6 +206,10 @@ func FuzzQwenChildMessage(f *testing.F) {
 	f.Add([]byte(`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"},"_meta":{"parentToolCallId":{"a":1}}}}`))
 	f.Add([]byte(`{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"L","status":"completed","rawOutput":{"type":"task_execution","status":"completed","result":"r","executionSummary":{"totalDurationMs":1e308,"totalToolCalls":-3}}}}`))
 	f.Add([]byte(`{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"L","_meta":{"toolName":"agent","parentToolCallId":"L"}}}`))
+	// A background launch's receipt and the parent's notices that end it.
+	f.Add([]byte(`{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"L","status":"completed","_meta":{"toolName":"agent"},"rawOutput":{"type":"task_execution","executionMode":"background","status":"background"}}}`))
+	f.Add([]byte(`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"},"_meta":{"backgroundTask":{"taskId":"t","status":"cancelled","kind":"agent","toolUseId":"L"}}}}`))
+	f.Add([]byte(`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"},"_meta":{"backgroundTask":{"taskId":[1],"status":7,"kind":"agent","toolUseId":"L"}}}}`))
 	launch := []byte(`{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"L","status":"in_progress","title":"Agent: x","kind":"other","rawInput":{"description":"x","prompt":"p"},"_meta":{"toolName":"agent","provenance":"builtin"}}}`)
 	f.Fuzz(func(t *testing.T, params []byte) {
 		var n acp.SessionNotification

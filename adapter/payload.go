@@ -179,3 +179,19 @@ func MapACPToolStatus(s string) (ToolStatus, bool) {
 	}
 	return ToolStatusUnchanged, false
 }
+
+// outcomeStatus maps an agent's word for how a child ended (a Codex agent
+// status or activity, a Qwen Code background task's status) onto a tool
+// status: ok is false for a word that ends nothing (running, pendingInit,
+// started, background, …).
+func outcomeStatus(word string) (ToolStatus, bool) {
+	switch word {
+	case "completed", "complete":
+		return ToolStatusComplete, true
+	case "errored", "error", "failed", "notFound":
+		return ToolStatusError, true
+	case "interrupted", "shutdown", "cancelled":
+		return ToolStatusCancelled, true
+	}
+	return ToolStatusUnchanged, false
+}

@@ -54,12 +54,25 @@ type qwenDialect struct{ Base }
 func (qwenDialect) Name() string { return DialectQwen }
 
 // Prepare nests a child's tool call under its launch, by
-// _meta.parentToolCallId.
+// _meta.parentToolCallId, and keeps a background launch's completion (a
+// receipt: the child runs on) from ending its card.
 func (qwenDialect) Prepare(_ *Tx, f *ToolFrame) bool {
 	if p := QwenParentToolCallID(f.Read, f.Meta); p != "" && p != f.ToolCallID {
 		f.Parent = p
 	}
+	if f.Status == string(acp.ToolCallStatusCompleted) && qwenBackgroundReceipt(f) {
+		f.Status = ""
+	}
 	return true
+}
+
+// qwenBackgroundReceipt reports a frame whose task_execution record says
+// the child was launched in the background and runs on.
+func qwenBackgroundReceipt(f *ToolFrame) bool {
+	out := f.RawOutputMap()
+	r := f.Read
+	return out != nil && r.String(out, "type") == "task_execution" &&
+		r.String(out, "executionMode") == "background" && r.String(out, "status") == "background"
 }
 
 // Recognize makes an executed agent tool call a subagent: _meta.toolName
@@ -85,7 +98,10 @@ func (qwenDialect) Apply(_ *Tx, c *Card, f *ToolFrame) {
 	if r.String(f.Meta, "provenance") == "subagent" {
 		FillString(&task.SubagentType, r.String(f.Meta, "subagentType"))
 	}
-	completed := f.Status == string(acp.ToolCallStatusCompleted)
+	// A background launch's completion reaches Apply without its status
+	// (Prepare): it is still the completed call whose content is read.
+	receipt := qwenBackgroundReceipt(f)
+	completed := f.Status == string(acp.ToolCallStatusCompleted) || receipt
 	answered := completed // the content may be the child's answer
 	out := f.RawOutputMap()
 	if out != nil && r.String(out, "type") == "task_execution" {
@@ -114,6 +130,12 @@ func (qwenDialect) Apply(_ *Tx, c *Card, f *ToolFrame) {
 			SetCount(&task.ToolUseCount, n, ok)
 		}
 	}
+	if receipt && !c.Terminal() {
+		// Launched in the background: the card runs past its turn
+		// until the parent's notice settles it.
+		task.Live = true
+		c.OutliveTurns()
+	}
 	switch text := ContentText(f.Content); {
 	case !answered:
 	case task.IsAsync:
@@ -132,8 +154,9 @@ func (qwenDialect) Apply(_ *Tx, c *Card, f *ToolFrame) {
 // usage chunks) sent on the parent's session: they are the child's, whose
 // final message the launch's completion carries as the result.
 // A parent's notice that a background child finished
-// (_meta.backgroundTask) gives its card the task id and the final status;
-// the notice itself stays the parent's text.
+// (_meta.backgroundTask) gives its card the task id and the final status,
+// which ends the card (completed, failed, cancelled), also after the
+// turn's answer; the notice itself stays the parent's text.
 func (qwenDialect) HandleUpdate(tx *Tx, n *acp.SessionNotification) bool {
 	if _, child := qwenChildChunk(n); child {
 		tx.Count(CounterQwenChildText, 1)
@@ -163,9 +186,19 @@ func qwenBackgroundNotice(tx *Tx, sessionID string, meta map[string]any) {
 		return
 	}
 	task := c.Task()
+	word := r.String(bt, "status")
 	changed := OverwriteString(&task.AgentID, r.String(bt, "taskId"))
-	if OverwriteString(&task.Status, r.String(bt, "status")) {
+	if OverwriteString(&task.Status, word) {
 		changed = true
+	}
+	if ts, ends := outcomeStatus(word); ends {
+		// The child's end, also when it comes after its turn's answer:
+		// the card was kept for it (OutliveTurns).
+		if c.SetStatus(ts) || task.Live {
+			changed = true
+		}
+		task.Live = false
+		c.EndOutliving()
 	}
 	if changed {
 		tx.Emit(EventToolUpdate, c)

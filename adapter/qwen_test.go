@@ -206,3 +206,57 @@ func TestQwenChildMessage(t *testing.T) {
 		t.Errorf("%s = %d, want 4", adapter.CounterQwenChildText, got)
 	}
 }
+
+// TestQwenBackgroundChildOutlivesItsTurn: a background child's launch
+// completes at once with a receipt, so the card stays running past its
+// turn's answer, and a later cancel of the session spares it (Qwen's
+// cancel stops the prompt, not its background agents); the notice that
+// it finished, arriving after the answer, outside any prompt, reaches the
+// card and settles it.
+func TestQwenBackgroundChildOutlivesItsTurn(t *testing.T) {
+	tr, last := qwenFeed(t)
+	feed := func(u string) {
+		t.Helper()
+		var n acp.SessionNotification
+		if err := json.Unmarshal([]byte(`{"sessionId":"s","update":`+u+`}`), &n); err != nil {
+			t.Fatal(err)
+		}
+		tr.SessionUpdate(n)
+	}
+	tr.PromptStarted("s")
+	feed(`{"sessionUpdate":"tool_call_update","toolCallId":"L","status":"in_progress","title":"Agent: Inspect alpha","kind":"other","rawInput":{"description":"Inspect alpha","prompt":"p","subagent_type":"general-purpose"},"_meta":{"toolName":"agent","provenance":"builtin","subagentSessionReady":false}}`)
+	feed(`{"sessionUpdate":"tool_call_update","toolCallId":"L","status":"completed","content":[{"type":"content","content":{"type":"text","text":"Background agent launched successfully.\ntask_id: general-purpose-L (internal ID)"}}],"_meta":{"toolName":"agent","provenance":"builtin"},"rawOutput":{"type":"task_execution","subagentName":"general-purpose","executionMode":"background","subagentSessionReady":true,"status":"background"}}`)
+	tr.PromptEnded("s")
+	tr.Flush()
+	if e := last["L"]; e.Status != adapter.ToolStatusInProgress || !e.Payload.SubagentTask.Live {
+		t.Fatalf("after its turn: %q live=%t, want a running card", e.Status, e.Payload.SubagentTask.Live)
+	}
+	if n := tr.LiveBackground(); n != 1 {
+		t.Errorf("LiveBackground after its turn = %d, want 1 (run waits for it)", n)
+	}
+	// A second turn, cancelled: the background child runs on.
+	tr.PromptStarted("s")
+	tr.CancelTurn("s")
+	tr.PromptEnded("s")
+	tr.Flush()
+	if e := last["L"]; e.Status != adapter.ToolStatusInProgress {
+		t.Fatalf("after a later cancel: %q, want in_progress", e.Status)
+	}
+	feed(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Background agent \"general-purpose: Inspect alpha\" failed."},"_meta":{"source":"background_task_completed","qwenDiscreteMessage":true,"backgroundTask":{"taskId":"general-purpose-L","status":"failed","kind":"agent","toolUseId":"L"}}}`)
+	tr.Flush()
+	e := last["L"]
+	if e.Status != adapter.ToolStatusError || e.Payload.SubagentTask.Status != "failed" || e.Payload.SubagentTask.Live {
+		t.Fatalf("after the late notice: %q %+v, want error, status failed, not live", e.Status, e.Payload.SubagentTask)
+	}
+	if n := tr.LiveBackground(); n != 0 {
+		t.Errorf("LiveBackground once settled = %d, want 0", n)
+	}
+	// Settled, it is an ordinary finished card again: the next turn's end
+	// sweeps it.
+	tr.PromptStarted("s")
+	tr.PromptEnded("s")
+	tr.Flush()
+	if got := tr.Counters()[adapter.CounterCompletedSwept]; got != 1 {
+		t.Errorf("%s = %d, want 1", adapter.CounterCompletedSwept, got)
+	}
+}

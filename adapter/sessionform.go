@@ -941,19 +941,21 @@ func (t *Tracker) EndConnection(cancelled func(sessionID string) bool) int {
 // CancelTurn ends the open cards of sessionID's family as cancelled after
 // a turn of it was cancelled while the connection goes on: EndOpen, except
 // that a live child of a client that declared AIR's backgroundSubagents
-// (ConnectionInfo.BackgroundChildren) outlives the turns, its own or a
-// later one, and ends only by its own state update, or with the
+// (ConnectionInfo.BackgroundChildren), and a card a dialect marked
+// OutliveTurns (a Qwen Code background child), outlive the turns, their
+// own or a later one, and end only by their own update, or with the
 // connection (EndOpen). It reports how many cards changed.
 func (t *Tracker) CancelTurn(sessionID string) int {
-	return t.endOpen(sessionID, ToolStatusCancelled, t.Connection().BackgroundChildren())
+	return t.endOpen(sessionID, ToolStatusCancelled, true)
 }
 
-// endOpen is EndOpen, sparing live children when spareLive is set.
-func (t *Tracker) endOpen(sessionID string, status ToolStatus, spareLive bool) int {
+// endOpen is EndOpen, sparing what outlives a turn when cancelTurn is set.
+func (t *Tracker) endOpen(sessionID string, status ToolStatus, cancelTurn bool) int {
 	if sessionID == "" || (!status.Terminal() && status != ToolStatusUnknown) {
 		return 0
 	}
 	n := 0
+	spareLive := cancelTurn && t.Connection().BackgroundChildren()
 	t.do(func(tx *Tx) {
 		var cards []*Card
 		for _, sid := range t.familyOf(sessionID) {
@@ -967,7 +969,7 @@ func (t *Tracker) endOpen(sessionID string, status ToolStatus, spareLive bool) i
 		for _, c := range cards {
 			live := c.child != nil && c.child.Live
 			switch {
-			case spareLive && live:
+			case spareLive && live, cancelTurn && c.outlives:
 				continue
 			case c.status == ToolStatusUnknown:
 				continue
@@ -984,6 +986,28 @@ func (t *Tracker) endOpen(sessionID string, status ToolStatus, spareLive bool) i
 			}
 			tx.Emit(EventToolUpdate, c)
 			n++
+		}
+	})
+	return n
+}
+
+// LiveBackground counts what may still run after the last prompt answer
+// and will report its own end: the live children (LiveChildren) of a
+// client that declared AIR's backgroundSubagents, and the live cards a
+// dialect marked OutliveTurns (a Qwen Code background child, whatever the
+// client declared). acpscope run waits while it is positive.
+func (t *Tracker) LiveBackground() int {
+	n := 0
+	if t.Connection().BackgroundChildren() {
+		n = t.LiveChildren()
+	}
+	t.Do(func(*Tx) {
+		for _, s := range t.sessions {
+			for _, c := range s.cards {
+				if c.outlives && !c.status.Terminal() && c.task != nil && c.task.Live {
+					n++
+				}
+			}
 		}
 	})
 	return n

@@ -11,14 +11,6 @@ type AuthMethodId = string
 // MessageId identifies a message within a session's transcript.
 type MessageId = string
 
-// DeleteSessionRequest is the stable name of UnstableDeleteSessionRequest.
-// An agent implementing DeleteSession(ctx, DeleteSessionRequest) receives
-// inbound session/delete requests just like one implementing UnstableDeleteSession.
-type DeleteSessionRequest = UnstableDeleteSessionRequest
-
-// DeleteSessionResponse is the stable name of UnstableDeleteSessionResponse.
-type DeleteSessionResponse = UnstableDeleteSessionResponse
-
 // LegacyAgentMethodSessionSetModel is the legacy "session/set_model" method,
 // which agents offered before session config options. Only the client sends
 // it (ClientSideConnection.UnstableSetSessionModel); the SDK does not dispatch

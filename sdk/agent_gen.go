@@ -124,14 +124,6 @@ type AgentExperimental interface {
 	//
 	// This capability is not part of the spec yet, and may be removed or changed at any point.
 	//
-	// Request parameters for deleting an existing session from `session/list`.
-	//
-	// Only available if the Agent supports the `sessionCapabilities.delete` capability.
-	UnstableDeleteSession(ctx context.Context, params UnstableDeleteSessionRequest) (UnstableDeleteSessionResponse, error)
-	// **UNSTABLE**
-	//
-	// This capability is not part of the spec yet, and may be removed or changed at any point.
-	//
 	// Request parameters for forking an existing session.
 	//
 	// Creates a new session based on the context of an existing one, allowing
@@ -139,12 +131,155 @@ type AgentExperimental interface {
 	//
 	// Only available if the Agent supports the `session.fork` capability.
 	UnstableForkSession(ctx context.Context, params UnstableForkSessionRequest) (UnstableForkSessionResponse, error)
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// Request parameters for deleting an existing session from `session/list`.
+	//
+	// Only available if the Agent supports the `sessionCapabilities.delete` capability.
+	//
+	// Deprecated: implement DeleteSession instead; "session/delete" is stable. Dispatch still calls this method when DeleteSession is missing.
+	UnstableDeleteSession(ctx context.Context, params UnstableDeleteSessionRequest) (UnstableDeleteSessionResponse, error)
+}
+
+// AgentUnstableAuthStatusHandler is implemented by an agent that handles "auth/status"; the connection finds it by type assertion. Without it, "auth/status" answers -32601.
+type AgentUnstableAuthStatusHandler interface {
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// Request parameters for the `auth/status` method.
+	//
+	// Queries the agent's current authentication state without changing it.
+	//
+	// Agents MUST NOT reject it with `auth_required` (`-32000`), since Clients call it to learn
+	// whether authentication is required.
+	UnstableAuthStatus(ctx context.Context, params UnstableAuthStatusRequest) (UnstableAuthStatusResponse, error)
+}
+
+// AgentUnstableMessageMcpHandler is implemented by an agent that handles "mcp/message"; the connection finds it by type assertion. Without it, "mcp/message" answers -32601.
+type AgentUnstableMessageMcpHandler interface {
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// Notification parameters for `mcp/message`.
+	//
+	// This is used when the wrapped MCP message is a notification and the outer JSON-RPC
+	// envelope has no `id`.
+	UnstableMessageMcp(ctx context.Context, params UnstableMessageMcpNotification) error
+}
+
+// AgentUnstableArchiveSessionHandler is implemented by an agent that handles "session/archive"; the connection finds it by type assertion. Without it, "session/archive" answers -32601.
+type AgentUnstableArchiveSessionHandler interface {
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// Request parameters for archiving a session.
+	//
+	// Only available if the Agent supports the `sessionCapabilities.archive` capability.
+	//
+	// Archiving hides the session from default `session/list` results. It keeps the session ID
+	// and saved history. If the session is active, the Agent MUST cancel any ongoing work and
+	// free the session's resources as if `session/close` had been called, then archive it.
+	// Archiving an archived session succeeds. A session that does not exist gets `-32002`.
+	UnstableArchiveSession(ctx context.Context, params UnstableArchiveSessionRequest) (UnstableArchiveSessionResponse, error)
+}
+
+// AgentDeleteSessionHandler is implemented by an agent that handles "session/delete"; the connection finds it by type assertion. Dispatch also accepts UnstableDeleteSession (the v0.13.5 name); with neither, "session/delete" answers -32601.
+type AgentDeleteSessionHandler interface {
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// Request parameters for deleting an existing session from `session/list`.
+	//
+	// Only available if the Agent supports the `sessionCapabilities.delete` capability.
+	DeleteSession(ctx context.Context, params DeleteSessionRequest) (DeleteSessionResponse, error)
+}
+
+// AgentUnstableSetSessionTitleHandler is implemented by an agent that handles "session/set_title"; the connection finds it by type assertion. Without it, "session/set_title" answers -32601.
+type AgentUnstableSetSessionTitleHandler interface {
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// Request parameters for setting the title of a session.
+	//
+	// Only available if the Agent supports the `sessionCapabilities.title` capability.
+	//
+	// The session does not need to be active on the connection. Any session the Agent would
+	// return from `session/list` can be retitled. A session that does not exist gets `-32002`.
+	//
+	// The Agent responds only after it has stored the title. After a successful response, the
+	// Agent SHOULD NOT replace the title with one it generates automatically.
+	UnstableSetSessionTitle(ctx context.Context, params UnstableSetSessionTitleRequest) (UnstableSetSessionTitleResponse, error)
+}
+
+// AgentUnstableSessionStatusHandler is implemented by an agent that handles "session/status"; the connection finds it by type assertion. Without it, "session/status" answers -32601.
+type AgentUnstableSessionStatusHandler interface {
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// Request parameters for checking the status of a session.
+	//
+	// Only available if the Agent supports the `sessionCapabilities.status` capability.
+	//
+	// `session/status` MUST NOT have side effects. The Agent does not load, resume, create,
+	// close, or change the session, and does not attach the requesting connection to it.
+	// A session the Agent does not know gets `-32002` with the requested `sessionId` in `data`.
+	UnstableSessionStatus(ctx context.Context, params UnstableSessionStatusRequest) (UnstableSessionStatusResponse, error)
+}
+
+// AgentUnstableUnarchiveSessionHandler is implemented by an agent that handles "session/unarchive"; the connection finds it by type assertion. Without it, "session/unarchive" answers -32601.
+type AgentUnstableUnarchiveSessionHandler interface {
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// Request parameters for unarchiving a session.
+	//
+	// Only available if the Agent supports the `sessionCapabilities.archive` capability.
+	//
+	// Unarchiving returns the session to default `session/list` results with the same ID and
+	// saved history. It never loads or resumes the session. Clients that want to continue an
+	// archived session SHOULD unarchive it before calling `session/load` or `session/resume`.
+	// Unarchiving a session that is not archived succeeds. A session that does not exist
+	// gets `-32002`.
+	UnstableUnarchiveSession(ctx context.Context, params UnstableUnarchiveSessionRequest) (UnstableUnarchiveSessionResponse, error)
 }
 
 // dispatchAgentMethod runs an inbound agent method. known is false when
 // method is not one the SDK dispatches.
 func (a *AgentSideConnection) dispatchAgentMethod(ctx context.Context, method string, params json.RawMessage) (result any, rerr *RequestError, known bool) {
 	switch method {
+	case "auth/status":
+		if _, ok := a.agent.(interface {
+			UnstableAuthStatus(ctx context.Context, params UnstableAuthStatusRequest) (UnstableAuthStatusResponse, error)
+		}); !ok {
+			return nil, nil, false
+		}
+		var p UnstableAuthStatusRequest
+		if err := decodeParams(params, &p); err != nil {
+			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
+		}
+		if err := p.Validate(); err != nil {
+			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
+		}
+		impl, ok := a.agent.(interface {
+			UnstableAuthStatus(ctx context.Context, params UnstableAuthStatusRequest) (UnstableAuthStatusResponse, error)
+		})
+		if !ok {
+			return nil, NewMethodNotFound(method), true
+		}
+		resp, err := impl.UnstableAuthStatus(ctx, p)
+		if err != nil {
+			return nil, toRequestError(err), true
+		}
+		return resp, nil, true
 	case "authenticate":
 		var p AuthenticateRequest
 		if err := decodeParams(params, &p); err != nil {
@@ -277,6 +412,29 @@ func (a *AgentSideConnection) dispatchAgentMethod(ctx context.Context, method st
 			return nil, toRequestError(err), true
 		}
 		return resp, nil, true
+	case "mcp/message":
+		if _, ok := a.agent.(interface {
+			UnstableMessageMcp(ctx context.Context, params UnstableMessageMcpNotification) error
+		}); !ok {
+			return nil, nil, false
+		}
+		var p UnstableMessageMcpNotification
+		if err := decodeParams(params, &p); err != nil {
+			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
+		}
+		if err := p.Validate(); err != nil {
+			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
+		}
+		impl, ok := a.agent.(interface {
+			UnstableMessageMcp(ctx context.Context, params UnstableMessageMcpNotification) error
+		})
+		if !ok {
+			return nil, NewMethodNotFound(method), true
+		}
+		if err := impl.UnstableMessageMcp(ctx, p); err != nil {
+			return nil, toRequestError(err), true
+		}
+		return nil, nil, true
 	case "nes/accept":
 		var p UnstableAcceptNesNotification
 		if err := decodeParams(params, &p); err != nil {
@@ -427,6 +585,30 @@ func (a *AgentSideConnection) dispatchAgentMethod(ctx context.Context, method st
 			return nil, toRequestError(err), true
 		}
 		return resp, nil, true
+	case "session/archive":
+		if _, ok := a.agent.(interface {
+			UnstableArchiveSession(ctx context.Context, params UnstableArchiveSessionRequest) (UnstableArchiveSessionResponse, error)
+		}); !ok {
+			return nil, nil, false
+		}
+		var p UnstableArchiveSessionRequest
+		if err := decodeParams(params, &p); err != nil {
+			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
+		}
+		if err := p.Validate(); err != nil {
+			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
+		}
+		impl, ok := a.agent.(interface {
+			UnstableArchiveSession(ctx context.Context, params UnstableArchiveSessionRequest) (UnstableArchiveSessionResponse, error)
+		})
+		if !ok {
+			return nil, NewMethodNotFound(method), true
+		}
+		resp, err := impl.UnstableArchiveSession(ctx, p)
+		if err != nil {
+			return nil, toRequestError(err), true
+		}
+		return resp, nil, true
 	case "session/cancel":
 		var p CancelNotification
 		if err := decodeParams(params, &p); err != nil {
@@ -456,7 +638,7 @@ func (a *AgentSideConnection) dispatchAgentMethod(ctx context.Context, method st
 		}
 		return resp, nil, true
 	case "session/delete":
-		var p UnstableDeleteSessionRequest
+		var p DeleteSessionRequest
 		if err := decodeParams(params, &p); err != nil {
 			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
 		}
@@ -464,13 +646,13 @@ func (a *AgentSideConnection) dispatchAgentMethod(ctx context.Context, method st
 			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
 		}
 		impl, ok := a.agent.(interface {
-			UnstableDeleteSession(ctx context.Context, params UnstableDeleteSessionRequest) (UnstableDeleteSessionResponse, error)
+			DeleteSession(ctx context.Context, params DeleteSessionRequest) (DeleteSessionResponse, error)
 		})
 		if !ok {
 			if alt, altOK := a.agent.(interface {
-				DeleteSession(ctx context.Context, params UnstableDeleteSessionRequest) (UnstableDeleteSessionResponse, error)
+				UnstableDeleteSession(ctx context.Context, params DeleteSessionRequest) (DeleteSessionResponse, error)
 			}); altOK {
-				resp, err := alt.DeleteSession(ctx, p)
+				resp, err := alt.UnstableDeleteSession(ctx, p)
 				if err != nil {
 					return nil, toRequestError(err), true
 				}
@@ -480,7 +662,7 @@ func (a *AgentSideConnection) dispatchAgentMethod(ctx context.Context, method st
 		if !ok {
 			return nil, NewMethodNotFound(method), true
 		}
-		resp, err := impl.UnstableDeleteSession(ctx, p)
+		resp, err := impl.DeleteSession(ctx, p)
 		if err != nil {
 			return nil, toRequestError(err), true
 		}
@@ -609,20 +791,97 @@ func (a *AgentSideConnection) dispatchAgentMethod(ctx context.Context, method st
 			return nil, toRequestError(err), true
 		}
 		return resp, nil, true
+	case "session/set_title":
+		if _, ok := a.agent.(interface {
+			UnstableSetSessionTitle(ctx context.Context, params UnstableSetSessionTitleRequest) (UnstableSetSessionTitleResponse, error)
+		}); !ok {
+			return nil, nil, false
+		}
+		var p UnstableSetSessionTitleRequest
+		if err := decodeParams(params, &p); err != nil {
+			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
+		}
+		if err := p.Validate(); err != nil {
+			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
+		}
+		impl, ok := a.agent.(interface {
+			UnstableSetSessionTitle(ctx context.Context, params UnstableSetSessionTitleRequest) (UnstableSetSessionTitleResponse, error)
+		})
+		if !ok {
+			return nil, NewMethodNotFound(method), true
+		}
+		resp, err := impl.UnstableSetSessionTitle(ctx, p)
+		if err != nil {
+			return nil, toRequestError(err), true
+		}
+		return resp, nil, true
+	case "session/status":
+		if _, ok := a.agent.(interface {
+			UnstableSessionStatus(ctx context.Context, params UnstableSessionStatusRequest) (UnstableSessionStatusResponse, error)
+		}); !ok {
+			return nil, nil, false
+		}
+		var p UnstableSessionStatusRequest
+		if err := decodeParams(params, &p); err != nil {
+			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
+		}
+		if err := p.Validate(); err != nil {
+			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
+		}
+		impl, ok := a.agent.(interface {
+			UnstableSessionStatus(ctx context.Context, params UnstableSessionStatusRequest) (UnstableSessionStatusResponse, error)
+		})
+		if !ok {
+			return nil, NewMethodNotFound(method), true
+		}
+		resp, err := impl.UnstableSessionStatus(ctx, p)
+		if err != nil {
+			return nil, toRequestError(err), true
+		}
+		return resp, nil, true
+	case "session/unarchive":
+		if _, ok := a.agent.(interface {
+			UnstableUnarchiveSession(ctx context.Context, params UnstableUnarchiveSessionRequest) (UnstableUnarchiveSessionResponse, error)
+		}); !ok {
+			return nil, nil, false
+		}
+		var p UnstableUnarchiveSessionRequest
+		if err := decodeParams(params, &p); err != nil {
+			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
+		}
+		if err := p.Validate(); err != nil {
+			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
+		}
+		impl, ok := a.agent.(interface {
+			UnstableUnarchiveSession(ctx context.Context, params UnstableUnarchiveSessionRequest) (UnstableUnarchiveSessionResponse, error)
+		})
+		if !ok {
+			return nil, NewMethodNotFound(method), true
+		}
+		resp, err := impl.UnstableUnarchiveSession(ctx, p)
+		if err != nil {
+			return nil, toRequestError(err), true
+		}
+		return resp, nil, true
 	}
 	return nil, nil, false
 }
 
-// UnstableCompleteElicitation sends the "elicitation/complete" notification.
-func (c *AgentSideConnection) UnstableCompleteElicitation(ctx context.Context, params UnstableCompleteElicitationNotification) error {
+// UnstableAuthStatusUpdate sends the "auth/status_update" notification.
+func (c *AgentSideConnection) UnstableAuthStatusUpdate(ctx context.Context, params UnstableAuthStatusUpdateNotification) error {
+	return c.conn.SendNotification(ctx, "auth/status_update", params)
+}
+
+// CompleteElicitation sends the "elicitation/complete" notification.
+func (c *AgentSideConnection) CompleteElicitation(ctx context.Context, params CompleteElicitationNotification) error {
 	return c.conn.SendNotification(ctx, "elicitation/complete", params)
 }
 
-// UnstableCreateElicitation sends the "elicitation/create" request and waits for its result.
-func (c *AgentSideConnection) UnstableCreateElicitation(ctx context.Context, params UnstableCreateElicitationRequest) (UnstableCreateElicitationResponse, error) {
-	resp, err := SendRequest[UnstableCreateElicitationResponse](c.conn, ctx, "elicitation/create", params)
+// CreateElicitation sends the "elicitation/create" request and waits for its result.
+func (c *AgentSideConnection) CreateElicitation(ctx context.Context, params CreateElicitationRequest) (CreateElicitationResponse, error) {
+	resp, err := SendRequest[CreateElicitationResponse](c.conn, ctx, "elicitation/create", params)
 	if err != nil {
-		return UnstableCreateElicitationResponse{}, err
+		return CreateElicitationResponse{}, err
 	}
 	return resp, nil
 }
@@ -659,6 +918,15 @@ func (c *AgentSideConnection) UnstableDisconnectMcp(ctx context.Context, params 
 	resp, err := SendRequest[UnstableDisconnectMcpResponse](c.conn, ctx, "mcp/disconnect", params)
 	if err != nil {
 		return UnstableDisconnectMcpResponse{}, err
+	}
+	return resp, nil
+}
+
+// UnstableMessageMcp sends the "mcp/message" request and waits for its result.
+func (c *AgentSideConnection) UnstableMessageMcp(ctx context.Context, params UnstableMessageMcpRequest) (UnstableMessageMcpResponse, error) {
+	resp, err := SendRequest[UnstableMessageMcpResponse](c.conn, ctx, "mcp/message", params)
+	if err != nil {
+		return *new(UnstableMessageMcpResponse), err
 	}
 	return resp, nil
 }
@@ -720,4 +988,18 @@ func (c *AgentSideConnection) WaitForTerminalExit(ctx context.Context, params Wa
 		return WaitForTerminalExitResponse{}, err
 	}
 	return resp, nil
+}
+
+// UnstableCompleteElicitation sends "elicitation/complete".
+//
+// Deprecated: use CompleteElicitation; "elicitation/complete" is stable.
+func (c *AgentSideConnection) UnstableCompleteElicitation(ctx context.Context, params UnstableCompleteElicitationNotification) error {
+	return c.CompleteElicitation(ctx, params)
+}
+
+// UnstableCreateElicitation sends "elicitation/create".
+//
+// Deprecated: use CreateElicitation; "elicitation/create" is stable.
+func (c *AgentSideConnection) UnstableCreateElicitation(ctx context.Context, params UnstableCreateElicitationRequest) (UnstableCreateElicitationResponse, error) {
+	return c.CreateElicitation(ctx, params)
 }

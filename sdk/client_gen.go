@@ -48,7 +48,21 @@ type ClientExperimental interface {
 	//
 	// This capability is not part of the spec yet, and may be removed or changed at any point.
 	//
+	// Request parameters for `mcp/connect`.
+	UnstableConnectMcp(ctx context.Context, params UnstableConnectMcpRequest) (UnstableConnectMcpResponse, error)
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// Request parameters for `mcp/disconnect`.
+	UnstableDisconnectMcp(ctx context.Context, params UnstableDisconnectMcpRequest) (UnstableDisconnectMcpResponse, error)
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
 	// Notification sent by the agent when a URL-based elicitation is complete.
+	//
+	// Deprecated: implement CompleteElicitation instead; "elicitation/complete" is stable. Dispatch still calls this method when CompleteElicitation is missing.
 	UnstableCompleteElicitation(ctx context.Context, params UnstableCompleteElicitationNotification) error
 	// **UNSTABLE**
 	//
@@ -59,27 +73,70 @@ type ClientExperimental interface {
 	// The agent sends this to the client to request information from the user,
 	// either via a form or by directing them to a URL.
 	// Elicitations are tied to a session (optionally a tool call) or a request.
+	//
+	// Deprecated: implement CreateElicitation instead; "elicitation/create" is stable. Dispatch still calls this method when CreateElicitation is missing.
 	UnstableCreateElicitation(ctx context.Context, params UnstableCreateElicitationRequest) (UnstableCreateElicitationResponse, error)
+}
+
+// ClientUnstableAuthStatusUpdateHandler is implemented by a client that handles "auth/status_update"; the connection finds it by type assertion. Without it, "auth/status_update" goes to ExtensionMethodHandler (else -32601), as before this SDK knew the method.
+type ClientUnstableAuthStatusUpdateHandler interface {
 	// **UNSTABLE**
 	//
 	// This capability is not part of the spec yet, and may be removed or changed at any point.
 	//
-	// Request parameters for `mcp/connect`.
-	UnstableConnectMcp(ctx context.Context, params UnstableConnectMcpRequest) (UnstableConnectMcpResponse, error)
+	// Notification sent by the agent when its authentication status changes.
+	//
+	// Carries the same fields as the `auth/status` response. Agents that advertise the
+	// `auth.status` capability MAY send it at any time after `initialize`, and SHOULD only
+	// send it when the reported status differs from the last one sent on the connection.
+	UnstableAuthStatusUpdate(ctx context.Context, params UnstableAuthStatusUpdateNotification) error
+}
+
+// ClientCompleteElicitationHandler is implemented by a client that handles "elicitation/complete"; the connection finds it by type assertion. Dispatch also accepts UnstableCompleteElicitation (the v0.13.5 name); with neither, "elicitation/complete" answers -32601.
+type ClientCompleteElicitationHandler interface {
 	// **UNSTABLE**
 	//
 	// This capability is not part of the spec yet, and may be removed or changed at any point.
 	//
-	// Request parameters for `mcp/disconnect`.
-	UnstableDisconnectMcp(ctx context.Context, params UnstableDisconnectMcpRequest) (UnstableDisconnectMcpResponse, error)
+	// Notification sent by the agent when a URL-based elicitation is complete.
+	CompleteElicitation(ctx context.Context, params CompleteElicitationNotification) error
+}
+
+// ClientCreateElicitationHandler is implemented by a client that handles "elicitation/create"; the connection finds it by type assertion. Dispatch also accepts UnstableCreateElicitation (the v0.13.5 name); with neither, "elicitation/create" answers -32601.
+type ClientCreateElicitationHandler interface {
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// Request from the agent to elicit structured user input.
+	//
+	// The agent sends this to the client to request information from the user,
+	// either via a form or by directing them to a URL.
+	// Elicitations are tied to a session (optionally a tool call) or a request.
+	CreateElicitation(ctx context.Context, params CreateElicitationRequest) (CreateElicitationResponse, error)
+}
+
+// ClientUnstableMessageMcpHandler is implemented by a client that handles "mcp/message"; the connection finds it by type assertion. Without it, "mcp/message" goes to ExtensionMethodHandler (else -32601), as before this SDK knew the method.
+type ClientUnstableMessageMcpHandler interface {
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// Request parameters for `mcp/message`.
+	UnstableMessageMcp(ctx context.Context, params UnstableMessageMcpRequest) (UnstableMessageMcpResponse, error)
 }
 
 // dispatchClientMethod runs an inbound client method. known is false when
 // method is not one the SDK dispatches.
 func dispatchClientMethod(ctx context.Context, client Client, method string, params json.RawMessage) (result any, rerr *RequestError, known bool) {
 	switch method {
-	case "elicitation/complete":
-		var p UnstableCompleteElicitationNotification
+	case "auth/status_update":
+		if _, ok := client.(interface {
+			UnstableAuthStatusUpdate(ctx context.Context, params UnstableAuthStatusUpdateNotification) error
+		}); !ok {
+			return nil, nil, false
+		}
+		var p UnstableAuthStatusUpdateNotification
 		if err := decodeParams(params, &p); err != nil {
 			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
 		}
@@ -87,17 +144,45 @@ func dispatchClientMethod(ctx context.Context, client Client, method string, par
 			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
 		}
 		impl, ok := client.(interface {
-			UnstableCompleteElicitation(ctx context.Context, params UnstableCompleteElicitationNotification) error
+			UnstableAuthStatusUpdate(ctx context.Context, params UnstableAuthStatusUpdateNotification) error
 		})
 		if !ok {
 			return nil, NewMethodNotFound(method), true
 		}
-		if err := impl.UnstableCompleteElicitation(ctx, p); err != nil {
+		if err := impl.UnstableAuthStatusUpdate(ctx, p); err != nil {
+			return nil, toRequestError(err), true
+		}
+		return nil, nil, true
+	case "elicitation/complete":
+		var p CompleteElicitationNotification
+		if err := decodeParams(params, &p); err != nil {
+			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
+		}
+		if err := p.Validate(); err != nil {
+			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
+		}
+		impl, ok := client.(interface {
+			CompleteElicitation(ctx context.Context, params CompleteElicitationNotification) error
+		})
+		if !ok {
+			if alt, altOK := client.(interface {
+				UnstableCompleteElicitation(ctx context.Context, params CompleteElicitationNotification) error
+			}); altOK {
+				if err := alt.UnstableCompleteElicitation(ctx, p); err != nil {
+					return nil, toRequestError(err), true
+				}
+				return nil, nil, true
+			}
+		}
+		if !ok {
+			return nil, NewMethodNotFound(method), true
+		}
+		if err := impl.CompleteElicitation(ctx, p); err != nil {
 			return nil, toRequestError(err), true
 		}
 		return nil, nil, true
 	case "elicitation/create":
-		var p UnstableCreateElicitationRequest
+		var p CreateElicitationRequest
 		if err := decodeParams(params, &p); err != nil {
 			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
 		}
@@ -105,12 +190,23 @@ func dispatchClientMethod(ctx context.Context, client Client, method string, par
 			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
 		}
 		impl, ok := client.(interface {
-			UnstableCreateElicitation(ctx context.Context, params UnstableCreateElicitationRequest) (UnstableCreateElicitationResponse, error)
+			CreateElicitation(ctx context.Context, params CreateElicitationRequest) (CreateElicitationResponse, error)
 		})
+		if !ok {
+			if alt, altOK := client.(interface {
+				UnstableCreateElicitation(ctx context.Context, params CreateElicitationRequest) (CreateElicitationResponse, error)
+			}); altOK {
+				resp, err := alt.UnstableCreateElicitation(ctx, p)
+				if err != nil {
+					return nil, toRequestError(err), true
+				}
+				return resp, nil, true
+			}
+		}
 		if !ok {
 			return nil, NewMethodNotFound(method), true
 		}
-		resp, err := impl.UnstableCreateElicitation(ctx, p)
+		resp, err := impl.CreateElicitation(ctx, p)
 		if err != nil {
 			return nil, toRequestError(err), true
 		}
@@ -177,6 +273,30 @@ func dispatchClientMethod(ctx context.Context, client Client, method string, par
 			return nil, NewMethodNotFound(method), true
 		}
 		resp, err := impl.UnstableDisconnectMcp(ctx, p)
+		if err != nil {
+			return nil, toRequestError(err), true
+		}
+		return resp, nil, true
+	case "mcp/message":
+		if _, ok := client.(interface {
+			UnstableMessageMcp(ctx context.Context, params UnstableMessageMcpRequest) (UnstableMessageMcpResponse, error)
+		}); !ok {
+			return nil, nil, false
+		}
+		var p UnstableMessageMcpRequest
+		if err := decodeParams(params, &p); err != nil {
+			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
+		}
+		if err := p.Validate(); err != nil {
+			return nil, NewInvalidParams(map[string]any{"error": err.Error()}), true
+		}
+		impl, ok := client.(interface {
+			UnstableMessageMcp(ctx context.Context, params UnstableMessageMcpRequest) (UnstableMessageMcpResponse, error)
+		})
+		if !ok {
+			return nil, NewMethodNotFound(method), true
+		}
+		resp, err := impl.UnstableMessageMcp(ctx, p)
 		if err != nil {
 			return nil, toRequestError(err), true
 		}
@@ -282,6 +402,15 @@ func dispatchClientMethod(ctx context.Context, client Client, method string, par
 	return nil, nil, false
 }
 
+// UnstableAuthStatus sends the "auth/status" request and waits for its result.
+func (c *ClientSideConnection) UnstableAuthStatus(ctx context.Context, params UnstableAuthStatusRequest) (UnstableAuthStatusResponse, error) {
+	resp, err := SendRequest[UnstableAuthStatusResponse](c.conn, ctx, "auth/status", params)
+	if err != nil {
+		return UnstableAuthStatusResponse{}, err
+	}
+	return resp, nil
+}
+
 // Authenticate sends the "authenticate" request and waits for its result.
 func (c *ClientSideConnection) Authenticate(ctx context.Context, params AuthenticateRequest) (AuthenticateResponse, error) {
 	resp, err := SendRequest[AuthenticateResponse](c.conn, ctx, "authenticate", params)
@@ -332,6 +461,11 @@ func (c *ClientSideConnection) Logout(ctx context.Context, params LogoutRequest)
 		return LogoutResponse{}, err
 	}
 	return resp, nil
+}
+
+// UnstableMessageMcp sends the "mcp/message" notification.
+func (c *ClientSideConnection) UnstableMessageMcp(ctx context.Context, params UnstableMessageMcpNotification) error {
+	return c.conn.SendNotification(ctx, "mcp/message", params)
 }
 
 // UnstableAcceptNes sends the "nes/accept" notification.
@@ -398,6 +532,15 @@ func (c *ClientSideConnection) UnstableSetProvider(ctx context.Context, params U
 	return resp, nil
 }
 
+// UnstableArchiveSession sends the "session/archive" request and waits for its result.
+func (c *ClientSideConnection) UnstableArchiveSession(ctx context.Context, params UnstableArchiveSessionRequest) (UnstableArchiveSessionResponse, error) {
+	resp, err := SendRequest[UnstableArchiveSessionResponse](c.conn, ctx, "session/archive", params)
+	if err != nil {
+		return UnstableArchiveSessionResponse{}, err
+	}
+	return resp, nil
+}
+
 // Cancel sends the "session/cancel" notification.
 func (c *ClientSideConnection) Cancel(ctx context.Context, params CancelNotification) error {
 	return c.conn.SendNotification(ctx, "session/cancel", params)
@@ -412,11 +555,11 @@ func (c *ClientSideConnection) CloseSession(ctx context.Context, params CloseSes
 	return resp, nil
 }
 
-// UnstableDeleteSession sends the "session/delete" request and waits for its result.
-func (c *ClientSideConnection) UnstableDeleteSession(ctx context.Context, params UnstableDeleteSessionRequest) (UnstableDeleteSessionResponse, error) {
-	resp, err := SendRequest[UnstableDeleteSessionResponse](c.conn, ctx, "session/delete", params)
+// DeleteSession sends the "session/delete" request and waits for its result.
+func (c *ClientSideConnection) DeleteSession(ctx context.Context, params DeleteSessionRequest) (DeleteSessionResponse, error) {
+	resp, err := SendRequest[DeleteSessionResponse](c.conn, ctx, "session/delete", params)
 	if err != nil {
-		return UnstableDeleteSessionResponse{}, err
+		return DeleteSessionResponse{}, err
 	}
 	return resp, nil
 }
@@ -482,4 +625,38 @@ func (c *ClientSideConnection) SetSessionMode(ctx context.Context, params SetSes
 		return SetSessionModeResponse{}, err
 	}
 	return resp, nil
+}
+
+// UnstableSetSessionTitle sends the "session/set_title" request and waits for its result.
+func (c *ClientSideConnection) UnstableSetSessionTitle(ctx context.Context, params UnstableSetSessionTitleRequest) (UnstableSetSessionTitleResponse, error) {
+	resp, err := SendRequest[UnstableSetSessionTitleResponse](c.conn, ctx, "session/set_title", params)
+	if err != nil {
+		return UnstableSetSessionTitleResponse{}, err
+	}
+	return resp, nil
+}
+
+// UnstableSessionStatus sends the "session/status" request and waits for its result.
+func (c *ClientSideConnection) UnstableSessionStatus(ctx context.Context, params UnstableSessionStatusRequest) (UnstableSessionStatusResponse, error) {
+	resp, err := SendRequest[UnstableSessionStatusResponse](c.conn, ctx, "session/status", params)
+	if err != nil {
+		return UnstableSessionStatusResponse{}, err
+	}
+	return resp, nil
+}
+
+// UnstableUnarchiveSession sends the "session/unarchive" request and waits for its result.
+func (c *ClientSideConnection) UnstableUnarchiveSession(ctx context.Context, params UnstableUnarchiveSessionRequest) (UnstableUnarchiveSessionResponse, error) {
+	resp, err := SendRequest[UnstableUnarchiveSessionResponse](c.conn, ctx, "session/unarchive", params)
+	if err != nil {
+		return UnstableUnarchiveSessionResponse{}, err
+	}
+	return resp, nil
+}
+
+// UnstableDeleteSession sends "session/delete".
+//
+// Deprecated: use DeleteSession; "session/delete" is stable.
+func (c *ClientSideConnection) UnstableDeleteSession(ctx context.Context, params UnstableDeleteSessionRequest) (UnstableDeleteSessionResponse, error) {
+	return c.DeleteSession(ctx, params)
 }

@@ -446,3 +446,29 @@ func dropFields(data []byte, drop func(key string, value []byte) bool) ([]byte, 
 func isKey(key, name string) bool {
 	return key == name || strings.EqualFold(key, name)
 }
+
+// legacyMember decodes the member old of the object data into p when data
+// has no member cur: old is the v0.13.5 spelling of a key the protocol has
+// renamed since (planCapabilities → plan, id → planId …). The current
+// spelling wins when both are present; only the current one is written.
+func legacyMember[T any](data []byte, cur, old string, p *T) error {
+	if jsonKind(data) != '{' {
+		return nil
+	}
+	var raw []byte
+	hasCur := false
+	if err := eachField(data, func(k string, v []byte) {
+		switch k {
+		case cur:
+			hasCur = true
+		case old:
+			raw = v
+		}
+	}); err != nil {
+		return err
+	}
+	if hasCur || raw == nil {
+		return nil
+	}
+	return decodeExact(raw, p)
+}

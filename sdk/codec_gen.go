@@ -8,8 +8,8 @@ import (
 	"fmt"
 )
 
-// UnmarshalJSON decodes AgentAuthCapabilities; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes AgentAuthCapabilities. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *AgentAuthCapabilities) UnmarshalJSON(b []byte) error {
 	if d := takeFastDecoder(b); d != nil {
 		var x AgentAuthCapabilities
@@ -21,7 +21,26 @@ func (v *AgentAuthCapabilities) UnmarshalJSON(b []byte) error {
 	type AgentAuthCapabilities fieldsOfAgentAuthCapabilities
 	var p AgentAuthCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "status"):
+				var x *UnstableAuthStatusCapabilities
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = AgentAuthCapabilities{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
 	}
 	*v = fieldsOfAgentAuthCapabilities(p)
 	return nil
@@ -759,6 +778,48 @@ func (v *BlobResourceContents) UnmarshalJSON(b []byte) error {
 // once a local type named BlobResourceContents shadows it.
 type fieldsOfBlobResourceContents = BlobResourceContents
 
+// UnmarshalJSON decodes BooleanConfigOptionCapabilities. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *BooleanConfigOptionCapabilities) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x BooleanConfigOptionCapabilities
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type BooleanConfigOptionCapabilities fieldsOfBooleanConfigOptionCapabilities
+	var p BooleanConfigOptionCapabilities
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = BooleanConfigOptionCapabilities{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfBooleanConfigOptionCapabilities(p)
+	return nil
+}
+
+// fieldsOfBooleanConfigOptionCapabilities is BooleanConfigOptionCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named BooleanConfigOptionCapabilities shadows it.
+type fieldsOfBooleanConfigOptionCapabilities = BooleanConfigOptionCapabilities
+
 // UnmarshalJSON decodes CancelNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *CancelNotification) UnmarshalJSON(b []byte) error {
@@ -781,6 +842,29 @@ func (v *CancelNotification) UnmarshalJSON(b []byte) error {
 // fieldsOfCancelNotification is CancelNotification under a name its UnmarshalJSON can still refer to
 // once a local type named CancelNotification shadows it.
 type fieldsOfCancelNotification = CancelNotification
+
+// UnmarshalJSON decodes CancelRequestNotification; integers beyond 2^53 in dynamically typed
+// fields stay exact (see decodeExact).
+func (v *CancelRequestNotification) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x CancelRequestNotification
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type CancelRequestNotification fieldsOfCancelRequestNotification
+	var p CancelRequestNotification
+	if err := decodeExact(b, &p); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
+	*v = fieldsOfCancelRequestNotification(p)
+	return nil
+}
+
+// fieldsOfCancelRequestNotification is CancelRequestNotification under a name its UnmarshalJSON can still refer to
+// once a local type named CancelRequestNotification shadows it.
+type fieldsOfCancelRequestNotification = CancelRequestNotification
 
 // MarshalJSON encodes ClientCapabilities, writing schema defaults for nil lists and maps.
 func (v ClientCapabilities) MarshalJSON() ([]byte, error) {
@@ -813,6 +897,11 @@ func (v *ClientCapabilities) UnmarshalJSON(b []byte) error {
 		}
 		rest, derr := dropFields(b, func(key string, raw []byte) bool {
 			switch {
+			case isKey(key, "session"):
+				var x *ClientSessionCapabilities
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
 			case isKey(key, "subagents"):
 				var x *SubagentCapabilities
 				if decodeExact(raw, &x) != nil {
@@ -837,6 +926,9 @@ func (v *ClientCapabilities) UnmarshalJSON(b []byte) error {
 	}
 	if !present["terminal"] {
 		_ = json.Unmarshal([]byte("false"), &p.Terminal)
+	}
+	if err := legacyMember(b, "plan", "planCapabilities", &p.PlanCapabilities); err != nil {
+		return withUpstreamStruct(err, &p)
 	}
 	*v = ClientCapabilities(p)
 	return nil
@@ -1013,6 +1105,63 @@ func (v *ClientResult) UnmarshalJSON(b []byte) error {
 // once a local type named ClientResult shadows it.
 type fieldsOfClientResult = ClientResult
 
+// UnmarshalJSON decodes ClientSessionCapabilities. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *ClientSessionCapabilities) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x ClientSessionCapabilities
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type ClientSessionCapabilities fieldsOfClientSessionCapabilities
+	var p ClientSessionCapabilities
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "compaction"):
+				var x *CompactionCapabilities
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "configOptions"):
+				var x *SessionConfigOptionsCapabilities
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "notices"):
+				var x *NoticeCapabilities
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = ClientSessionCapabilities{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfClientSessionCapabilities(p)
+	return nil
+}
+
+// fieldsOfClientSessionCapabilities is ClientSessionCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named ClientSessionCapabilities shadows it.
+type fieldsOfClientSessionCapabilities = ClientSessionCapabilities
+
 // UnmarshalJSON decodes CloseSessionRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *CloseSessionRequest) UnmarshalJSON(b []byte) error {
@@ -1058,6 +1207,132 @@ func (v *CloseSessionResponse) UnmarshalJSON(b []byte) error {
 // fieldsOfCloseSessionResponse is CloseSessionResponse under a name its UnmarshalJSON can still refer to
 // once a local type named CloseSessionResponse shadows it.
 type fieldsOfCloseSessionResponse = CloseSessionResponse
+
+// UnmarshalJSON decodes CompactionSummaryChunk. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *CompactionSummaryChunk) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x CompactionSummaryChunk
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type CompactionSummaryChunk fieldsOfCompactionSummaryChunk
+	var p CompactionSummaryChunk
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = CompactionSummaryChunk{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfCompactionSummaryChunk(p)
+	return nil
+}
+
+// fieldsOfCompactionSummaryChunk is CompactionSummaryChunk under a name its UnmarshalJSON can still refer to
+// once a local type named CompactionSummaryChunk shadows it.
+type fieldsOfCompactionSummaryChunk = CompactionSummaryChunk
+
+// UnmarshalJSON decodes CompactionUpdate. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *CompactionUpdate) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x CompactionUpdate
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type CompactionUpdate fieldsOfCompactionUpdate
+	var p CompactionUpdate
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		var salvage CompactionUpdate
+		keepSummary := false
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "error"):
+				var x *string
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "summary"):
+				var x []ContentBlock
+				if decodeExact(raw, &x) != nil {
+					// Keep the valid items of a list with malformed ones.
+					if items, ok := validItems[ContentBlock](raw); ok {
+						salvage.Summary, keepSummary = (items), true
+					}
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = CompactionUpdate{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		if keepSummary {
+			p.Summary = salvage.Summary
+		}
+	}
+	*v = fieldsOfCompactionUpdate(p)
+	return nil
+}
+
+// fieldsOfCompactionUpdate is CompactionUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named CompactionUpdate shadows it.
+type fieldsOfCompactionUpdate = CompactionUpdate
+
+// UnmarshalJSON decodes CompleteElicitationNotification; integers beyond 2^53 in dynamically typed
+// fields stay exact (see decodeExact).
+func (v *CompleteElicitationNotification) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x CompleteElicitationNotification
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type CompleteElicitationNotification fieldsOfCompleteElicitationNotification
+	var p CompleteElicitationNotification
+	if err := decodeExact(b, &p); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
+	*v = fieldsOfCompleteElicitationNotification(p)
+	return nil
+}
+
+// fieldsOfCompleteElicitationNotification is CompleteElicitationNotification under a name its UnmarshalJSON can still refer to
+// once a local type named CompleteElicitationNotification shadows it.
+type fieldsOfCompleteElicitationNotification = CompleteElicitationNotification
 
 // UnmarshalJSON decodes ConfigOptionUpdate; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
@@ -1427,6 +1702,412 @@ func (v *ContentChunk) UnmarshalJSON(b []byte) error {
 // once a local type named ContentChunk shadows it.
 type fieldsOfContentChunk = ContentChunk
 
+// UnmarshalJSON decodes CreateElicitationAccept; integers beyond 2^53 in dynamically typed
+// fields stay exact (see decodeExact).
+func (v *CreateElicitationAccept) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x CreateElicitationAccept
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type CreateElicitationAccept fieldsOfCreateElicitationAccept
+	var p CreateElicitationAccept
+	if err := decodeExact(b, &p); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
+	*v = fieldsOfCreateElicitationAccept(p)
+	return nil
+}
+
+// fieldsOfCreateElicitationAccept is CreateElicitationAccept under a name its UnmarshalJSON can still refer to
+// once a local type named CreateElicitationAccept shadows it.
+type fieldsOfCreateElicitationAccept = CreateElicitationAccept
+
+// UnmarshalJSON decodes CreateElicitationCancel; integers beyond 2^53 in dynamically typed
+// fields stay exact (see decodeExact).
+func (v *CreateElicitationCancel) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x CreateElicitationCancel
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type CreateElicitationCancel fieldsOfCreateElicitationCancel
+	var p CreateElicitationCancel
+	if err := decodeExact(b, &p); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
+	*v = fieldsOfCreateElicitationCancel(p)
+	return nil
+}
+
+// fieldsOfCreateElicitationCancel is CreateElicitationCancel under a name its UnmarshalJSON can still refer to
+// once a local type named CreateElicitationCancel shadows it.
+type fieldsOfCreateElicitationCancel = CreateElicitationCancel
+
+// UnmarshalJSON decodes CreateElicitationDecline; integers beyond 2^53 in dynamically typed
+// fields stay exact (see decodeExact).
+func (v *CreateElicitationDecline) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x CreateElicitationDecline
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type CreateElicitationDecline fieldsOfCreateElicitationDecline
+	var p CreateElicitationDecline
+	if err := decodeExact(b, &p); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
+	*v = fieldsOfCreateElicitationDecline(p)
+	return nil
+}
+
+// fieldsOfCreateElicitationDecline is CreateElicitationDecline under a name its UnmarshalJSON can still refer to
+// once a local type named CreateElicitationDecline shadows it.
+type fieldsOfCreateElicitationDecline = CreateElicitationDecline
+
+// UnmarshalJSON decodes CreateElicitationForm. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *CreateElicitationForm) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x CreateElicitationForm
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type CreateElicitationForm fieldsOfCreateElicitationForm
+	var p CreateElicitationForm
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "requestId"):
+				var x RequestId
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "sessionId"):
+				var x SessionId
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "toolCallId"):
+				var x *ToolCallId
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = CreateElicitationForm{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfCreateElicitationForm(p)
+	return nil
+}
+
+// fieldsOfCreateElicitationForm is CreateElicitationForm under a name its UnmarshalJSON can still refer to
+// once a local type named CreateElicitationForm shadows it.
+type fieldsOfCreateElicitationForm = CreateElicitationForm
+
+// MarshalJSON encodes the variant that is set, writing its tag.
+func (u CreateElicitationRequest) MarshalJSON() ([]byte, error) {
+	if u.Form != nil {
+		v := *u.Form
+		v.Mode = "form"
+		return json.Marshal(v)
+	}
+	if u.Url != nil {
+		v := *u.Url
+		v.Mode = "url"
+		return json.Marshal(v)
+	}
+	return nil, errors.New("CreateElicitationRequest: no variant set")
+}
+
+// UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
+func (u *CreateElicitationRequest) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
+	if d := takeFastDecoder(b); d != nil {
+		var x CreateElicitationRequest
+		if d.finish(x.decodeFast(d)) {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *CreateElicitationRequest) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
+	*u = CreateElicitationRequest{}
+	switch jsonKind(b) {
+	case '{':
+		tag, isString, err := peekString(b, "mode")
+		if err != nil {
+			return err
+		}
+		if isString {
+			switch tag {
+			case "form":
+				var x CreateElicitationForm
+				if err := x.UnmarshalJSON(b); err != nil {
+					return invalidVariant(err)
+				}
+				u.Form = &x
+				return nil
+			case "url":
+				var x CreateElicitationUrl
+				if err := x.UnmarshalJSON(b); err != nil {
+					return invalidVariant(err)
+				}
+				u.Url = &x
+				return nil
+			}
+		}
+		present, err := presentKeys(b)
+		if err != nil {
+			return err
+		}
+		if hasKey(present, "message") && hasKey(present, "mode") && hasKey(present, "requestedSchema") {
+			var x CreateElicitationForm
+			if err := x.UnmarshalJSON(b); err != nil {
+				return invalidVariant(err)
+			}
+			u.Form = &x
+			return nil
+		}
+		if hasKey(present, "elicitationId") && hasKey(present, "message") && hasKey(present, "mode") && hasKey(present, "url") {
+			var x CreateElicitationUrl
+			if err := x.UnmarshalJSON(b); err != nil {
+				return invalidVariant(err)
+			}
+			u.Url = &x
+			return nil
+		}
+		{
+			var x CreateElicitationForm
+			if decodeExact(b, &x) == nil {
+				u.Form = &x
+				return nil
+			}
+		}
+		{
+			var x CreateElicitationUrl
+			if decodeExact(b, &x) == nil {
+				u.Url = &x
+				return nil
+			}
+		}
+	}
+	return noVariant(fmt.Errorf("CreateElicitationRequest: unexpected JSON %.20q", b))
+}
+
+func (*CreateElicitationRequest) decodesItselfUpstream() {}
+
+// MarshalJSON encodes the variant that is set, writing its tag.
+func (u CreateElicitationResponse) MarshalJSON() ([]byte, error) {
+	if u.Accept != nil {
+		v := *u.Accept
+		v.Action = "accept"
+		return json.Marshal(v)
+	}
+	if u.Decline != nil {
+		v := *u.Decline
+		v.Action = "decline"
+		return json.Marshal(v)
+	}
+	if u.Cancel != nil {
+		v := *u.Cancel
+		v.Action = "cancel"
+		return json.Marshal(v)
+	}
+	return nil, errors.New("CreateElicitationResponse: no variant set")
+}
+
+// UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
+func (u *CreateElicitationResponse) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
+	if d := takeFastDecoder(b); d != nil {
+		var x CreateElicitationResponse
+		if d.finish(x.decodeFast(d)) {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *CreateElicitationResponse) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
+	*u = CreateElicitationResponse{}
+	switch jsonKind(b) {
+	case '{':
+		tag, isString, err := peekString(b, "action")
+		if err != nil {
+			return err
+		}
+		if isString {
+			switch tag {
+			case "accept":
+				var x CreateElicitationAccept
+				if err := x.UnmarshalJSON(b); err != nil {
+					return invalidVariant(err)
+				}
+				u.Accept = &x
+				return nil
+			case "decline":
+				var x CreateElicitationDecline
+				if err := x.UnmarshalJSON(b); err != nil {
+					return invalidVariant(err)
+				}
+				u.Decline = &x
+				return nil
+			case "cancel":
+				var x CreateElicitationCancel
+				if err := x.UnmarshalJSON(b); err != nil {
+					return invalidVariant(err)
+				}
+				u.Cancel = &x
+				return nil
+			}
+		}
+		present, err := presentKeys(b)
+		if err != nil {
+			return err
+		}
+		if hasKey(present, "action") {
+			var x CreateElicitationAccept
+			if err := x.UnmarshalJSON(b); err != nil {
+				return invalidVariant(err)
+			}
+			u.Accept = &x
+			return nil
+		}
+		if hasKey(present, "action") {
+			var x CreateElicitationDecline
+			if err := x.UnmarshalJSON(b); err != nil {
+				return invalidVariant(err)
+			}
+			u.Decline = &x
+			return nil
+		}
+		if hasKey(present, "action") {
+			var x CreateElicitationCancel
+			if err := x.UnmarshalJSON(b); err != nil {
+				return invalidVariant(err)
+			}
+			u.Cancel = &x
+			return nil
+		}
+		{
+			var x CreateElicitationAccept
+			if decodeExact(b, &x) == nil {
+				u.Accept = &x
+				return nil
+			}
+		}
+		{
+			var x CreateElicitationDecline
+			if decodeExact(b, &x) == nil {
+				u.Decline = &x
+				return nil
+			}
+		}
+		{
+			var x CreateElicitationCancel
+			if decodeExact(b, &x) == nil {
+				u.Cancel = &x
+				return nil
+			}
+		}
+	}
+	return noVariant(fmt.Errorf("CreateElicitationResponse: unexpected JSON %.20q", b))
+}
+
+func (*CreateElicitationResponse) decodesItselfUpstream() {}
+
+// UnmarshalJSON decodes CreateElicitationUrl. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *CreateElicitationUrl) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x CreateElicitationUrl
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type CreateElicitationUrl fieldsOfCreateElicitationUrl
+	var p CreateElicitationUrl
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "requestId"):
+				var x RequestId
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "sessionId"):
+				var x SessionId
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "toolCallId"):
+				var x *ToolCallId
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = CreateElicitationUrl{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfCreateElicitationUrl(p)
+	return nil
+}
+
+// fieldsOfCreateElicitationUrl is CreateElicitationUrl under a name its UnmarshalJSON can still refer to
+// once a local type named CreateElicitationUrl shadows it.
+type fieldsOfCreateElicitationUrl = CreateElicitationUrl
+
 // UnmarshalJSON decodes CreateTerminalRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *CreateTerminalRequest) UnmarshalJSON(b []byte) error {
@@ -1496,6 +2177,52 @@ func (v *CurrentModeUpdate) UnmarshalJSON(b []byte) error {
 // once a local type named CurrentModeUpdate shadows it.
 type fieldsOfCurrentModeUpdate = CurrentModeUpdate
 
+// UnmarshalJSON decodes DeleteSessionRequest; integers beyond 2^53 in dynamically typed
+// fields stay exact (see decodeExact).
+func (v *DeleteSessionRequest) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x DeleteSessionRequest
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type DeleteSessionRequest fieldsOfDeleteSessionRequest
+	var p DeleteSessionRequest
+	if err := decodeExact(b, &p); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
+	*v = fieldsOfDeleteSessionRequest(p)
+	return nil
+}
+
+// fieldsOfDeleteSessionRequest is DeleteSessionRequest under a name its UnmarshalJSON can still refer to
+// once a local type named DeleteSessionRequest shadows it.
+type fieldsOfDeleteSessionRequest = DeleteSessionRequest
+
+// UnmarshalJSON decodes DeleteSessionResponse; integers beyond 2^53 in dynamically typed
+// fields stay exact (see decodeExact).
+func (v *DeleteSessionResponse) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x DeleteSessionResponse
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type DeleteSessionResponse fieldsOfDeleteSessionResponse
+	var p DeleteSessionResponse
+	if err := decodeExact(b, &p); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
+	*v = fieldsOfDeleteSessionResponse(p)
+	return nil
+}
+
+// fieldsOfDeleteSessionResponse is DeleteSessionResponse under a name its UnmarshalJSON can still refer to
+// once a local type named DeleteSessionResponse shadows it.
+type fieldsOfDeleteSessionResponse = DeleteSessionResponse
+
 // UnmarshalJSON decodes Diff; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *Diff) UnmarshalJSON(b []byte) error {
@@ -1518,6 +2245,29 @@ func (v *Diff) UnmarshalJSON(b []byte) error {
 // fieldsOfDiff is Diff under a name its UnmarshalJSON can still refer to
 // once a local type named Diff shadows it.
 type fieldsOfDiff = Diff
+
+// UnmarshalJSON decodes ElicitationAcceptAction; integers beyond 2^53 in dynamically typed
+// fields stay exact (see decodeExact).
+func (v *ElicitationAcceptAction) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x ElicitationAcceptAction
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type ElicitationAcceptAction fieldsOfElicitationAcceptAction
+	var p ElicitationAcceptAction
+	if err := decodeExact(b, &p); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
+	*v = fieldsOfElicitationAcceptAction(p)
+	return nil
+}
+
+// fieldsOfElicitationAcceptAction is ElicitationAcceptAction under a name its UnmarshalJSON can still refer to
+// once a local type named ElicitationAcceptAction shadows it.
+type fieldsOfElicitationAcceptAction = ElicitationAcceptAction
 
 // UnmarshalJSON decodes ElicitationCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
@@ -1565,6 +2315,129 @@ func (v *ElicitationFormCapabilities) UnmarshalJSON(b []byte) error {
 // once a local type named ElicitationFormCapabilities shadows it.
 type fieldsOfElicitationFormCapabilities = ElicitationFormCapabilities
 
+// MarshalJSON encodes the variant that is set, writing its tag.
+func (u ElicitationFormMode) MarshalJSON() ([]byte, error) {
+	if u.Session != nil {
+		return json.Marshal(*u.Session)
+	}
+	if u.Request != nil {
+		return json.Marshal(*u.Request)
+	}
+	return nil, errors.New("ElicitationFormMode: no variant set")
+}
+
+// UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
+func (u *ElicitationFormMode) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
+	if d := takeFastDecoder(b); d != nil {
+		var x ElicitationFormMode
+		if d.finish(x.decodeFast(d)) {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *ElicitationFormMode) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
+	*u = ElicitationFormMode{}
+	switch jsonKind(b) {
+	case '{':
+		present, err := presentKeys(b)
+		if err != nil {
+			return err
+		}
+		if hasKey(present, "sessionId") {
+			var x ElicitationSessionScope
+			if err := decodeExact(b, &x); err != nil {
+				return invalidVariant(err)
+			}
+			u.Session = &x
+			return nil
+		}
+		if hasKey(present, "requestId") {
+			var x ElicitationRequestScope
+			if err := decodeExact(b, &x); err != nil {
+				return invalidVariant(err)
+			}
+			u.Request = &x
+			return nil
+		}
+		{
+			var x ElicitationSessionScope
+			if decodeExact(b, &x) == nil {
+				u.Session = &x
+				return nil
+			}
+		}
+		{
+			var x ElicitationRequestScope
+			if decodeExact(b, &x) == nil {
+				u.Request = &x
+				return nil
+			}
+		}
+	}
+	return noVariant(fmt.Errorf("ElicitationFormMode: unexpected JSON %.20q", b))
+}
+
+func (*ElicitationFormMode) decodesItselfUpstream() {}
+
+// MarshalJSON encodes ElicitationSchema, writing schema defaults for nil lists and maps.
+func (v ElicitationSchema) MarshalJSON() ([]byte, error) {
+	type Alias ElicitationSchema
+	p := Alias(v)
+	if p.Properties == nil {
+		_ = json.Unmarshal([]byte("{}"), &p.Properties)
+	}
+	if p.Type == "" {
+		_ = json.Unmarshal([]byte("\"object\""), &p.Type)
+	}
+	return json.Marshal(p)
+}
+
+// UnmarshalJSON decodes ElicitationSchema; a missing or null key takes its schema default.
+func (v *ElicitationSchema) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x ElicitationSchema
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	// The key scan comes first and the local type is named Alias, as in
+	// upstream v0.13.5, so decode errors read the same (they reach the peer
+	// as text).
+	present, err := presentKeys(b)
+	if err != nil {
+		return err
+	}
+	type Alias ElicitationSchema
+	var p Alias
+	if err := decodeExact(b, &p); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
+	if !present["properties"] {
+		_ = json.Unmarshal([]byte("{}"), &p.Properties)
+	}
+	if !present["type"] {
+		_ = json.Unmarshal([]byte("\"object\""), &p.Type)
+	}
+	*v = ElicitationSchema(p)
+	return nil
+}
+
+func (*ElicitationSchema) decodesItselfUpstream() {}
+
 // UnmarshalJSON decodes ElicitationUrlCapabilities; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *ElicitationUrlCapabilities) UnmarshalJSON(b []byte) error {
@@ -1587,6 +2460,83 @@ func (v *ElicitationUrlCapabilities) UnmarshalJSON(b []byte) error {
 // fieldsOfElicitationUrlCapabilities is ElicitationUrlCapabilities under a name its UnmarshalJSON can still refer to
 // once a local type named ElicitationUrlCapabilities shadows it.
 type fieldsOfElicitationUrlCapabilities = ElicitationUrlCapabilities
+
+// MarshalJSON encodes the variant that is set, writing its tag.
+func (u ElicitationUrlMode) MarshalJSON() ([]byte, error) {
+	if u.Session != nil {
+		return json.Marshal(*u.Session)
+	}
+	if u.Request != nil {
+		return json.Marshal(*u.Request)
+	}
+	return nil, errors.New("ElicitationUrlMode: no variant set")
+}
+
+// UnmarshalJSON decodes the variant the payload's tag or shape selects.
+// JSON null leaves u unchanged (the encoding/json convention), so an
+// absent value in a message costs that value, not the whole message.
+func (u *ElicitationUrlMode) UnmarshalJSON(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
+	if d := takeFastDecoder(b); d != nil {
+		var x ElicitationUrlMode
+		if d.finish(x.decodeFast(d)) {
+			*u = x
+			return nil
+		}
+	}
+	return u.unmarshalSlow(b)
+}
+
+// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
+// for payloads the tag does not decide.
+func (u *ElicitationUrlMode) unmarshalSlow(b []byte) error {
+	if isJSONNull(b) {
+		return nil
+	}
+	*u = ElicitationUrlMode{}
+	switch jsonKind(b) {
+	case '{':
+		present, err := presentKeys(b)
+		if err != nil {
+			return err
+		}
+		if hasKey(present, "sessionId") {
+			var x ElicitationSessionScope
+			if err := decodeExact(b, &x); err != nil {
+				return invalidVariant(err)
+			}
+			u.Session = &x
+			return nil
+		}
+		if hasKey(present, "requestId") {
+			var x ElicitationRequestScope
+			if err := decodeExact(b, &x); err != nil {
+				return invalidVariant(err)
+			}
+			u.Request = &x
+			return nil
+		}
+		{
+			var x ElicitationSessionScope
+			if decodeExact(b, &x) == nil {
+				u.Session = &x
+				return nil
+			}
+		}
+		{
+			var x ElicitationRequestScope
+			if decodeExact(b, &x) == nil {
+				u.Request = &x
+				return nil
+			}
+		}
+	}
+	return noVariant(fmt.Errorf("ElicitationUrlMode: unexpected JSON %.20q", b))
+}
+
+func (*ElicitationUrlMode) decodesItselfUpstream() {}
 
 // UnmarshalJSON decodes EmbeddedResource; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
@@ -2152,8 +3102,8 @@ func (v *LegacyModelInfo) UnmarshalJSON(b []byte) error {
 // once a local type named LegacyModelInfo shadows it.
 type fieldsOfLegacyModelInfo = LegacyModelInfo
 
-// UnmarshalJSON decodes ListSessionsRequest; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes ListSessionsRequest. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *ListSessionsRequest) UnmarshalJSON(b []byte) error {
 	if d := takeFastDecoder(b); d != nil {
 		var x ListSessionsRequest
@@ -2165,7 +3115,26 @@ func (v *ListSessionsRequest) UnmarshalJSON(b []byte) error {
 	type ListSessionsRequest fieldsOfListSessionsRequest
 	var p ListSessionsRequest
 	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "archived"):
+				var x *UnstableSessionArchiveFilter
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = ListSessionsRequest{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
 	}
 	*v = fieldsOfListSessionsRequest(p)
 	return nil
@@ -2198,8 +3167,8 @@ func (v *ListSessionsResponse) UnmarshalJSON(b []byte) error {
 // once a local type named ListSessionsResponse shadows it.
 type fieldsOfListSessionsResponse = ListSessionsResponse
 
-// UnmarshalJSON decodes LoadSessionRequest; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes LoadSessionRequest. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *LoadSessionRequest) UnmarshalJSON(b []byte) error {
 	if d := takeFastDecoder(b); d != nil {
 		var x LoadSessionRequest
@@ -2211,7 +3180,26 @@ func (v *LoadSessionRequest) UnmarshalJSON(b []byte) error {
 	type LoadSessionRequest fieldsOfLoadSessionRequest
 	var p LoadSessionRequest
 	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "systemPrompt"):
+				var x *UnstableSystemPrompt
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = LoadSessionRequest{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
 	}
 	*v = fieldsOfLoadSessionRequest(p)
 	return nil
@@ -2473,7 +3461,7 @@ func (u *McpServer) unmarshalSlow(b []byte) error {
 			u.Sse = &x
 			return nil
 		}
-		if hasKey(present, "id") && hasKey(present, "name") && hasKey(present, "type") {
+		if hasKey(present, "name") && hasKey(present, "serverId") && hasKey(present, "type") {
 			var x McpServerAcpInline
 			if err := x.UnmarshalJSON(b); err != nil {
 				return invalidVariant(err)
@@ -2538,6 +3526,9 @@ func (v *McpServerAcp) UnmarshalJSON(b []byte) error {
 	if err := decodeExact(b, &p); err != nil {
 		return withUpstreamStruct(err, &p)
 	}
+	if err := legacyMember(b, "serverId", "id", &p.Id); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
 	*v = fieldsOfMcpServerAcp(p)
 	return nil
 }
@@ -2559,6 +3550,9 @@ func (v *McpServerAcpInline) UnmarshalJSON(b []byte) error {
 	type McpServerAcpInline fieldsOfMcpServerAcpInline
 	var p McpServerAcpInline
 	if err := decodeExact(b, &p); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
+	if err := legacyMember(b, "serverId", "id", &p.Id); err != nil {
 		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfMcpServerAcpInline(p)
@@ -3098,8 +4092,8 @@ func (v *NesUserActionsCapabilities) UnmarshalJSON(b []byte) error {
 // once a local type named NesUserActionsCapabilities shadows it.
 type fieldsOfNesUserActionsCapabilities = NesUserActionsCapabilities
 
-// UnmarshalJSON decodes NewSessionRequest; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes NewSessionRequest. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *NewSessionRequest) UnmarshalJSON(b []byte) error {
 	if d := takeFastDecoder(b); d != nil {
 		var x NewSessionRequest
@@ -3111,7 +4105,26 @@ func (v *NewSessionRequest) UnmarshalJSON(b []byte) error {
 	type NewSessionRequest fieldsOfNewSessionRequest
 	var p NewSessionRequest
 	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "systemPrompt"):
+				var x *UnstableSystemPrompt
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = NewSessionRequest{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
 	}
 	*v = fieldsOfNewSessionRequest(p)
 	return nil
@@ -3162,6 +4175,53 @@ func (v *NewSessionResponse) UnmarshalJSON(b []byte) error {
 // fieldsOfNewSessionResponse is NewSessionResponse under a name its UnmarshalJSON can still refer to
 // once a local type named NewSessionResponse shadows it.
 type fieldsOfNewSessionResponse = NewSessionResponse
+
+// UnmarshalJSON decodes Notice. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *Notice) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x Notice
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type Notice fieldsOfNotice
+	var p Notice
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "description"):
+				var x *string
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = Notice{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfNotice(p)
+	return nil
+}
+
+// fieldsOfNotice is Notice under a name its UnmarshalJSON can still refer to
+// once a local type named Notice shadows it.
+type fieldsOfNotice = Notice
 
 // UnmarshalJSON decodes PermissionOption; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
@@ -3270,6 +4330,9 @@ func (v *PlanFile) UnmarshalJSON(b []byte) error {
 	if err := decodeExact(b, &p); err != nil {
 		return withUpstreamStruct(err, &p)
 	}
+	if err := legacyMember(b, "planId", "id", &p.Id); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
 	*v = fieldsOfPlanFile(p)
 	return nil
 }
@@ -3291,6 +4354,9 @@ func (v *PlanItems) UnmarshalJSON(b []byte) error {
 	type PlanItems fieldsOfPlanItems
 	var p PlanItems
 	if err := decodeExact(b, &p); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
+	if err := legacyMember(b, "planId", "id", &p.Id); err != nil {
 		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfPlanItems(p)
@@ -3316,6 +4382,9 @@ func (v *PlanMarkdown) UnmarshalJSON(b []byte) error {
 	if err := decodeExact(b, &p); err != nil {
 		return withUpstreamStruct(err, &p)
 	}
+	if err := legacyMember(b, "planId", "id", &p.Id); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
 	*v = fieldsOfPlanMarkdown(p)
 	return nil
 }
@@ -3337,6 +4406,9 @@ func (v *PlanRemoved) UnmarshalJSON(b []byte) error {
 	type PlanRemoved fieldsOfPlanRemoved
 	var p PlanRemoved
 	if err := decodeExact(b, &p); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
+	if err := legacyMember(b, "planId", "id", &p.Id); err != nil {
 		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfPlanRemoved(p)
@@ -3449,7 +4521,7 @@ func (u *PlanUpdateContent) unmarshalSlow(b []byte) error {
 		if err != nil {
 			return err
 		}
-		if hasKey(present, "entries") && hasKey(present, "id") && hasKey(present, "type") {
+		if hasKey(present, "entries") && hasKey(present, "planId") && hasKey(present, "type") {
 			var x PlanUpdateContentItems
 			if err := x.UnmarshalJSON(b); err != nil {
 				return invalidVariant(err)
@@ -3457,7 +4529,7 @@ func (u *PlanUpdateContent) unmarshalSlow(b []byte) error {
 			u.Items = &x
 			return nil
 		}
-		if hasKey(present, "id") && hasKey(present, "type") && hasKey(present, "uri") {
+		if hasKey(present, "planId") && hasKey(present, "type") && hasKey(present, "uri") {
 			var x PlanUpdateContentFile
 			if err := x.UnmarshalJSON(b); err != nil {
 				return invalidVariant(err)
@@ -3465,7 +4537,7 @@ func (u *PlanUpdateContent) unmarshalSlow(b []byte) error {
 			u.File = &x
 			return nil
 		}
-		if hasKey(present, "content") && hasKey(present, "id") && hasKey(present, "type") {
+		if hasKey(present, "content") && hasKey(present, "planId") && hasKey(present, "type") {
 			var x PlanUpdateContentMarkdown
 			if err := x.UnmarshalJSON(b); err != nil {
 				return invalidVariant(err)
@@ -3515,6 +4587,9 @@ func (v *PlanUpdateContentFile) UnmarshalJSON(b []byte) error {
 	if err := decodeExact(b, &p); err != nil {
 		return withUpstreamStruct(err, &p)
 	}
+	if err := legacyMember(b, "planId", "id", &p.Id); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
 	*v = fieldsOfPlanUpdateContentFile(p)
 	return nil
 }
@@ -3538,6 +4613,9 @@ func (v *PlanUpdateContentItems) UnmarshalJSON(b []byte) error {
 	if err := decodeExact(b, &p); err != nil {
 		return withUpstreamStruct(err, &p)
 	}
+	if err := legacyMember(b, "planId", "id", &p.Id); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
 	*v = fieldsOfPlanUpdateContentItems(p)
 	return nil
 }
@@ -3559,6 +4637,9 @@ func (v *PlanUpdateContentMarkdown) UnmarshalJSON(b []byte) error {
 	type PlanUpdateContentMarkdown fieldsOfPlanUpdateContentMarkdown
 	var p PlanUpdateContentMarkdown
 	if err := decodeExact(b, &p); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
+	if err := legacyMember(b, "planId", "id", &p.Id); err != nil {
 		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfPlanUpdateContentMarkdown(p)
@@ -4065,8 +5146,8 @@ func (v *ResourceLink) UnmarshalJSON(b []byte) error {
 // once a local type named ResourceLink shadows it.
 type fieldsOfResourceLink = ResourceLink
 
-// UnmarshalJSON decodes ResumeSessionRequest; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes ResumeSessionRequest. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *ResumeSessionRequest) UnmarshalJSON(b []byte) error {
 	if d := takeFastDecoder(b); d != nil {
 		var x ResumeSessionRequest
@@ -4078,7 +5159,26 @@ func (v *ResumeSessionRequest) UnmarshalJSON(b []byte) error {
 	type ResumeSessionRequest fieldsOfResumeSessionRequest
 	var p ResumeSessionRequest
 	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "systemPrompt"):
+				var x *UnstableSystemPrompt
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = ResumeSessionRequest{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
 	}
 	*v = fieldsOfResumeSessionRequest(p)
 	return nil
@@ -4283,8 +5383,8 @@ func (v *SessionCancelCapabilities) UnmarshalJSON(b []byte) error {
 // once a local type named SessionCancelCapabilities shadows it.
 type fieldsOfSessionCancelCapabilities = SessionCancelCapabilities
 
-// UnmarshalJSON decodes SessionCapabilities; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes SessionCapabilities. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionCapabilities) UnmarshalJSON(b []byte) error {
 	if d := takeFastDecoder(b); d != nil {
 		var x SessionCapabilities
@@ -4296,7 +5396,41 @@ func (v *SessionCapabilities) UnmarshalJSON(b []byte) error {
 	type SessionCapabilities fieldsOfSessionCapabilities
 	var p SessionCapabilities
 	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "archive"):
+				var x *UnstableSessionArchiveCapabilities
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "status"):
+				var x *UnstableSessionStatusCapabilities
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "systemPrompt"):
+				var x *UnstableSessionSystemPromptCapabilities
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "title"):
+				var x *UnstableSessionTitleCapabilities
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = SessionCapabilities{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
 	}
 	*v = fieldsOfSessionCapabilities(p)
 	return nil
@@ -4328,6 +5462,67 @@ func (v *SessionCloseCapabilities) UnmarshalJSON(b []byte) error {
 // fieldsOfSessionCloseCapabilities is SessionCloseCapabilities under a name its UnmarshalJSON can still refer to
 // once a local type named SessionCloseCapabilities shadows it.
 type fieldsOfSessionCloseCapabilities = SessionCloseCapabilities
+
+// UnmarshalJSON decodes SessionCompactionUpdate. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *SessionCompactionUpdate) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x SessionCompactionUpdate
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type SessionCompactionUpdate fieldsOfSessionCompactionUpdate
+	var p SessionCompactionUpdate
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		var salvage SessionCompactionUpdate
+		keepSummary := false
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "error"):
+				var x *string
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "summary"):
+				var x []ContentBlock
+				if decodeExact(raw, &x) != nil {
+					// Keep the valid items of a list with malformed ones.
+					if items, ok := validItems[ContentBlock](raw); ok {
+						salvage.Summary, keepSummary = (items), true
+					}
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = SessionCompactionUpdate{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		if keepSummary {
+			p.Summary = salvage.Summary
+		}
+	}
+	*v = fieldsOfSessionCompactionUpdate(p)
+	return nil
+}
+
+// fieldsOfSessionCompactionUpdate is SessionCompactionUpdate under a name its UnmarshalJSON can still refer to
+// once a local type named SessionCompactionUpdate shadows it.
+type fieldsOfSessionCompactionUpdate = SessionCompactionUpdate
 
 // MarshalJSON encodes the variant that is set, writing its tag.
 func (u SessionConfigOption) MarshalJSON() ([]byte, error) {
@@ -4500,6 +5695,53 @@ func (v *SessionConfigOptionUpdate) UnmarshalJSON(b []byte) error {
 // fieldsOfSessionConfigOptionUpdate is SessionConfigOptionUpdate under a name its UnmarshalJSON can still refer to
 // once a local type named SessionConfigOptionUpdate shadows it.
 type fieldsOfSessionConfigOptionUpdate = SessionConfigOptionUpdate
+
+// UnmarshalJSON decodes SessionConfigOptionsCapabilities. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *SessionConfigOptionsCapabilities) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x SessionConfigOptionsCapabilities
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type SessionConfigOptionsCapabilities fieldsOfSessionConfigOptionsCapabilities
+	var p SessionConfigOptionsCapabilities
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "boolean"):
+				var x *BooleanConfigOptionCapabilities
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = SessionConfigOptionsCapabilities{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfSessionConfigOptionsCapabilities(p)
+	return nil
+}
+
+// fieldsOfSessionConfigOptionsCapabilities is SessionConfigOptionsCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named SessionConfigOptionsCapabilities shadows it.
+type fieldsOfSessionConfigOptionsCapabilities = SessionConfigOptionsCapabilities
 
 // UnmarshalJSON decodes SessionConfigSelectGroup; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
@@ -4694,8 +5936,8 @@ func (v *SessionForkCapabilities) UnmarshalJSON(b []byte) error {
 // once a local type named SessionForkCapabilities shadows it.
 type fieldsOfSessionForkCapabilities = SessionForkCapabilities
 
-// UnmarshalJSON decodes SessionInfo; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes SessionInfo. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *SessionInfo) UnmarshalJSON(b []byte) error {
 	if d := takeFastDecoder(b); d != nil {
 		var x SessionInfo
@@ -4707,7 +5949,26 @@ func (v *SessionInfo) UnmarshalJSON(b []byte) error {
 	type SessionInfo fieldsOfSessionInfo
 	var p SessionInfo
 	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "archived"):
+				var x *bool
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = SessionInfo{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
 	}
 	*v = fieldsOfSessionInfo(p)
 	return nil
@@ -5190,6 +6451,21 @@ func (u SessionUpdate) MarshalJSON() ([]byte, error) {
 		v.SessionUpdate = "usage_update"
 		return json.Marshal(v)
 	}
+	if u.Notice != nil {
+		v := *u.Notice
+		v.SessionUpdate = "notice"
+		return json.Marshal(v)
+	}
+	if u.CompactionUpdate != nil {
+		v := *u.CompactionUpdate
+		v.SessionUpdate = "compaction_update"
+		return json.Marshal(v)
+	}
+	if u.CompactionSummaryChunk != nil {
+		v := *u.CompactionSummaryChunk
+		v.SessionUpdate = "compaction_summary_chunk"
+		return json.Marshal(v)
+	}
 	if u.SubagentUpdate != nil {
 		v := *u.SubagentUpdate
 		v.SessionUpdate = "subagent_update"
@@ -5334,6 +6610,27 @@ func (u *SessionUpdate) unmarshalSlow(b []byte) error {
 				}
 				u.UsageUpdate = &x
 				return nil
+			case "notice":
+				var x SessionUpdateNotice
+				if err := x.UnmarshalJSON(b); err != nil {
+					return invalidVariant(err)
+				}
+				u.Notice = &x
+				return nil
+			case "compaction_update":
+				var x SessionCompactionUpdate
+				if err := x.UnmarshalJSON(b); err != nil {
+					return invalidVariant(err)
+				}
+				u.CompactionUpdate = &x
+				return nil
+			case "compaction_summary_chunk":
+				var x SessionUpdateCompactionSummaryChunk
+				if err := x.UnmarshalJSON(b); err != nil {
+					return invalidVariant(err)
+				}
+				u.CompactionSummaryChunk = &x
+				return nil
 			case "subagent_update":
 				var x SessionSubagentUpdate
 				if err := x.UnmarshalJSON(b); err != nil {
@@ -5412,6 +6709,95 @@ func (v *SessionUpdateAgentThoughtChunk) UnmarshalJSON(b []byte) error {
 // once a local type named SessionUpdateAgentThoughtChunk shadows it.
 type fieldsOfSessionUpdateAgentThoughtChunk = SessionUpdateAgentThoughtChunk
 
+// UnmarshalJSON decodes SessionUpdateCompactionSummaryChunk. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *SessionUpdateCompactionSummaryChunk) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x SessionUpdateCompactionSummaryChunk
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type SessionUpdateCompactionSummaryChunk fieldsOfSessionUpdateCompactionSummaryChunk
+	var p SessionUpdateCompactionSummaryChunk
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = SessionUpdateCompactionSummaryChunk{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfSessionUpdateCompactionSummaryChunk(p)
+	return nil
+}
+
+// fieldsOfSessionUpdateCompactionSummaryChunk is SessionUpdateCompactionSummaryChunk under a name its UnmarshalJSON can still refer to
+// once a local type named SessionUpdateCompactionSummaryChunk shadows it.
+type fieldsOfSessionUpdateCompactionSummaryChunk = SessionUpdateCompactionSummaryChunk
+
+// UnmarshalJSON decodes SessionUpdateNotice. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *SessionUpdateNotice) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x SessionUpdateNotice
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type SessionUpdateNotice fieldsOfSessionUpdateNotice
+	var p SessionUpdateNotice
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "description"):
+				var x *string
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = SessionUpdateNotice{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfSessionUpdateNotice(p)
+	return nil
+}
+
+// fieldsOfSessionUpdateNotice is SessionUpdateNotice under a name its UnmarshalJSON can still refer to
+// once a local type named SessionUpdateNotice shadows it.
+type fieldsOfSessionUpdateNotice = SessionUpdateNotice
+
 // UnmarshalJSON decodes SessionUpdatePlan; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *SessionUpdatePlan) UnmarshalJSON(b []byte) error {
@@ -5448,6 +6834,9 @@ func (v *SessionUpdatePlanRemoved) UnmarshalJSON(b []byte) error {
 	type SessionUpdatePlanRemoved fieldsOfSessionUpdatePlanRemoved
 	var p SessionUpdatePlanRemoved
 	if err := decodeExact(b, &p); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
+	if err := legacyMember(b, "planId", "id", &p.Id); err != nil {
 		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfSessionUpdatePlanRemoved(p)
@@ -6870,28 +8259,347 @@ func (v *UnstableAcceptNesNotification) UnmarshalJSON(b []byte) error {
 // once a local type named UnstableAcceptNesNotification shadows it.
 type fieldsOfUnstableAcceptNesNotification = UnstableAcceptNesNotification
 
-// UnmarshalJSON decodes UnstableCancelRequestNotification; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
-func (v *UnstableCancelRequestNotification) UnmarshalJSON(b []byte) error {
+// UnmarshalJSON decodes UnstableArchiveSessionRequest. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableArchiveSessionRequest) UnmarshalJSON(b []byte) error {
 	if d := takeFastDecoder(b); d != nil {
-		var x UnstableCancelRequestNotification
+		var x UnstableArchiveSessionRequest
 		if d.finish(x.decodeFast(d)) {
 			*v = x
 			return nil
 		}
 	}
-	type UnstableCancelRequestNotification fieldsOfUnstableCancelRequestNotification
-	var p UnstableCancelRequestNotification
+	type UnstableArchiveSessionRequest fieldsOfUnstableArchiveSessionRequest
+	var p UnstableArchiveSessionRequest
 	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableArchiveSessionRequest{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
 	}
-	*v = fieldsOfUnstableCancelRequestNotification(p)
+	*v = fieldsOfUnstableArchiveSessionRequest(p)
 	return nil
 }
 
-// fieldsOfUnstableCancelRequestNotification is UnstableCancelRequestNotification under a name its UnmarshalJSON can still refer to
-// once a local type named UnstableCancelRequestNotification shadows it.
-type fieldsOfUnstableCancelRequestNotification = UnstableCancelRequestNotification
+// fieldsOfUnstableArchiveSessionRequest is UnstableArchiveSessionRequest under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableArchiveSessionRequest shadows it.
+type fieldsOfUnstableArchiveSessionRequest = UnstableArchiveSessionRequest
+
+// UnmarshalJSON decodes UnstableArchiveSessionResponse. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableArchiveSessionResponse) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x UnstableArchiveSessionResponse
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type UnstableArchiveSessionResponse fieldsOfUnstableArchiveSessionResponse
+	var p UnstableArchiveSessionResponse
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableArchiveSessionResponse{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfUnstableArchiveSessionResponse(p)
+	return nil
+}
+
+// fieldsOfUnstableArchiveSessionResponse is UnstableArchiveSessionResponse under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableArchiveSessionResponse shadows it.
+type fieldsOfUnstableArchiveSessionResponse = UnstableArchiveSessionResponse
+
+// UnmarshalJSON decodes UnstableAuthAccount. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableAuthAccount) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x UnstableAuthAccount
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type UnstableAuthAccount fieldsOfUnstableAuthAccount
+	var p UnstableAuthAccount
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "active"):
+				var x *bool
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "email"):
+				var x *string
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "name"):
+				var x *string
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "organization"):
+				var x *string
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableAuthAccount{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfUnstableAuthAccount(p)
+	return nil
+}
+
+// fieldsOfUnstableAuthAccount is UnstableAuthAccount under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableAuthAccount shadows it.
+type fieldsOfUnstableAuthAccount = UnstableAuthAccount
+
+// UnmarshalJSON decodes UnstableAuthStatusCapabilities. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableAuthStatusCapabilities) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x UnstableAuthStatusCapabilities
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type UnstableAuthStatusCapabilities fieldsOfUnstableAuthStatusCapabilities
+	var p UnstableAuthStatusCapabilities
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableAuthStatusCapabilities{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfUnstableAuthStatusCapabilities(p)
+	return nil
+}
+
+// fieldsOfUnstableAuthStatusCapabilities is UnstableAuthStatusCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableAuthStatusCapabilities shadows it.
+type fieldsOfUnstableAuthStatusCapabilities = UnstableAuthStatusCapabilities
+
+// UnmarshalJSON decodes UnstableAuthStatusRequest. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableAuthStatusRequest) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x UnstableAuthStatusRequest
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type UnstableAuthStatusRequest fieldsOfUnstableAuthStatusRequest
+	var p UnstableAuthStatusRequest
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableAuthStatusRequest{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfUnstableAuthStatusRequest(p)
+	return nil
+}
+
+// fieldsOfUnstableAuthStatusRequest is UnstableAuthStatusRequest under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableAuthStatusRequest shadows it.
+type fieldsOfUnstableAuthStatusRequest = UnstableAuthStatusRequest
+
+// UnmarshalJSON decodes UnstableAuthStatusResponse. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableAuthStatusResponse) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x UnstableAuthStatusResponse
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type UnstableAuthStatusResponse fieldsOfUnstableAuthStatusResponse
+	var p UnstableAuthStatusResponse
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		var salvage UnstableAuthStatusResponse
+		keepAccounts := false
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "accounts"):
+				var x []UnstableAuthAccount
+				if decodeExact(raw, &x) != nil {
+					// Keep the valid items of a list with malformed ones.
+					if items, ok := validItems[UnstableAuthAccount](raw); ok {
+						salvage.Accounts, keepAccounts = (items), true
+					}
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableAuthStatusResponse{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		if keepAccounts {
+			p.Accounts = salvage.Accounts
+		}
+	}
+	*v = fieldsOfUnstableAuthStatusResponse(p)
+	return nil
+}
+
+// fieldsOfUnstableAuthStatusResponse is UnstableAuthStatusResponse under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableAuthStatusResponse shadows it.
+type fieldsOfUnstableAuthStatusResponse = UnstableAuthStatusResponse
+
+// UnmarshalJSON decodes UnstableAuthStatusUpdateNotification. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableAuthStatusUpdateNotification) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x UnstableAuthStatusUpdateNotification
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type UnstableAuthStatusUpdateNotification fieldsOfUnstableAuthStatusUpdateNotification
+	var p UnstableAuthStatusUpdateNotification
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		var salvage UnstableAuthStatusUpdateNotification
+		keepAccounts := false
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "accounts"):
+				var x []UnstableAuthAccount
+				if decodeExact(raw, &x) != nil {
+					// Keep the valid items of a list with malformed ones.
+					if items, ok := validItems[UnstableAuthAccount](raw); ok {
+						salvage.Accounts, keepAccounts = (items), true
+					}
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableAuthStatusUpdateNotification{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		if keepAccounts {
+			p.Accounts = salvage.Accounts
+		}
+	}
+	*v = fieldsOfUnstableAuthStatusUpdateNotification(p)
+	return nil
+}
+
+// fieldsOfUnstableAuthStatusUpdateNotification is UnstableAuthStatusUpdateNotification under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableAuthStatusUpdateNotification shadows it.
+type fieldsOfUnstableAuthStatusUpdateNotification = UnstableAuthStatusUpdateNotification
 
 // UnmarshalJSON decodes UnstableCloseNesRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
@@ -6939,29 +8647,6 @@ func (v *UnstableCloseNesResponse) UnmarshalJSON(b []byte) error {
 // once a local type named UnstableCloseNesResponse shadows it.
 type fieldsOfUnstableCloseNesResponse = UnstableCloseNesResponse
 
-// UnmarshalJSON decodes UnstableCompleteElicitationNotification; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
-func (v *UnstableCompleteElicitationNotification) UnmarshalJSON(b []byte) error {
-	if d := takeFastDecoder(b); d != nil {
-		var x UnstableCompleteElicitationNotification
-		if d.finish(x.decodeFast(d)) {
-			*v = x
-			return nil
-		}
-	}
-	type UnstableCompleteElicitationNotification fieldsOfUnstableCompleteElicitationNotification
-	var p UnstableCompleteElicitationNotification
-	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
-	}
-	*v = fieldsOfUnstableCompleteElicitationNotification(p)
-	return nil
-}
-
-// fieldsOfUnstableCompleteElicitationNotification is UnstableCompleteElicitationNotification under a name its UnmarshalJSON can still refer to
-// once a local type named UnstableCompleteElicitationNotification shadows it.
-type fieldsOfUnstableCompleteElicitationNotification = UnstableCompleteElicitationNotification
-
 // UnmarshalJSON decodes UnstableConnectMcpRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableConnectMcpRequest) UnmarshalJSON(b []byte) error {
@@ -7007,400 +8692,6 @@ func (v *UnstableConnectMcpResponse) UnmarshalJSON(b []byte) error {
 // fieldsOfUnstableConnectMcpResponse is UnstableConnectMcpResponse under a name its UnmarshalJSON can still refer to
 // once a local type named UnstableConnectMcpResponse shadows it.
 type fieldsOfUnstableConnectMcpResponse = UnstableConnectMcpResponse
-
-// UnmarshalJSON decodes UnstableCreateElicitationAccept; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
-func (v *UnstableCreateElicitationAccept) UnmarshalJSON(b []byte) error {
-	if d := takeFastDecoder(b); d != nil {
-		var x UnstableCreateElicitationAccept
-		if d.finish(x.decodeFast(d)) {
-			*v = x
-			return nil
-		}
-	}
-	type UnstableCreateElicitationAccept fieldsOfUnstableCreateElicitationAccept
-	var p UnstableCreateElicitationAccept
-	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
-	}
-	*v = fieldsOfUnstableCreateElicitationAccept(p)
-	return nil
-}
-
-// fieldsOfUnstableCreateElicitationAccept is UnstableCreateElicitationAccept under a name its UnmarshalJSON can still refer to
-// once a local type named UnstableCreateElicitationAccept shadows it.
-type fieldsOfUnstableCreateElicitationAccept = UnstableCreateElicitationAccept
-
-// UnmarshalJSON decodes UnstableCreateElicitationCancel; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
-func (v *UnstableCreateElicitationCancel) UnmarshalJSON(b []byte) error {
-	if d := takeFastDecoder(b); d != nil {
-		var x UnstableCreateElicitationCancel
-		if d.finish(x.decodeFast(d)) {
-			*v = x
-			return nil
-		}
-	}
-	type UnstableCreateElicitationCancel fieldsOfUnstableCreateElicitationCancel
-	var p UnstableCreateElicitationCancel
-	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
-	}
-	*v = fieldsOfUnstableCreateElicitationCancel(p)
-	return nil
-}
-
-// fieldsOfUnstableCreateElicitationCancel is UnstableCreateElicitationCancel under a name its UnmarshalJSON can still refer to
-// once a local type named UnstableCreateElicitationCancel shadows it.
-type fieldsOfUnstableCreateElicitationCancel = UnstableCreateElicitationCancel
-
-// UnmarshalJSON decodes UnstableCreateElicitationDecline; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
-func (v *UnstableCreateElicitationDecline) UnmarshalJSON(b []byte) error {
-	if d := takeFastDecoder(b); d != nil {
-		var x UnstableCreateElicitationDecline
-		if d.finish(x.decodeFast(d)) {
-			*v = x
-			return nil
-		}
-	}
-	type UnstableCreateElicitationDecline fieldsOfUnstableCreateElicitationDecline
-	var p UnstableCreateElicitationDecline
-	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
-	}
-	*v = fieldsOfUnstableCreateElicitationDecline(p)
-	return nil
-}
-
-// fieldsOfUnstableCreateElicitationDecline is UnstableCreateElicitationDecline under a name its UnmarshalJSON can still refer to
-// once a local type named UnstableCreateElicitationDecline shadows it.
-type fieldsOfUnstableCreateElicitationDecline = UnstableCreateElicitationDecline
-
-// UnmarshalJSON decodes UnstableCreateElicitationForm; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
-func (v *UnstableCreateElicitationForm) UnmarshalJSON(b []byte) error {
-	if d := takeFastDecoder(b); d != nil {
-		var x UnstableCreateElicitationForm
-		if d.finish(x.decodeFast(d)) {
-			*v = x
-			return nil
-		}
-	}
-	type UnstableCreateElicitationForm fieldsOfUnstableCreateElicitationForm
-	var p UnstableCreateElicitationForm
-	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
-	}
-	*v = fieldsOfUnstableCreateElicitationForm(p)
-	return nil
-}
-
-// fieldsOfUnstableCreateElicitationForm is UnstableCreateElicitationForm under a name its UnmarshalJSON can still refer to
-// once a local type named UnstableCreateElicitationForm shadows it.
-type fieldsOfUnstableCreateElicitationForm = UnstableCreateElicitationForm
-
-// MarshalJSON encodes the variant that is set, writing its tag.
-func (u UnstableCreateElicitationRequest) MarshalJSON() ([]byte, error) {
-	if u.Form != nil {
-		v := *u.Form
-		v.Mode = "form"
-		return json.Marshal(v)
-	}
-	if u.Url != nil {
-		v := *u.Url
-		v.Mode = "url"
-		return json.Marshal(v)
-	}
-	return nil, errors.New("UnstableCreateElicitationRequest: no variant set")
-}
-
-// UnmarshalJSON decodes the variant the payload's tag or shape selects.
-// JSON null leaves u unchanged (the encoding/json convention), so an
-// absent value in a message costs that value, not the whole message.
-func (u *UnstableCreateElicitationRequest) UnmarshalJSON(b []byte) error {
-	if isJSONNull(b) {
-		return nil
-	}
-	if d := takeFastDecoder(b); d != nil {
-		var x UnstableCreateElicitationRequest
-		if d.finish(x.decodeFast(d)) {
-			*u = x
-			return nil
-		}
-	}
-	return u.unmarshalSlow(b)
-}
-
-// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
-// for payloads the tag does not decide.
-func (u *UnstableCreateElicitationRequest) unmarshalSlow(b []byte) error {
-	if isJSONNull(b) {
-		return nil
-	}
-	*u = UnstableCreateElicitationRequest{}
-	switch jsonKind(b) {
-	case '{':
-		tag, isString, err := peekString(b, "mode")
-		if err != nil {
-			return err
-		}
-		if isString {
-			switch tag {
-			case "form":
-				var x UnstableCreateElicitationForm
-				if err := x.UnmarshalJSON(b); err != nil {
-					return invalidVariant(err)
-				}
-				u.Form = &x
-				return nil
-			case "url":
-				var x UnstableCreateElicitationUrl
-				if err := x.UnmarshalJSON(b); err != nil {
-					return invalidVariant(err)
-				}
-				u.Url = &x
-				return nil
-			}
-		}
-		present, err := presentKeys(b)
-		if err != nil {
-			return err
-		}
-		if hasKey(present, "message") && hasKey(present, "mode") && hasKey(present, "requestedSchema") {
-			var x UnstableCreateElicitationForm
-			if err := x.UnmarshalJSON(b); err != nil {
-				return invalidVariant(err)
-			}
-			u.Form = &x
-			return nil
-		}
-		if hasKey(present, "elicitationId") && hasKey(present, "message") && hasKey(present, "mode") && hasKey(present, "url") {
-			var x UnstableCreateElicitationUrl
-			if err := x.UnmarshalJSON(b); err != nil {
-				return invalidVariant(err)
-			}
-			u.Url = &x
-			return nil
-		}
-		{
-			var x UnstableCreateElicitationForm
-			if decodeExact(b, &x) == nil {
-				u.Form = &x
-				return nil
-			}
-		}
-		{
-			var x UnstableCreateElicitationUrl
-			if decodeExact(b, &x) == nil {
-				u.Url = &x
-				return nil
-			}
-		}
-	}
-	return noVariant(fmt.Errorf("UnstableCreateElicitationRequest: unexpected JSON %.20q", b))
-}
-
-func (*UnstableCreateElicitationRequest) decodesItselfUpstream() {}
-
-// MarshalJSON encodes the variant that is set, writing its tag.
-func (u UnstableCreateElicitationResponse) MarshalJSON() ([]byte, error) {
-	if u.Accept != nil {
-		v := *u.Accept
-		v.Action = "accept"
-		return json.Marshal(v)
-	}
-	if u.Decline != nil {
-		v := *u.Decline
-		v.Action = "decline"
-		return json.Marshal(v)
-	}
-	if u.Cancel != nil {
-		v := *u.Cancel
-		v.Action = "cancel"
-		return json.Marshal(v)
-	}
-	return nil, errors.New("UnstableCreateElicitationResponse: no variant set")
-}
-
-// UnmarshalJSON decodes the variant the payload's tag or shape selects.
-// JSON null leaves u unchanged (the encoding/json convention), so an
-// absent value in a message costs that value, not the whole message.
-func (u *UnstableCreateElicitationResponse) UnmarshalJSON(b []byte) error {
-	if isJSONNull(b) {
-		return nil
-	}
-	if d := takeFastDecoder(b); d != nil {
-		var x UnstableCreateElicitationResponse
-		if d.finish(x.decodeFast(d)) {
-			*u = x
-			return nil
-		}
-	}
-	return u.unmarshalSlow(b)
-}
-
-// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
-// for payloads the tag does not decide.
-func (u *UnstableCreateElicitationResponse) unmarshalSlow(b []byte) error {
-	if isJSONNull(b) {
-		return nil
-	}
-	*u = UnstableCreateElicitationResponse{}
-	switch jsonKind(b) {
-	case '{':
-		tag, isString, err := peekString(b, "action")
-		if err != nil {
-			return err
-		}
-		if isString {
-			switch tag {
-			case "accept":
-				var x UnstableCreateElicitationAccept
-				if err := x.UnmarshalJSON(b); err != nil {
-					return invalidVariant(err)
-				}
-				u.Accept = &x
-				return nil
-			case "decline":
-				var x UnstableCreateElicitationDecline
-				if err := x.UnmarshalJSON(b); err != nil {
-					return invalidVariant(err)
-				}
-				u.Decline = &x
-				return nil
-			case "cancel":
-				var x UnstableCreateElicitationCancel
-				if err := x.UnmarshalJSON(b); err != nil {
-					return invalidVariant(err)
-				}
-				u.Cancel = &x
-				return nil
-			}
-		}
-		present, err := presentKeys(b)
-		if err != nil {
-			return err
-		}
-		if hasKey(present, "action") {
-			var x UnstableCreateElicitationAccept
-			if err := x.UnmarshalJSON(b); err != nil {
-				return invalidVariant(err)
-			}
-			u.Accept = &x
-			return nil
-		}
-		if hasKey(present, "action") {
-			var x UnstableCreateElicitationDecline
-			if err := x.UnmarshalJSON(b); err != nil {
-				return invalidVariant(err)
-			}
-			u.Decline = &x
-			return nil
-		}
-		if hasKey(present, "action") {
-			var x UnstableCreateElicitationCancel
-			if err := x.UnmarshalJSON(b); err != nil {
-				return invalidVariant(err)
-			}
-			u.Cancel = &x
-			return nil
-		}
-		{
-			var x UnstableCreateElicitationAccept
-			if decodeExact(b, &x) == nil {
-				u.Accept = &x
-				return nil
-			}
-		}
-		{
-			var x UnstableCreateElicitationDecline
-			if decodeExact(b, &x) == nil {
-				u.Decline = &x
-				return nil
-			}
-		}
-		{
-			var x UnstableCreateElicitationCancel
-			if decodeExact(b, &x) == nil {
-				u.Cancel = &x
-				return nil
-			}
-		}
-	}
-	return noVariant(fmt.Errorf("UnstableCreateElicitationResponse: unexpected JSON %.20q", b))
-}
-
-func (*UnstableCreateElicitationResponse) decodesItselfUpstream() {}
-
-// UnmarshalJSON decodes UnstableCreateElicitationUrl; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
-func (v *UnstableCreateElicitationUrl) UnmarshalJSON(b []byte) error {
-	if d := takeFastDecoder(b); d != nil {
-		var x UnstableCreateElicitationUrl
-		if d.finish(x.decodeFast(d)) {
-			*v = x
-			return nil
-		}
-	}
-	type UnstableCreateElicitationUrl fieldsOfUnstableCreateElicitationUrl
-	var p UnstableCreateElicitationUrl
-	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
-	}
-	*v = fieldsOfUnstableCreateElicitationUrl(p)
-	return nil
-}
-
-// fieldsOfUnstableCreateElicitationUrl is UnstableCreateElicitationUrl under a name its UnmarshalJSON can still refer to
-// once a local type named UnstableCreateElicitationUrl shadows it.
-type fieldsOfUnstableCreateElicitationUrl = UnstableCreateElicitationUrl
-
-// UnmarshalJSON decodes UnstableDeleteSessionRequest; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
-func (v *UnstableDeleteSessionRequest) UnmarshalJSON(b []byte) error {
-	if d := takeFastDecoder(b); d != nil {
-		var x UnstableDeleteSessionRequest
-		if d.finish(x.decodeFast(d)) {
-			*v = x
-			return nil
-		}
-	}
-	type UnstableDeleteSessionRequest fieldsOfUnstableDeleteSessionRequest
-	var p UnstableDeleteSessionRequest
-	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
-	}
-	*v = fieldsOfUnstableDeleteSessionRequest(p)
-	return nil
-}
-
-// fieldsOfUnstableDeleteSessionRequest is UnstableDeleteSessionRequest under a name its UnmarshalJSON can still refer to
-// once a local type named UnstableDeleteSessionRequest shadows it.
-type fieldsOfUnstableDeleteSessionRequest = UnstableDeleteSessionRequest
-
-// UnmarshalJSON decodes UnstableDeleteSessionResponse; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
-func (v *UnstableDeleteSessionResponse) UnmarshalJSON(b []byte) error {
-	if d := takeFastDecoder(b); d != nil {
-		var x UnstableDeleteSessionResponse
-		if d.finish(x.decodeFast(d)) {
-			*v = x
-			return nil
-		}
-	}
-	type UnstableDeleteSessionResponse fieldsOfUnstableDeleteSessionResponse
-	var p UnstableDeleteSessionResponse
-	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
-	}
-	*v = fieldsOfUnstableDeleteSessionResponse(p)
-	return nil
-}
-
-// fieldsOfUnstableDeleteSessionResponse is UnstableDeleteSessionResponse under a name its UnmarshalJSON can still refer to
-// once a local type named UnstableDeleteSessionResponse shadows it.
-type fieldsOfUnstableDeleteSessionResponse = UnstableDeleteSessionResponse
 
 // UnmarshalJSON decodes UnstableDidChangeDocumentNotification; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
@@ -7532,6 +8823,9 @@ func (v *UnstableDisableProviderRequest) UnmarshalJSON(b []byte) error {
 	if err := decodeExact(b, &p); err != nil {
 		return withUpstreamStruct(err, &p)
 	}
+	if err := legacyMember(b, "providerId", "id", &p.Id); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
 	*v = fieldsOfUnstableDisableProviderRequest(p)
 	return nil
 }
@@ -7609,231 +8903,8 @@ func (v *UnstableDisconnectMcpResponse) UnmarshalJSON(b []byte) error {
 // once a local type named UnstableDisconnectMcpResponse shadows it.
 type fieldsOfUnstableDisconnectMcpResponse = UnstableDisconnectMcpResponse
 
-// UnmarshalJSON decodes UnstableElicitationAcceptAction; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
-func (v *UnstableElicitationAcceptAction) UnmarshalJSON(b []byte) error {
-	if d := takeFastDecoder(b); d != nil {
-		var x UnstableElicitationAcceptAction
-		if d.finish(x.decodeFast(d)) {
-			*v = x
-			return nil
-		}
-	}
-	type UnstableElicitationAcceptAction fieldsOfUnstableElicitationAcceptAction
-	var p UnstableElicitationAcceptAction
-	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
-	}
-	*v = fieldsOfUnstableElicitationAcceptAction(p)
-	return nil
-}
-
-// fieldsOfUnstableElicitationAcceptAction is UnstableElicitationAcceptAction under a name its UnmarshalJSON can still refer to
-// once a local type named UnstableElicitationAcceptAction shadows it.
-type fieldsOfUnstableElicitationAcceptAction = UnstableElicitationAcceptAction
-
-// MarshalJSON encodes the variant that is set, writing its tag.
-func (u UnstableElicitationFormMode) MarshalJSON() ([]byte, error) {
-	if u.Session != nil {
-		return json.Marshal(*u.Session)
-	}
-	if u.Request != nil {
-		return json.Marshal(*u.Request)
-	}
-	return nil, errors.New("UnstableElicitationFormMode: no variant set")
-}
-
-// UnmarshalJSON decodes the variant the payload's tag or shape selects.
-// JSON null leaves u unchanged (the encoding/json convention), so an
-// absent value in a message costs that value, not the whole message.
-func (u *UnstableElicitationFormMode) UnmarshalJSON(b []byte) error {
-	if isJSONNull(b) {
-		return nil
-	}
-	if d := takeFastDecoder(b); d != nil {
-		var x UnstableElicitationFormMode
-		if d.finish(x.decodeFast(d)) {
-			*u = x
-			return nil
-		}
-	}
-	return u.unmarshalSlow(b)
-}
-
-// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
-// for payloads the tag does not decide.
-func (u *UnstableElicitationFormMode) unmarshalSlow(b []byte) error {
-	if isJSONNull(b) {
-		return nil
-	}
-	*u = UnstableElicitationFormMode{}
-	switch jsonKind(b) {
-	case '{':
-		present, err := presentKeys(b)
-		if err != nil {
-			return err
-		}
-		if hasKey(present, "sessionId") {
-			var x UnstableElicitationSessionScope
-			if err := decodeExact(b, &x); err != nil {
-				return invalidVariant(err)
-			}
-			u.Session = &x
-			return nil
-		}
-		if hasKey(present, "requestId") {
-			var x UnstableElicitationRequestScope
-			if err := decodeExact(b, &x); err != nil {
-				return invalidVariant(err)
-			}
-			u.Request = &x
-			return nil
-		}
-		{
-			var x UnstableElicitationSessionScope
-			if decodeExact(b, &x) == nil {
-				u.Session = &x
-				return nil
-			}
-		}
-		{
-			var x UnstableElicitationRequestScope
-			if decodeExact(b, &x) == nil {
-				u.Request = &x
-				return nil
-			}
-		}
-	}
-	return noVariant(fmt.Errorf("UnstableElicitationFormMode: unexpected JSON %.20q", b))
-}
-
-func (*UnstableElicitationFormMode) decodesItselfUpstream() {}
-
-// MarshalJSON encodes UnstableElicitationSchema, writing schema defaults for nil lists and maps.
-func (v UnstableElicitationSchema) MarshalJSON() ([]byte, error) {
-	type Alias UnstableElicitationSchema
-	p := Alias(v)
-	if p.Properties == nil {
-		_ = json.Unmarshal([]byte("{}"), &p.Properties)
-	}
-	if p.Type == "" {
-		_ = json.Unmarshal([]byte("\"object\""), &p.Type)
-	}
-	return json.Marshal(p)
-}
-
-// UnmarshalJSON decodes UnstableElicitationSchema; a missing or null key takes its schema default.
-func (v *UnstableElicitationSchema) UnmarshalJSON(b []byte) error {
-	if d := takeFastDecoder(b); d != nil {
-		var x UnstableElicitationSchema
-		if d.finish(x.decodeFast(d)) {
-			*v = x
-			return nil
-		}
-	}
-	// The key scan comes first and the local type is named Alias, as in
-	// upstream v0.13.5, so decode errors read the same (they reach the peer
-	// as text).
-	present, err := presentKeys(b)
-	if err != nil {
-		return err
-	}
-	type Alias UnstableElicitationSchema
-	var p Alias
-	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
-	}
-	if !present["properties"] {
-		_ = json.Unmarshal([]byte("{}"), &p.Properties)
-	}
-	if !present["type"] {
-		_ = json.Unmarshal([]byte("\"object\""), &p.Type)
-	}
-	*v = UnstableElicitationSchema(p)
-	return nil
-}
-
-func (*UnstableElicitationSchema) decodesItselfUpstream() {}
-
-// MarshalJSON encodes the variant that is set, writing its tag.
-func (u UnstableElicitationUrlMode) MarshalJSON() ([]byte, error) {
-	if u.Session != nil {
-		return json.Marshal(*u.Session)
-	}
-	if u.Request != nil {
-		return json.Marshal(*u.Request)
-	}
-	return nil, errors.New("UnstableElicitationUrlMode: no variant set")
-}
-
-// UnmarshalJSON decodes the variant the payload's tag or shape selects.
-// JSON null leaves u unchanged (the encoding/json convention), so an
-// absent value in a message costs that value, not the whole message.
-func (u *UnstableElicitationUrlMode) UnmarshalJSON(b []byte) error {
-	if isJSONNull(b) {
-		return nil
-	}
-	if d := takeFastDecoder(b); d != nil {
-		var x UnstableElicitationUrlMode
-		if d.finish(x.decodeFast(d)) {
-			*u = x
-			return nil
-		}
-	}
-	return u.unmarshalSlow(b)
-}
-
-// unmarshalSlow decodes through encoding/json, following v0.13.5's rules
-// for payloads the tag does not decide.
-func (u *UnstableElicitationUrlMode) unmarshalSlow(b []byte) error {
-	if isJSONNull(b) {
-		return nil
-	}
-	*u = UnstableElicitationUrlMode{}
-	switch jsonKind(b) {
-	case '{':
-		present, err := presentKeys(b)
-		if err != nil {
-			return err
-		}
-		if hasKey(present, "sessionId") {
-			var x UnstableElicitationSessionScope
-			if err := decodeExact(b, &x); err != nil {
-				return invalidVariant(err)
-			}
-			u.Session = &x
-			return nil
-		}
-		if hasKey(present, "requestId") {
-			var x UnstableElicitationRequestScope
-			if err := decodeExact(b, &x); err != nil {
-				return invalidVariant(err)
-			}
-			u.Request = &x
-			return nil
-		}
-		{
-			var x UnstableElicitationSessionScope
-			if decodeExact(b, &x) == nil {
-				u.Session = &x
-				return nil
-			}
-		}
-		{
-			var x UnstableElicitationRequestScope
-			if decodeExact(b, &x) == nil {
-				u.Request = &x
-				return nil
-			}
-		}
-	}
-	return noVariant(fmt.Errorf("UnstableElicitationUrlMode: unexpected JSON %.20q", b))
-}
-
-func (*UnstableElicitationUrlMode) decodesItselfUpstream() {}
-
-// UnmarshalJSON decodes UnstableForkSessionRequest; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes UnstableForkSessionRequest. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *UnstableForkSessionRequest) UnmarshalJSON(b []byte) error {
 	if d := takeFastDecoder(b); d != nil {
 		var x UnstableForkSessionRequest
@@ -7845,7 +8916,26 @@ func (v *UnstableForkSessionRequest) UnmarshalJSON(b []byte) error {
 	type UnstableForkSessionRequest fieldsOfUnstableForkSessionRequest
 	var p UnstableForkSessionRequest
 	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "systemPrompt"):
+				var x *UnstableSystemPrompt
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableForkSessionRequest{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
 	}
 	*v = fieldsOfUnstableForkSessionRequest(p)
 	return nil
@@ -8041,7 +9131,7 @@ func (u *UnstableMcpServer) unmarshalSlow(b []byte) error {
 			u.Sse = &x
 			return nil
 		}
-		if hasKey(present, "id") && hasKey(present, "name") && hasKey(present, "type") {
+		if hasKey(present, "name") && hasKey(present, "serverId") && hasKey(present, "type") {
 			var x UnstableMcpServerAcpInline
 			if err := x.UnmarshalJSON(b); err != nil {
 				return invalidVariant(err)
@@ -8106,6 +9196,9 @@ func (v *UnstableMcpServerAcp) UnmarshalJSON(b []byte) error {
 	if err := decodeExact(b, &p); err != nil {
 		return withUpstreamStruct(err, &p)
 	}
+	if err := legacyMember(b, "serverId", "id", &p.Id); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
 	*v = fieldsOfUnstableMcpServerAcp(p)
 	return nil
 }
@@ -8127,6 +9220,9 @@ func (v *UnstableMcpServerAcpInline) UnmarshalJSON(b []byte) error {
 	type UnstableMcpServerAcpInline fieldsOfUnstableMcpServerAcpInline
 	var p UnstableMcpServerAcpInline
 	if err := decodeExact(b, &p); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
+	if err := legacyMember(b, "serverId", "id", &p.Id); err != nil {
 		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableMcpServerAcpInline(p)
@@ -8183,8 +9279,8 @@ func (v *UnstableMcpServerSse) UnmarshalJSON(b []byte) error {
 // once a local type named UnstableMcpServerSse shadows it.
 type fieldsOfUnstableMcpServerSse = UnstableMcpServerSse
 
-// UnmarshalJSON decodes UnstableMessageMcpNotification; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes UnstableMessageMcpNotification. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *UnstableMessageMcpNotification) UnmarshalJSON(b []byte) error {
 	if d := takeFastDecoder(b); d != nil {
 		var x UnstableMessageMcpNotification
@@ -8196,7 +9292,31 @@ func (v *UnstableMessageMcpNotification) UnmarshalJSON(b []byte) error {
 	type UnstableMessageMcpNotification fieldsOfUnstableMessageMcpNotification
 	var p UnstableMessageMcpNotification
 	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "requestId"):
+				var x UnstableMcpRequestId
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "serverId"):
+				var x UnstableMcpServerAcpId
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableMessageMcpNotification{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
 	}
 	*v = fieldsOfUnstableMessageMcpNotification(p)
 	return nil
@@ -8206,8 +9326,8 @@ func (v *UnstableMessageMcpNotification) UnmarshalJSON(b []byte) error {
 // once a local type named UnstableMessageMcpNotification shadows it.
 type fieldsOfUnstableMessageMcpNotification = UnstableMessageMcpNotification
 
-// UnmarshalJSON decodes UnstableMessageMcpRequest; integers beyond 2^53 in dynamically typed
-// fields stay exact (see decodeExact).
+// UnmarshalJSON decodes UnstableMessageMcpRequest. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
 func (v *UnstableMessageMcpRequest) UnmarshalJSON(b []byte) error {
 	if d := takeFastDecoder(b); d != nil {
 		var x UnstableMessageMcpRequest
@@ -8219,7 +9339,31 @@ func (v *UnstableMessageMcpRequest) UnmarshalJSON(b []byte) error {
 	type UnstableMessageMcpRequest fieldsOfUnstableMessageMcpRequest
 	var p UnstableMessageMcpRequest
 	if err := decodeExact(b, &p); err != nil {
-		return withUpstreamStruct(err, &p)
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "requestId"):
+				var x UnstableMcpRequestId
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "serverId"):
+				var x UnstableMcpServerAcpId
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableMessageMcpRequest{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
 	}
 	*v = fieldsOfUnstableMessageMcpRequest(p)
 	return nil
@@ -8424,6 +9568,9 @@ func (v *UnstableProviderInfo) UnmarshalJSON(b []byte) error {
 	if err := decodeExact(b, &p); err != nil {
 		return withUpstreamStruct(err, &p)
 	}
+	if err := legacyMember(b, "providerId", "id", &p.Id); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
 	*v = fieldsOfUnstableProviderInfo(p)
 	return nil
 }
@@ -8454,6 +9601,48 @@ func (v *UnstableRejectNesNotification) UnmarshalJSON(b []byte) error {
 // fieldsOfUnstableRejectNesNotification is UnstableRejectNesNotification under a name its UnmarshalJSON can still refer to
 // once a local type named UnstableRejectNesNotification shadows it.
 type fieldsOfUnstableRejectNesNotification = UnstableRejectNesNotification
+
+// UnmarshalJSON decodes UnstableSessionArchiveCapabilities. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableSessionArchiveCapabilities) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x UnstableSessionArchiveCapabilities
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type UnstableSessionArchiveCapabilities fieldsOfUnstableSessionArchiveCapabilities
+	var p UnstableSessionArchiveCapabilities
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableSessionArchiveCapabilities{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfUnstableSessionArchiveCapabilities(p)
+	return nil
+}
+
+// fieldsOfUnstableSessionArchiveCapabilities is UnstableSessionArchiveCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableSessionArchiveCapabilities shadows it.
+type fieldsOfUnstableSessionArchiveCapabilities = UnstableSessionArchiveCapabilities
 
 // MarshalJSON encodes the variant that is set, writing its tag.
 func (u UnstableSessionConfigOption) MarshalJSON() ([]byte, error) {
@@ -8604,6 +9793,310 @@ func (v *UnstableSessionConfigOptionSelect) UnmarshalJSON(b []byte) error {
 // once a local type named UnstableSessionConfigOptionSelect shadows it.
 type fieldsOfUnstableSessionConfigOptionSelect = UnstableSessionConfigOptionSelect
 
+// UnmarshalJSON decodes UnstableSessionStatusCapabilities. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableSessionStatusCapabilities) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x UnstableSessionStatusCapabilities
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type UnstableSessionStatusCapabilities fieldsOfUnstableSessionStatusCapabilities
+	var p UnstableSessionStatusCapabilities
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableSessionStatusCapabilities{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfUnstableSessionStatusCapabilities(p)
+	return nil
+}
+
+// fieldsOfUnstableSessionStatusCapabilities is UnstableSessionStatusCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableSessionStatusCapabilities shadows it.
+type fieldsOfUnstableSessionStatusCapabilities = UnstableSessionStatusCapabilities
+
+// UnmarshalJSON decodes UnstableSessionStatusRequest. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableSessionStatusRequest) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x UnstableSessionStatusRequest
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type UnstableSessionStatusRequest fieldsOfUnstableSessionStatusRequest
+	var p UnstableSessionStatusRequest
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableSessionStatusRequest{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfUnstableSessionStatusRequest(p)
+	return nil
+}
+
+// fieldsOfUnstableSessionStatusRequest is UnstableSessionStatusRequest under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableSessionStatusRequest shadows it.
+type fieldsOfUnstableSessionStatusRequest = UnstableSessionStatusRequest
+
+// UnmarshalJSON decodes UnstableSessionStatusResponse. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableSessionStatusResponse) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x UnstableSessionStatusResponse
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type UnstableSessionStatusResponse fieldsOfUnstableSessionStatusResponse
+	var p UnstableSessionStatusResponse
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableSessionStatusResponse{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfUnstableSessionStatusResponse(p)
+	return nil
+}
+
+// fieldsOfUnstableSessionStatusResponse is UnstableSessionStatusResponse under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableSessionStatusResponse shadows it.
+type fieldsOfUnstableSessionStatusResponse = UnstableSessionStatusResponse
+
+// UnmarshalJSON decodes UnstableSessionSystemPromptCapabilities. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableSessionSystemPromptCapabilities) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x UnstableSessionSystemPromptCapabilities
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type UnstableSessionSystemPromptCapabilities fieldsOfUnstableSessionSystemPromptCapabilities
+	var p UnstableSessionSystemPromptCapabilities
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "mode"):
+				var x *UnstableSessionSystemPromptModeCapabilities
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableSessionSystemPromptCapabilities{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfUnstableSessionSystemPromptCapabilities(p)
+	return nil
+}
+
+// fieldsOfUnstableSessionSystemPromptCapabilities is UnstableSessionSystemPromptCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableSessionSystemPromptCapabilities shadows it.
+type fieldsOfUnstableSessionSystemPromptCapabilities = UnstableSessionSystemPromptCapabilities
+
+// UnmarshalJSON decodes UnstableSessionSystemPromptModeCapabilities. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableSessionSystemPromptModeCapabilities) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x UnstableSessionSystemPromptModeCapabilities
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type UnstableSessionSystemPromptModeCapabilities fieldsOfUnstableSessionSystemPromptModeCapabilities
+	var p UnstableSessionSystemPromptModeCapabilities
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			case isKey(key, "override"):
+				var x *UnstableSessionSystemPromptOverrideCapabilities
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableSessionSystemPromptModeCapabilities{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfUnstableSessionSystemPromptModeCapabilities(p)
+	return nil
+}
+
+// fieldsOfUnstableSessionSystemPromptModeCapabilities is UnstableSessionSystemPromptModeCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableSessionSystemPromptModeCapabilities shadows it.
+type fieldsOfUnstableSessionSystemPromptModeCapabilities = UnstableSessionSystemPromptModeCapabilities
+
+// UnmarshalJSON decodes UnstableSessionSystemPromptOverrideCapabilities. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableSessionSystemPromptOverrideCapabilities) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x UnstableSessionSystemPromptOverrideCapabilities
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type UnstableSessionSystemPromptOverrideCapabilities fieldsOfUnstableSessionSystemPromptOverrideCapabilities
+	var p UnstableSessionSystemPromptOverrideCapabilities
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableSessionSystemPromptOverrideCapabilities{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfUnstableSessionSystemPromptOverrideCapabilities(p)
+	return nil
+}
+
+// fieldsOfUnstableSessionSystemPromptOverrideCapabilities is UnstableSessionSystemPromptOverrideCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableSessionSystemPromptOverrideCapabilities shadows it.
+type fieldsOfUnstableSessionSystemPromptOverrideCapabilities = UnstableSessionSystemPromptOverrideCapabilities
+
+// UnmarshalJSON decodes UnstableSessionTitleCapabilities. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableSessionTitleCapabilities) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x UnstableSessionTitleCapabilities
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type UnstableSessionTitleCapabilities fieldsOfUnstableSessionTitleCapabilities
+	var p UnstableSessionTitleCapabilities
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableSessionTitleCapabilities{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfUnstableSessionTitleCapabilities(p)
+	return nil
+}
+
+// fieldsOfUnstableSessionTitleCapabilities is UnstableSessionTitleCapabilities under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableSessionTitleCapabilities shadows it.
+type fieldsOfUnstableSessionTitleCapabilities = UnstableSessionTitleCapabilities
+
 // UnmarshalJSON decodes UnstableSetProviderRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
 func (v *UnstableSetProviderRequest) UnmarshalJSON(b []byte) error {
@@ -8617,6 +10110,9 @@ func (v *UnstableSetProviderRequest) UnmarshalJSON(b []byte) error {
 	type UnstableSetProviderRequest fieldsOfUnstableSetProviderRequest
 	var p UnstableSetProviderRequest
 	if err := decodeExact(b, &p); err != nil {
+		return withUpstreamStruct(err, &p)
+	}
+	if err := legacyMember(b, "providerId", "id", &p.Id); err != nil {
 		return withUpstreamStruct(err, &p)
 	}
 	*v = fieldsOfUnstableSetProviderRequest(p)
@@ -8695,6 +10191,90 @@ func (v *UnstableSetSessionModelResponse) UnmarshalJSON(b []byte) error {
 // fieldsOfUnstableSetSessionModelResponse is UnstableSetSessionModelResponse under a name its UnmarshalJSON can still refer to
 // once a local type named UnstableSetSessionModelResponse shadows it.
 type fieldsOfUnstableSetSessionModelResponse = UnstableSetSessionModelResponse
+
+// UnmarshalJSON decodes UnstableSetSessionTitleRequest. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableSetSessionTitleRequest) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x UnstableSetSessionTitleRequest
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type UnstableSetSessionTitleRequest fieldsOfUnstableSetSessionTitleRequest
+	var p UnstableSetSessionTitleRequest
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableSetSessionTitleRequest{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfUnstableSetSessionTitleRequest(p)
+	return nil
+}
+
+// fieldsOfUnstableSetSessionTitleRequest is UnstableSetSessionTitleRequest under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableSetSessionTitleRequest shadows it.
+type fieldsOfUnstableSetSessionTitleRequest = UnstableSetSessionTitleRequest
+
+// UnmarshalJSON decodes UnstableSetSessionTitleResponse. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableSetSessionTitleResponse) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x UnstableSetSessionTitleResponse
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type UnstableSetSessionTitleResponse fieldsOfUnstableSetSessionTitleResponse
+	var p UnstableSetSessionTitleResponse
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableSetSessionTitleResponse{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfUnstableSetSessionTitleResponse(p)
+	return nil
+}
+
+// fieldsOfUnstableSetSessionTitleResponse is UnstableSetSessionTitleResponse under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableSetSessionTitleResponse shadows it.
+type fieldsOfUnstableSetSessionTitleResponse = UnstableSetSessionTitleResponse
 
 // UnmarshalJSON decodes UnstableStartNesRequest; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).
@@ -8787,6 +10367,132 @@ func (v *UnstableSuggestNesResponse) UnmarshalJSON(b []byte) error {
 // fieldsOfUnstableSuggestNesResponse is UnstableSuggestNesResponse under a name its UnmarshalJSON can still refer to
 // once a local type named UnstableSuggestNesResponse shadows it.
 type fieldsOfUnstableSuggestNesResponse = UnstableSuggestNesResponse
+
+// UnmarshalJSON decodes UnstableSystemPrompt. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableSystemPrompt) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x UnstableSystemPrompt
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type UnstableSystemPrompt fieldsOfUnstableSystemPrompt
+	var p UnstableSystemPrompt
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableSystemPrompt{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfUnstableSystemPrompt(p)
+	return nil
+}
+
+// fieldsOfUnstableSystemPrompt is UnstableSystemPrompt under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableSystemPrompt shadows it.
+type fieldsOfUnstableSystemPrompt = UnstableSystemPrompt
+
+// UnmarshalJSON decodes UnstableUnarchiveSessionRequest. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableUnarchiveSessionRequest) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x UnstableUnarchiveSessionRequest
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type UnstableUnarchiveSessionRequest fieldsOfUnstableUnarchiveSessionRequest
+	var p UnstableUnarchiveSessionRequest
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableUnarchiveSessionRequest{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfUnstableUnarchiveSessionRequest(p)
+	return nil
+}
+
+// fieldsOfUnstableUnarchiveSessionRequest is UnstableUnarchiveSessionRequest under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableUnarchiveSessionRequest shadows it.
+type fieldsOfUnstableUnarchiveSessionRequest = UnstableUnarchiveSessionRequest
+
+// UnmarshalJSON decodes UnstableUnarchiveSessionResponse. A malformed value in a field the schema marks
+// default-on-error is treated as absent instead of failing the whole object.
+func (v *UnstableUnarchiveSessionResponse) UnmarshalJSON(b []byte) error {
+	if d := takeFastDecoder(b); d != nil {
+		var x UnstableUnarchiveSessionResponse
+		if d.finish(x.decodeFast(d)) {
+			*v = x
+			return nil
+		}
+	}
+	type UnstableUnarchiveSessionResponse fieldsOfUnstableUnarchiveSessionResponse
+	var p UnstableUnarchiveSessionResponse
+	if err := decodeExact(b, &p); err != nil {
+		if jsonKind(b) != '{' {
+			return withUpstreamStruct(err, &p)
+		}
+		rest, derr := dropFields(b, func(key string, raw []byte) bool {
+			switch {
+			case isKey(key, "_meta"):
+				var x map[string]any
+				if decodeExact(raw, &x) != nil {
+					return true
+				}
+			}
+			return false
+		})
+		if derr != nil {
+			return withUpstreamStruct(err, &p)
+		}
+		p = UnstableUnarchiveSessionResponse{}
+		if err := decodeExact(rest, &p); err != nil {
+			return withUpstreamStruct(err, &p)
+		}
+	}
+	*v = fieldsOfUnstableUnarchiveSessionResponse(p)
+	return nil
+}
+
+// fieldsOfUnstableUnarchiveSessionResponse is UnstableUnarchiveSessionResponse under a name its UnmarshalJSON can still refer to
+// once a local type named UnstableUnarchiveSessionResponse shadows it.
+type fieldsOfUnstableUnarchiveSessionResponse = UnstableUnarchiveSessionResponse
 
 // UnmarshalJSON decodes UnstructuredCommandInput; integers beyond 2^53 in dynamically typed
 // fields stay exact (see decodeExact).

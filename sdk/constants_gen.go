@@ -7,6 +7,8 @@ const ProtocolVersionNumber = 1
 
 // Methods an agent handles (the client sends them).
 const (
+	// AgentMethodAuthStatus is the "auth/status" method.
+	AgentMethodAuthStatus = "auth/status"
 	// AgentMethodAuthenticate is the "authenticate" method.
 	AgentMethodAuthenticate = "authenticate"
 	// AgentMethodDocumentDidChange is the "document/didChange" method.
@@ -41,6 +43,8 @@ const (
 	AgentMethodProvidersList = "providers/list"
 	// AgentMethodProvidersSet is the "providers/set" method.
 	AgentMethodProvidersSet = "providers/set"
+	// AgentMethodSessionArchive is the "session/archive" method.
+	AgentMethodSessionArchive = "session/archive"
 	// AgentMethodSessionCancel is the "session/cancel" method.
 	AgentMethodSessionCancel = "session/cancel"
 	// AgentMethodSessionClose is the "session/close" method.
@@ -63,10 +67,18 @@ const (
 	AgentMethodSessionSetConfigOption = "session/set_config_option"
 	// AgentMethodSessionSetMode is the "session/set_mode" method.
 	AgentMethodSessionSetMode = "session/set_mode"
+	// AgentMethodSessionSetTitle is the "session/set_title" method.
+	AgentMethodSessionSetTitle = "session/set_title"
+	// AgentMethodSessionStatus is the "session/status" method.
+	AgentMethodSessionStatus = "session/status"
+	// AgentMethodSessionUnarchive is the "session/unarchive" method.
+	AgentMethodSessionUnarchive = "session/unarchive"
 )
 
 // Methods a client handles (the agent sends them).
 const (
+	// ClientMethodAuthStatusUpdate is the "auth/status_update" method.
+	ClientMethodAuthStatusUpdate = "auth/status_update"
 	// ClientMethodElicitationComplete is the "elicitation/complete" method.
 	ClientMethodElicitationComplete = "elicitation/complete"
 	// ClientMethodElicitationCreate is the "elicitation/create" method.

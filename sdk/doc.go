@@ -10,6 +10,12 @@
 // AgentExperimental, ExtensionMethodHandler). Both sides run on a
 // newline-delimited JSON-RPC 2.0 Connection.
 //
+// The methods of the newer protocol (the TypeScript SDK 2.4.0's schema:
+// session/delete, elicitation/*, session/archive, auth/status, …) are each
+// optional through a small interface of their own (AgentDeleteSessionHandler,
+// ClientCreateElicitationHandler, AgentUnstableArchiveSessionHandler, …),
+// found by type assertion, so Agent and Client keep upstream's method sets.
+//
 // The protocol types, unions, method constants, dispatch tables and outbound
 // methods (the *_gen.go files) are generated from the ACP JSON schema in
 // schema/ by internal/cmd/generate.

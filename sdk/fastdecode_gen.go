@@ -26,8 +26,10 @@ func (v *AgentAuthCapabilities) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "logout":
 			bit, err = 1<<1, fieldPtr(d, &v.Logout, elemFast[LogoutCapabilities])
+		case "status":
+			bit, err = 1<<2, fieldPtr(d, &v.Status, elemFast[UnstableAuthStatusCapabilities])
 		default:
-			err = d.otherMember(key, "_meta", "logout")
+			err = d.otherMember(key, "_meta", "logout", "status")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -813,6 +815,34 @@ func (v *BlobResourceContents) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
+// decodeFast decodes BooleanConfigOptionCapabilities in one pass (see fastdecode.go).
+func (v *BooleanConfigOptionCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // decodeFast decodes CancelNotification in one pass (see fastdecode.go).
 func (v *CancelNotification) decodeFast(d *fastDecoder) error {
 	if err := d.beginObject(); err != nil {
@@ -835,6 +865,39 @@ func (v *CancelNotification) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<1, fieldString(d, &v.SessionId)
 		default:
 			err = d.otherMember(key, "_meta", "sessionId")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes CancelRequestNotification in one pass (see fastdecode.go).
+func (v *CancelRequestNotification) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "requestId":
+			bit = 1 << 1
+			if err = d.notNull(); err == nil {
+				err = v.RequestId.decodeFast(d)
+			}
+		default:
+			err = d.otherMember(key, "_meta", "requestId")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -881,19 +944,21 @@ func (v *ClientCapabilities) decodeFast(d *fastDecoder) error {
 			}
 		case "nes":
 			bit, err = 1<<4, fieldPtr(d, &v.Nes, elemFast[ClientNesCapabilities])
-		case "planCapabilities":
+		case "plan", "planCapabilities":
 			bit, err = 1<<5, fieldPtr(d, &v.PlanCapabilities, elemFast[PlanCapabilities])
 		case "positionEncodings":
 			bit, err = 1<<6, fieldSlice(d, &v.PositionEncodings, elemString[PositionEncodingKind])
+		case "session":
+			bit, err = 1<<7, fieldPtr(d, &v.Session, elemFast[ClientSessionCapabilities])
 		case "subagents":
-			bit, err = 1<<7, fieldPtr(d, &v.Subagents, elemFast[SubagentCapabilities])
+			bit, err = 1<<8, fieldPtr(d, &v.Subagents, elemFast[SubagentCapabilities])
 		case "terminal":
 			if err := d.notNull(); err != nil {
 				return err
 			}
-			bit, err = 1<<8, fieldBool(d, &v.Terminal)
+			bit, err = 1<<9, fieldBool(d, &v.Terminal)
 		default:
-			err = d.otherMember(key, "_meta", "auth", "elicitation", "fs", "nes", "planCapabilities", "positionEncodings", "subagents", "terminal")
+			err = d.otherMember(key, "_meta", "auth", "elicitation", "fs", "nes", "plan", "planCapabilities", "positionEncodings", "session", "subagents", "terminal")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -905,7 +970,7 @@ func (v *ClientCapabilities) decodeFast(d *fastDecoder) error {
 	if seen&(1<<3) == 0 {
 		_ = json.Unmarshal([]byte("{\n            \"readTextFile\": false,\n            \"writeTextFile\": false\n          }"), &v.Fs)
 	}
-	if seen&(1<<8) == 0 {
+	if seen&(1<<9) == 0 {
 		_ = json.Unmarshal([]byte("false"), &v.Terminal)
 	}
 	return nil
@@ -1092,6 +1157,40 @@ func (v *ClientResult) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
+// decodeFast decodes ClientSessionCapabilities in one pass (see fastdecode.go).
+func (v *ClientSessionCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "compaction":
+			bit, err = 1<<1, fieldPtr(d, &v.Compaction, elemFast[CompactionCapabilities])
+		case "configOptions":
+			bit, err = 1<<2, fieldPtr(d, &v.ConfigOptions, elemFast[SessionConfigOptionsCapabilities])
+		case "notices":
+			bit, err = 1<<3, fieldPtr(d, &v.Notices, elemFast[NoticeCapabilities])
+		default:
+			err = d.otherMember(key, "_meta", "compaction", "configOptions", "notices")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // decodeFast decodes CloseSessionRequest in one pass (see fastdecode.go).
 func (v *CloseSessionRequest) decodeFast(d *fastDecoder) error {
 	if err := d.beginObject(); err != nil {
@@ -1142,6 +1241,120 @@ func (v *CloseSessionResponse) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		default:
 			err = d.otherMember(key, "_meta")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes CompactionCapabilities in one pass (see fastdecode.go).
+func (v *CompactionCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		_, ok, err := d.nextKey(first)
+		if err != nil || !ok {
+			return err
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
+}
+
+// decodeFast decodes CompactionSummaryChunk in one pass (see fastdecode.go).
+func (v *CompactionSummaryChunk) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "compactionId":
+			bit, err = 1<<1, fieldString(d, &v.CompactionId)
+		case "content":
+			bit, err = 1<<2, v.Content.decodeFast(d)
+		default:
+			err = d.otherMember(key, "_meta", "compactionId", "content")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes CompactionUpdate in one pass (see fastdecode.go).
+func (v *CompactionUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "compactionId":
+			bit, err = 1<<1, fieldString(d, &v.CompactionId)
+		case "error":
+			bit, err = 1<<2, fieldPtr(d, &v.Error, elemString[string])
+		case "status":
+			bit, err = 1<<3, fieldString(d, &v.Status)
+		case "summary":
+			bit, err = 1<<4, fieldSlice(d, &v.Summary, elemUnion[ContentBlock])
+		default:
+			err = d.otherMember(key, "_meta", "compactionId", "error", "status", "summary")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes CompleteElicitationNotification in one pass (see fastdecode.go).
+func (v *CompleteElicitationNotification) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "elicitationId":
+			bit, err = 1<<1, fieldString(d, &v.ElicitationId)
+		default:
+			err = d.otherMember(key, "_meta", "elicitationId")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -1512,6 +1725,262 @@ func (v *Cost) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
+// decodeFast decodes CreateElicitationAccept in one pass (see fastdecode.go).
+func (v *CreateElicitationAccept) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "action":
+			bit, err = 1<<1, fieldString(d, &v.Action)
+		case "content":
+			bit, err = 1<<2, decodeMapAny(d, &v.Content)
+		default:
+			err = d.otherMember(key, "_meta", "action", "content")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes CreateElicitationCancel in one pass (see fastdecode.go).
+func (v *CreateElicitationCancel) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "action":
+			bit, err = 1<<1, fieldString(d, &v.Action)
+		default:
+			err = d.otherMember(key, "_meta", "action")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes CreateElicitationDecline in one pass (see fastdecode.go).
+func (v *CreateElicitationDecline) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "action":
+			bit, err = 1<<1, fieldString(d, &v.Action)
+		default:
+			err = d.otherMember(key, "_meta", "action")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes CreateElicitationForm in one pass (see fastdecode.go).
+func (v *CreateElicitationForm) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "message":
+			bit, err = 1<<1, fieldString(d, &v.Message)
+		case "mode":
+			bit, err = 1<<2, fieldString(d, &v.Mode)
+		case "requestId":
+			bit = 1 << 3
+			if err = d.notNull(); err == nil {
+				err = v.RequestId.decodeFast(d)
+			}
+		case "requestedSchema":
+			bit = 1 << 4
+			if err = d.notNull(); err == nil {
+				err = v.RequestedSchema.decodeFast(d)
+			}
+		case "sessionId":
+			bit, err = 1<<5, fieldString(d, &v.SessionId)
+		case "toolCallId":
+			bit, err = 1<<6, fieldPtr(d, &v.ToolCallId, elemString[ToolCallId])
+		default:
+			err = d.otherMember(key, "_meta", "message", "mode", "requestId", "requestedSchema", "sessionId", "toolCallId")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes CreateElicitationRequest in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *CreateElicitationRequest) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
+	if d.peek() == '{' {
+		if tag, ok := peekTag(d.rest(), "mode"); ok {
+			switch string(tag) {
+			case "form":
+				var x1 CreateElicitationForm
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				*u = CreateElicitationRequest{Form: &x1}
+				return nil
+			case "url":
+				var x2 CreateElicitationUrl
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				*u = CreateElicitationRequest{Url: &x2}
+				return nil
+			}
+		}
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// decodeFast decodes CreateElicitationResponse in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *CreateElicitationResponse) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
+	if d.peek() == '{' {
+		if tag, ok := peekTag(d.rest(), "action"); ok {
+			switch string(tag) {
+			case "accept":
+				var x1 CreateElicitationAccept
+				if err := x1.decodeFast(d); err != nil {
+					return err
+				}
+				*u = CreateElicitationResponse{Accept: &x1}
+				return nil
+			case "decline":
+				var x2 CreateElicitationDecline
+				if err := x2.decodeFast(d); err != nil {
+					return err
+				}
+				*u = CreateElicitationResponse{Decline: &x2}
+				return nil
+			case "cancel":
+				var x3 CreateElicitationCancel
+				if err := x3.decodeFast(d); err != nil {
+					return err
+				}
+				*u = CreateElicitationResponse{Cancel: &x3}
+				return nil
+			}
+		}
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// decodeFast decodes CreateElicitationUrl in one pass (see fastdecode.go).
+func (v *CreateElicitationUrl) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "elicitationId":
+			bit, err = 1<<1, fieldString(d, &v.ElicitationId)
+		case "message":
+			bit, err = 1<<2, fieldString(d, &v.Message)
+		case "mode":
+			bit, err = 1<<3, fieldString(d, &v.Mode)
+		case "requestId":
+			bit = 1 << 4
+			if err = d.notNull(); err == nil {
+				err = v.RequestId.decodeFast(d)
+			}
+		case "sessionId":
+			bit, err = 1<<5, fieldString(d, &v.SessionId)
+		case "toolCallId":
+			bit, err = 1<<6, fieldPtr(d, &v.ToolCallId, elemString[ToolCallId])
+		case "url":
+			bit, err = 1<<7, fieldString(d, &v.Url)
+		default:
+			err = d.otherMember(key, "_meta", "elicitationId", "message", "mode", "requestId", "sessionId", "toolCallId", "url")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // decodeFast decodes CreateTerminalRequest in one pass (see fastdecode.go).
 func (v *CreateTerminalRequest) decodeFast(d *fastDecoder) error {
 	if err := d.beginObject(); err != nil {
@@ -1612,6 +2081,64 @@ func (v *CurrentModeUpdate) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
+// decodeFast decodes DeleteSessionRequest in one pass (see fastdecode.go).
+func (v *DeleteSessionRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "sessionId":
+			bit, err = 1<<1, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "sessionId")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes DeleteSessionResponse in one pass (see fastdecode.go).
+func (v *DeleteSessionResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // decodeFast decodes Diff in one pass (see fastdecode.go).
 func (v *Diff) decodeFast(d *fastDecoder) error {
 	if err := d.beginObject(); err != nil {
@@ -1638,6 +2165,34 @@ func (v *Diff) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<3, fieldString(d, &v.Path)
 		default:
 			err = d.otherMember(key, "_meta", "newText", "oldText", "path")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes ElicitationAcceptAction in one pass (see fastdecode.go).
+func (v *ElicitationAcceptAction) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "content":
+			bit, err = 1<<0, decodeMapAny(d, &v.Content)
+		default:
+			err = d.otherMember(key, "content")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -1706,6 +2261,128 @@ func (v *ElicitationFormCapabilities) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
+// decodeFast decodes ElicitationFormMode in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *ElicitationFormMode) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
+}
+
+// decodeFast decodes ElicitationRequestScope in one pass (see fastdecode.go).
+func (v *ElicitationRequestScope) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "requestId":
+			bit = 1 << 0
+			if err = d.notNull(); err == nil {
+				err = v.RequestId.decodeFast(d)
+			}
+		default:
+			err = d.otherMember(key, "requestId")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes ElicitationSchema in one pass (see fastdecode.go).
+func (v *ElicitationSchema) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "description":
+			bit, err = 1<<0, fieldPtr(d, &v.Description, elemString[string])
+		case "properties":
+			if err := d.notNull(); err != nil {
+				return err
+			}
+			bit, err = 1<<1, decodeMapAny(d, &v.Properties)
+		case "required":
+			bit, err = 1<<2, fieldSlice(d, &v.Required, elemString[string])
+		case "title":
+			bit, err = 1<<3, fieldPtr(d, &v.Title, elemString[string])
+		case "type":
+			if err := d.notNull(); err != nil {
+				return err
+			}
+			bit, err = 1<<4, fieldString(d, &v.Type)
+		default:
+			err = d.otherMember(key, "description", "properties", "required", "title", "type")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	if seen&(1<<1) == 0 {
+		_ = json.Unmarshal([]byte("{}"), &v.Properties)
+	}
+	if seen&(1<<4) == 0 {
+		_ = json.Unmarshal([]byte("\"object\""), &v.Type)
+	}
+	return nil
+}
+
+// decodeFast decodes ElicitationSessionScope in one pass (see fastdecode.go).
+func (v *ElicitationSessionScope) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "sessionId":
+			bit, err = 1<<0, fieldString(d, &v.SessionId)
+		case "toolCallId":
+			bit, err = 1<<1, fieldPtr(d, &v.ToolCallId, elemString[ToolCallId])
+		default:
+			err = d.otherMember(key, "sessionId", "toolCallId")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // decodeFast decodes ElicitationUrlCapabilities in one pass (see fastdecode.go).
 func (v *ElicitationUrlCapabilities) decodeFast(d *fastDecoder) error {
 	if err := d.beginObject(); err != nil {
@@ -1732,6 +2409,19 @@ func (v *ElicitationUrlCapabilities) decodeFast(d *fastDecoder) error {
 		}
 	}
 	return nil
+}
+
+// decodeFast decodes ElicitationUrlMode in one pass when its tag decides the variant;
+// other shapes go through unmarshalSlow.
+func (u *ElicitationUrlMode) decodeFast(d *fastDecoder) error {
+	if d.null() {
+		return nil // null leaves u unchanged, as in unmarshalSlow
+	}
+	raw, err := d.raw()
+	if err != nil {
+		return err
+	}
+	return u.unmarshalSlow(raw)
 }
 
 // decodeFast decodes EmbeddedResource in one pass (see fastdecode.go).
@@ -2272,12 +2962,14 @@ func (v *ListSessionsRequest) decodeFast(d *fastDecoder) error {
 		switch string(key) {
 		case "_meta":
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "archived":
+			bit, err = 1<<1, fieldPtr(d, &v.Archived, elemString[UnstableSessionArchiveFilter])
 		case "cursor":
-			bit, err = 1<<1, fieldPtr(d, &v.Cursor, elemString[string])
+			bit, err = 1<<2, fieldPtr(d, &v.Cursor, elemString[string])
 		case "cwd":
-			bit, err = 1<<2, fieldPtr(d, &v.Cwd, elemString[string])
+			bit, err = 1<<3, fieldPtr(d, &v.Cwd, elemString[string])
 		default:
-			err = d.otherMember(key, "_meta", "cursor", "cwd")
+			err = d.otherMember(key, "_meta", "archived", "cursor", "cwd")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -2344,8 +3036,10 @@ func (v *LoadSessionRequest) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<3, fieldSlice(d, &v.McpServers, elemUnion[McpServer])
 		case "sessionId":
 			bit, err = 1<<4, fieldString(d, &v.SessionId)
+		case "systemPrompt":
+			bit, err = 1<<5, fieldPtr(d, &v.SystemPrompt, elemFast[UnstableSystemPrompt])
 		default:
-			err = d.otherMember(key, "_meta", "additionalDirectories", "cwd", "mcpServers", "sessionId")
+			err = d.otherMember(key, "_meta", "additionalDirectories", "cwd", "mcpServers", "sessionId", "systemPrompt")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -2582,12 +3276,12 @@ func (v *McpServerAcp) decodeFast(d *fastDecoder) error {
 		switch string(key) {
 		case "_meta":
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
-		case "id":
-			bit, err = 1<<1, fieldString(d, &v.Id)
 		case "name":
-			bit, err = 1<<2, fieldString(d, &v.Name)
+			bit, err = 1<<1, fieldString(d, &v.Name)
+		case "serverId", "id":
+			bit, err = 1<<2, fieldString(d, &v.Id)
 		default:
-			err = d.otherMember(key, "_meta", "id", "name")
+			err = d.otherMember(key, "_meta", "name", "serverId", "id")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -2614,14 +3308,14 @@ func (v *McpServerAcpInline) decodeFast(d *fastDecoder) error {
 		switch string(key) {
 		case "_meta":
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
-		case "id":
-			bit, err = 1<<1, fieldString(d, &v.Id)
 		case "name":
-			bit, err = 1<<2, fieldString(d, &v.Name)
+			bit, err = 1<<1, fieldString(d, &v.Name)
+		case "serverId", "id":
+			bit, err = 1<<2, fieldString(d, &v.Id)
 		case "type":
 			bit, err = 1<<3, fieldString(d, &v.Type)
 		default:
-			err = d.otherMember(key, "_meta", "id", "name", "type")
+			err = d.otherMember(key, "_meta", "name", "serverId", "id", "type")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -3370,8 +4064,10 @@ func (v *NewSessionRequest) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<2, fieldString(d, &v.Cwd)
 		case "mcpServers":
 			bit, err = 1<<3, fieldSlice(d, &v.McpServers, elemUnion[McpServer])
+		case "systemPrompt":
+			bit, err = 1<<4, fieldPtr(d, &v.SystemPrompt, elemFast[UnstableSystemPrompt])
 		default:
-			err = d.otherMember(key, "_meta", "additionalDirectories", "cwd", "mcpServers")
+			err = d.otherMember(key, "_meta", "additionalDirectories", "cwd", "mcpServers", "systemPrompt")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -3414,6 +4110,56 @@ func (v *NewSessionResponse) decodeFast(d *fastDecoder) error {
 		}
 	}
 	return nil
+}
+
+// decodeFast decodes Notice in one pass (see fastdecode.go).
+func (v *Notice) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "description":
+			bit, err = 1<<1, fieldPtr(d, &v.Description, elemString[string])
+		case "severity":
+			bit, err = 1<<2, fieldString(d, &v.Severity)
+		case "title":
+			bit, err = 1<<3, fieldString(d, &v.Title)
+		default:
+			err = d.otherMember(key, "_meta", "description", "severity", "title")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes NoticeCapabilities in one pass (see fastdecode.go).
+func (v *NoticeCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		_, ok, err := d.nextKey(first)
+		if err != nil || !ok {
+			return err
+		}
+		if err := d.skip(); err != nil {
+			return err
+		}
+	}
 }
 
 // decodeFast decodes PermissionOption in one pass (see fastdecode.go).
@@ -3560,12 +4306,12 @@ func (v *PlanFile) decodeFast(d *fastDecoder) error {
 		switch string(key) {
 		case "_meta":
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
-		case "id":
+		case "planId", "id":
 			bit, err = 1<<1, fieldString(d, &v.Id)
 		case "uri":
 			bit, err = 1<<2, fieldString(d, &v.Uri)
 		default:
-			err = d.otherMember(key, "_meta", "id", "uri")
+			err = d.otherMember(key, "_meta", "planId", "id", "uri")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -3594,10 +4340,10 @@ func (v *PlanItems) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "entries":
 			bit, err = 1<<1, fieldSlice(d, &v.Entries, elemFast[PlanEntry])
-		case "id":
+		case "planId", "id":
 			bit, err = 1<<2, fieldString(d, &v.Id)
 		default:
-			err = d.otherMember(key, "_meta", "entries", "id")
+			err = d.otherMember(key, "_meta", "entries", "planId", "id")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -3626,10 +4372,10 @@ func (v *PlanMarkdown) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "content":
 			bit, err = 1<<1, fieldString(d, &v.Content)
-		case "id":
+		case "planId", "id":
 			bit, err = 1<<2, fieldString(d, &v.Id)
 		default:
-			err = d.otherMember(key, "_meta", "content", "id")
+			err = d.otherMember(key, "_meta", "content", "planId", "id")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -3656,10 +4402,10 @@ func (v *PlanRemoved) decodeFast(d *fastDecoder) error {
 		switch string(key) {
 		case "_meta":
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
-		case "id":
+		case "planId", "id":
 			bit, err = 1<<1, fieldString(d, &v.Id)
 		default:
-			err = d.otherMember(key, "_meta", "id")
+			err = d.otherMember(key, "_meta", "planId", "id")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -3756,14 +4502,14 @@ func (v *PlanUpdateContentFile) decodeFast(d *fastDecoder) error {
 		switch string(key) {
 		case "_meta":
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
-		case "id":
+		case "planId", "id":
 			bit, err = 1<<1, fieldString(d, &v.Id)
 		case "type":
 			bit, err = 1<<2, fieldString(d, &v.Type)
 		case "uri":
 			bit, err = 1<<3, fieldString(d, &v.Uri)
 		default:
-			err = d.otherMember(key, "_meta", "id", "type", "uri")
+			err = d.otherMember(key, "_meta", "planId", "id", "type", "uri")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -3792,12 +4538,12 @@ func (v *PlanUpdateContentItems) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "entries":
 			bit, err = 1<<1, fieldSlice(d, &v.Entries, elemFast[PlanEntry])
-		case "id":
+		case "planId", "id":
 			bit, err = 1<<2, fieldString(d, &v.Id)
 		case "type":
 			bit, err = 1<<3, fieldString(d, &v.Type)
 		default:
-			err = d.otherMember(key, "_meta", "entries", "id", "type")
+			err = d.otherMember(key, "_meta", "entries", "planId", "id", "type")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -3826,12 +4572,12 @@ func (v *PlanUpdateContentMarkdown) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "content":
 			bit, err = 1<<1, fieldString(d, &v.Content)
-		case "id":
+		case "planId", "id":
 			bit, err = 1<<2, fieldString(d, &v.Id)
 		case "type":
 			bit, err = 1<<3, fieldString(d, &v.Type)
 		default:
-			err = d.otherMember(key, "_meta", "content", "id", "type")
+			err = d.otherMember(key, "_meta", "content", "planId", "id", "type")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -4396,8 +5142,10 @@ func (v *ResumeSessionRequest) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<3, fieldSlice(d, &v.McpServers, elemUnion[McpServer])
 		case "sessionId":
 			bit, err = 1<<4, fieldString(d, &v.SessionId)
+		case "systemPrompt":
+			bit, err = 1<<5, fieldPtr(d, &v.SystemPrompt, elemFast[UnstableSystemPrompt])
 		default:
-			err = d.otherMember(key, "_meta", "additionalDirectories", "cwd", "mcpServers", "sessionId")
+			err = d.otherMember(key, "_meta", "additionalDirectories", "cwd", "mcpServers", "sessionId", "systemPrompt")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -4606,18 +5354,26 @@ func (v *SessionCapabilities) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "additionalDirectories":
 			bit, err = 1<<1, fieldPtr(d, &v.AdditionalDirectories, elemFast[SessionAdditionalDirectoriesCapabilities])
+		case "archive":
+			bit, err = 1<<2, fieldPtr(d, &v.Archive, elemFast[UnstableSessionArchiveCapabilities])
 		case "close":
-			bit, err = 1<<2, fieldPtr(d, &v.Close, elemFast[SessionCloseCapabilities])
+			bit, err = 1<<3, fieldPtr(d, &v.Close, elemFast[SessionCloseCapabilities])
 		case "delete":
-			bit, err = 1<<3, fieldPtr(d, &v.Delete, elemFast[SessionDeleteCapabilities])
+			bit, err = 1<<4, fieldPtr(d, &v.Delete, elemFast[SessionDeleteCapabilities])
 		case "fork":
-			bit, err = 1<<4, fieldPtr(d, &v.Fork, elemFast[SessionForkCapabilities])
+			bit, err = 1<<5, fieldPtr(d, &v.Fork, elemFast[SessionForkCapabilities])
 		case "list":
-			bit, err = 1<<5, fieldPtr(d, &v.List, elemFast[SessionListCapabilities])
+			bit, err = 1<<6, fieldPtr(d, &v.List, elemFast[SessionListCapabilities])
 		case "resume":
-			bit, err = 1<<6, fieldPtr(d, &v.Resume, elemFast[SessionResumeCapabilities])
+			bit, err = 1<<7, fieldPtr(d, &v.Resume, elemFast[SessionResumeCapabilities])
+		case "status":
+			bit, err = 1<<8, fieldPtr(d, &v.Status, elemFast[UnstableSessionStatusCapabilities])
+		case "systemPrompt":
+			bit, err = 1<<9, fieldPtr(d, &v.SystemPrompt, elemFast[UnstableSessionSystemPromptCapabilities])
+		case "title":
+			bit, err = 1<<10, fieldPtr(d, &v.Title, elemFast[UnstableSessionTitleCapabilities])
 		default:
-			err = d.otherMember(key, "_meta", "additionalDirectories", "close", "delete", "fork", "list", "resume")
+			err = d.otherMember(key, "_meta", "additionalDirectories", "archive", "close", "delete", "fork", "list", "resume", "status", "systemPrompt", "title")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -4646,6 +5402,44 @@ func (v *SessionCloseCapabilities) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		default:
 			err = d.otherMember(key, "_meta")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes SessionCompactionUpdate in one pass (see fastdecode.go).
+func (v *SessionCompactionUpdate) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "compactionId":
+			bit, err = 1<<1, fieldString(d, &v.CompactionId)
+		case "error":
+			bit, err = 1<<2, fieldPtr(d, &v.Error, elemString[string])
+		case "sessionUpdate":
+			bit, err = 1<<3, fieldString(d, &v.SessionUpdate)
+		case "status":
+			bit, err = 1<<4, fieldString(d, &v.Status)
+		case "summary":
+			bit, err = 1<<5, fieldSlice(d, &v.Summary, elemUnion[ContentBlock])
+		default:
+			err = d.otherMember(key, "_meta", "compactionId", "error", "sessionUpdate", "status", "summary")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -4821,6 +5615,36 @@ func (v *SessionConfigOptionUpdate) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<2, fieldString(d, &v.SessionUpdate)
 		default:
 			err = d.otherMember(key, "_meta", "configOptions", "sessionUpdate")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes SessionConfigOptionsCapabilities in one pass (see fastdecode.go).
+func (v *SessionConfigOptionsCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "boolean":
+			bit, err = 1<<1, fieldPtr(d, &v.Boolean, elemFast[BooleanConfigOptionCapabilities])
+		default:
+			err = d.otherMember(key, "_meta", "boolean")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -5048,16 +5872,18 @@ func (v *SessionInfo) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "additionalDirectories":
 			bit, err = 1<<1, fieldSlice(d, &v.AdditionalDirectories, elemString[string])
+		case "archived":
+			bit, err = 1<<2, fieldPtr(d, &v.Archived, elemBool[bool])
 		case "cwd":
-			bit, err = 1<<2, fieldString(d, &v.Cwd)
+			bit, err = 1<<3, fieldString(d, &v.Cwd)
 		case "sessionId":
-			bit, err = 1<<3, fieldString(d, &v.SessionId)
+			bit, err = 1<<4, fieldString(d, &v.SessionId)
 		case "title":
-			bit, err = 1<<4, fieldPtr(d, &v.Title, elemString[string])
+			bit, err = 1<<5, fieldPtr(d, &v.Title, elemString[string])
 		case "updatedAt":
-			bit, err = 1<<5, fieldPtr(d, &v.UpdatedAt, elemString[string])
+			bit, err = 1<<6, fieldPtr(d, &v.UpdatedAt, elemString[string])
 		default:
-			err = d.otherMember(key, "_meta", "additionalDirectories", "cwd", "sessionId", "title", "updatedAt")
+			err = d.otherMember(key, "_meta", "additionalDirectories", "archived", "cwd", "sessionId", "title", "updatedAt")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -5582,26 +6408,47 @@ func (u *SessionUpdate) decodeFast(d *fastDecoder) error {
 				}
 				*u = SessionUpdate{UsageUpdate: &x13}
 				return nil
-			case "subagent_update":
-				var x14 SessionSubagentUpdate
+			case "notice":
+				var x14 SessionUpdateNotice
 				if err := x14.decodeFast(d); err != nil {
 					return err
 				}
-				*u = SessionUpdate{SubagentUpdate: &x14}
+				*u = SessionUpdate{Notice: &x14}
 				return nil
-			case "session_message":
-				var x15 SessionUpdateSessionMessage
+			case "compaction_update":
+				var x15 SessionCompactionUpdate
 				if err := x15.decodeFast(d); err != nil {
 					return err
 				}
-				*u = SessionUpdate{SessionMessage: &x15}
+				*u = SessionUpdate{CompactionUpdate: &x15}
 				return nil
-			case "session_message_chunk":
-				var x16 SessionUpdateSessionMessageChunk
+			case "compaction_summary_chunk":
+				var x16 SessionUpdateCompactionSummaryChunk
 				if err := x16.decodeFast(d); err != nil {
 					return err
 				}
-				*u = SessionUpdate{SessionMessageChunk: &x16}
+				*u = SessionUpdate{CompactionSummaryChunk: &x16}
+				return nil
+			case "subagent_update":
+				var x17 SessionSubagentUpdate
+				if err := x17.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionUpdate{SubagentUpdate: &x17}
+				return nil
+			case "session_message":
+				var x18 SessionUpdateSessionMessage
+				if err := x18.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionUpdate{SessionMessage: &x18}
+				return nil
+			case "session_message_chunk":
+				var x19 SessionUpdateSessionMessageChunk
+				if err := x19.decodeFast(d); err != nil {
+					return err
+				}
+				*u = SessionUpdate{SessionMessageChunk: &x19}
 				return nil
 			}
 			raw, err := d.raw()
@@ -5687,6 +6534,76 @@ func (v *SessionUpdateAgentThoughtChunk) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
+// decodeFast decodes SessionUpdateCompactionSummaryChunk in one pass (see fastdecode.go).
+func (v *SessionUpdateCompactionSummaryChunk) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "compactionId":
+			bit, err = 1<<1, fieldString(d, &v.CompactionId)
+		case "content":
+			bit, err = 1<<2, v.Content.decodeFast(d)
+		case "sessionUpdate":
+			bit, err = 1<<3, fieldString(d, &v.SessionUpdate)
+		default:
+			err = d.otherMember(key, "_meta", "compactionId", "content", "sessionUpdate")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes SessionUpdateNotice in one pass (see fastdecode.go).
+func (v *SessionUpdateNotice) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "description":
+			bit, err = 1<<1, fieldPtr(d, &v.Description, elemString[string])
+		case "sessionUpdate":
+			bit, err = 1<<2, fieldString(d, &v.SessionUpdate)
+		case "severity":
+			bit, err = 1<<3, fieldString(d, &v.Severity)
+		case "title":
+			bit, err = 1<<4, fieldString(d, &v.Title)
+		default:
+			err = d.otherMember(key, "_meta", "description", "sessionUpdate", "severity", "title")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // decodeFast decodes SessionUpdatePlan in one pass (see fastdecode.go).
 func (v *SessionUpdatePlan) decodeFast(d *fastDecoder) error {
 	if err := d.beginObject(); err != nil {
@@ -5737,12 +6654,12 @@ func (v *SessionUpdatePlanRemoved) decodeFast(d *fastDecoder) error {
 		switch string(key) {
 		case "_meta":
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
-		case "id":
+		case "planId", "id":
 			bit, err = 1<<1, fieldString(d, &v.Id)
 		case "sessionUpdate":
 			bit, err = 1<<2, fieldString(d, &v.SessionUpdate)
 		default:
-			err = d.otherMember(key, "_meta", "id", "sessionUpdate")
+			err = d.otherMember(key, "_meta", "planId", "id", "sessionUpdate")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -6967,8 +7884,8 @@ func (v *UnstableAcceptNesNotification) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
-// decodeFast decodes UnstableCancelRequestNotification in one pass (see fastdecode.go).
-func (v *UnstableCancelRequestNotification) decodeFast(d *fastDecoder) error {
+// decodeFast decodes UnstableArchiveSessionRequest in one pass (see fastdecode.go).
+func (v *UnstableArchiveSessionRequest) decodeFast(d *fastDecoder) error {
 	if err := d.beginObject(); err != nil {
 		return err
 	}
@@ -6985,13 +7902,196 @@ func (v *UnstableCancelRequestNotification) decodeFast(d *fastDecoder) error {
 		switch string(key) {
 		case "_meta":
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
-		case "requestId":
-			bit = 1 << 1
-			if err = d.notNull(); err == nil {
-				err = v.RequestId.decodeFast(d)
-			}
+		case "sessionId":
+			bit, err = 1<<1, fieldString(d, &v.SessionId)
 		default:
-			err = d.otherMember(key, "_meta", "requestId")
+			err = d.otherMember(key, "_meta", "sessionId")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes UnstableArchiveSessionResponse in one pass (see fastdecode.go).
+func (v *UnstableArchiveSessionResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes UnstableAuthAccount in one pass (see fastdecode.go).
+func (v *UnstableAuthAccount) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "active":
+			bit, err = 1<<1, fieldPtr(d, &v.Active, elemBool[bool])
+		case "email":
+			bit, err = 1<<2, fieldPtr(d, &v.Email, elemString[string])
+		case "label":
+			bit, err = 1<<3, fieldString(d, &v.Label)
+		case "name":
+			bit, err = 1<<4, fieldPtr(d, &v.Name, elemString[string])
+		case "organization":
+			bit, err = 1<<5, fieldPtr(d, &v.Organization, elemString[string])
+		default:
+			err = d.otherMember(key, "_meta", "active", "email", "label", "name", "organization")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes UnstableAuthStatusCapabilities in one pass (see fastdecode.go).
+func (v *UnstableAuthStatusCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes UnstableAuthStatusRequest in one pass (see fastdecode.go).
+func (v *UnstableAuthStatusRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes UnstableAuthStatusResponse in one pass (see fastdecode.go).
+func (v *UnstableAuthStatusResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "accounts":
+			bit, err = 1<<1, fieldSlice(d, &v.Accounts, elemFast[UnstableAuthAccount])
+		case "state":
+			bit, err = 1<<2, fieldString(d, &v.State)
+		default:
+			err = d.otherMember(key, "_meta", "accounts", "state")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes UnstableAuthStatusUpdateNotification in one pass (see fastdecode.go).
+func (v *UnstableAuthStatusUpdateNotification) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "accounts":
+			bit, err = 1<<1, fieldSlice(d, &v.Accounts, elemFast[UnstableAuthAccount])
+		case "state":
+			bit, err = 1<<2, fieldString(d, &v.State)
+		default:
+			err = d.otherMember(key, "_meta", "accounts", "state")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -7058,36 +8158,6 @@ func (v *UnstableCloseNesResponse) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
-// decodeFast decodes UnstableCompleteElicitationNotification in one pass (see fastdecode.go).
-func (v *UnstableCompleteElicitationNotification) decodeFast(d *fastDecoder) error {
-	if err := d.beginObject(); err != nil {
-		return err
-	}
-	var seen uint64
-	for first := true; ; first = false {
-		key, ok, err := d.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		var bit uint64
-		switch string(key) {
-		case "_meta":
-			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
-		case "elicitationId":
-			bit, err = 1<<1, fieldString(d, &v.ElicitationId)
-		default:
-			err = d.otherMember(key, "_meta", "elicitationId")
-		}
-		if seen, err = memberDone(seen, bit, err); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // decodeFast decodes UnstableConnectMcpRequest in one pass (see fastdecode.go).
 func (v *UnstableConnectMcpRequest) decodeFast(d *fastDecoder) error {
 	if err := d.beginObject(); err != nil {
@@ -7140,302 +8210,6 @@ func (v *UnstableConnectMcpResponse) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<1, fieldString(d, &v.ConnectionId)
 		default:
 			err = d.otherMember(key, "_meta", "connectionId")
-		}
-		if seen, err = memberDone(seen, bit, err); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// decodeFast decodes UnstableCreateElicitationAccept in one pass (see fastdecode.go).
-func (v *UnstableCreateElicitationAccept) decodeFast(d *fastDecoder) error {
-	if err := d.beginObject(); err != nil {
-		return err
-	}
-	var seen uint64
-	for first := true; ; first = false {
-		key, ok, err := d.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		var bit uint64
-		switch string(key) {
-		case "_meta":
-			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
-		case "action":
-			bit, err = 1<<1, fieldString(d, &v.Action)
-		case "content":
-			bit, err = 1<<2, decodeMapAny(d, &v.Content)
-		default:
-			err = d.otherMember(key, "_meta", "action", "content")
-		}
-		if seen, err = memberDone(seen, bit, err); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// decodeFast decodes UnstableCreateElicitationCancel in one pass (see fastdecode.go).
-func (v *UnstableCreateElicitationCancel) decodeFast(d *fastDecoder) error {
-	if err := d.beginObject(); err != nil {
-		return err
-	}
-	var seen uint64
-	for first := true; ; first = false {
-		key, ok, err := d.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		var bit uint64
-		switch string(key) {
-		case "_meta":
-			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
-		case "action":
-			bit, err = 1<<1, fieldString(d, &v.Action)
-		default:
-			err = d.otherMember(key, "_meta", "action")
-		}
-		if seen, err = memberDone(seen, bit, err); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// decodeFast decodes UnstableCreateElicitationDecline in one pass (see fastdecode.go).
-func (v *UnstableCreateElicitationDecline) decodeFast(d *fastDecoder) error {
-	if err := d.beginObject(); err != nil {
-		return err
-	}
-	var seen uint64
-	for first := true; ; first = false {
-		key, ok, err := d.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		var bit uint64
-		switch string(key) {
-		case "_meta":
-			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
-		case "action":
-			bit, err = 1<<1, fieldString(d, &v.Action)
-		default:
-			err = d.otherMember(key, "_meta", "action")
-		}
-		if seen, err = memberDone(seen, bit, err); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// decodeFast decodes UnstableCreateElicitationForm in one pass (see fastdecode.go).
-func (v *UnstableCreateElicitationForm) decodeFast(d *fastDecoder) error {
-	if err := d.beginObject(); err != nil {
-		return err
-	}
-	var seen uint64
-	for first := true; ; first = false {
-		key, ok, err := d.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		var bit uint64
-		switch string(key) {
-		case "_meta":
-			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
-		case "message":
-			bit, err = 1<<1, fieldString(d, &v.Message)
-		case "mode":
-			bit, err = 1<<2, fieldString(d, &v.Mode)
-		case "requestedSchema":
-			bit = 1 << 3
-			if err = d.notNull(); err == nil {
-				err = v.RequestedSchema.decodeFast(d)
-			}
-		default:
-			err = d.otherMember(key, "_meta", "message", "mode", "requestedSchema")
-		}
-		if seen, err = memberDone(seen, bit, err); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// decodeFast decodes UnstableCreateElicitationRequest in one pass when its tag decides the variant;
-// other shapes go through unmarshalSlow.
-func (u *UnstableCreateElicitationRequest) decodeFast(d *fastDecoder) error {
-	if d.null() {
-		return nil // null leaves u unchanged, as in unmarshalSlow
-	}
-	if d.peek() == '{' {
-		if tag, ok := peekTag(d.rest(), "mode"); ok {
-			switch string(tag) {
-			case "form":
-				var x1 UnstableCreateElicitationForm
-				if err := x1.decodeFast(d); err != nil {
-					return err
-				}
-				*u = UnstableCreateElicitationRequest{Form: &x1}
-				return nil
-			case "url":
-				var x2 UnstableCreateElicitationUrl
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				*u = UnstableCreateElicitationRequest{Url: &x2}
-				return nil
-			}
-		}
-	}
-	raw, err := d.raw()
-	if err != nil {
-		return err
-	}
-	return u.unmarshalSlow(raw)
-}
-
-// decodeFast decodes UnstableCreateElicitationResponse in one pass when its tag decides the variant;
-// other shapes go through unmarshalSlow.
-func (u *UnstableCreateElicitationResponse) decodeFast(d *fastDecoder) error {
-	if d.null() {
-		return nil // null leaves u unchanged, as in unmarshalSlow
-	}
-	if d.peek() == '{' {
-		if tag, ok := peekTag(d.rest(), "action"); ok {
-			switch string(tag) {
-			case "accept":
-				var x1 UnstableCreateElicitationAccept
-				if err := x1.decodeFast(d); err != nil {
-					return err
-				}
-				*u = UnstableCreateElicitationResponse{Accept: &x1}
-				return nil
-			case "decline":
-				var x2 UnstableCreateElicitationDecline
-				if err := x2.decodeFast(d); err != nil {
-					return err
-				}
-				*u = UnstableCreateElicitationResponse{Decline: &x2}
-				return nil
-			case "cancel":
-				var x3 UnstableCreateElicitationCancel
-				if err := x3.decodeFast(d); err != nil {
-					return err
-				}
-				*u = UnstableCreateElicitationResponse{Cancel: &x3}
-				return nil
-			}
-		}
-	}
-	raw, err := d.raw()
-	if err != nil {
-		return err
-	}
-	return u.unmarshalSlow(raw)
-}
-
-// decodeFast decodes UnstableCreateElicitationUrl in one pass (see fastdecode.go).
-func (v *UnstableCreateElicitationUrl) decodeFast(d *fastDecoder) error {
-	if err := d.beginObject(); err != nil {
-		return err
-	}
-	var seen uint64
-	for first := true; ; first = false {
-		key, ok, err := d.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		var bit uint64
-		switch string(key) {
-		case "_meta":
-			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
-		case "elicitationId":
-			bit, err = 1<<1, fieldString(d, &v.ElicitationId)
-		case "message":
-			bit, err = 1<<2, fieldString(d, &v.Message)
-		case "mode":
-			bit, err = 1<<3, fieldString(d, &v.Mode)
-		case "url":
-			bit, err = 1<<4, fieldString(d, &v.Url)
-		default:
-			err = d.otherMember(key, "_meta", "elicitationId", "message", "mode", "url")
-		}
-		if seen, err = memberDone(seen, bit, err); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// decodeFast decodes UnstableDeleteSessionRequest in one pass (see fastdecode.go).
-func (v *UnstableDeleteSessionRequest) decodeFast(d *fastDecoder) error {
-	if err := d.beginObject(); err != nil {
-		return err
-	}
-	var seen uint64
-	for first := true; ; first = false {
-		key, ok, err := d.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		var bit uint64
-		switch string(key) {
-		case "_meta":
-			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
-		case "sessionId":
-			bit, err = 1<<1, fieldString(d, &v.SessionId)
-		default:
-			err = d.otherMember(key, "_meta", "sessionId")
-		}
-		if seen, err = memberDone(seen, bit, err); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// decodeFast decodes UnstableDeleteSessionResponse in one pass (see fastdecode.go).
-func (v *UnstableDeleteSessionResponse) decodeFast(d *fastDecoder) error {
-	if err := d.beginObject(); err != nil {
-		return err
-	}
-	var seen uint64
-	for first := true; ; first = false {
-		key, ok, err := d.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		var bit uint64
-		switch string(key) {
-		case "_meta":
-			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
-		default:
-			err = d.otherMember(key, "_meta")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -7644,10 +8418,10 @@ func (v *UnstableDisableProviderRequest) decodeFast(d *fastDecoder) error {
 		switch string(key) {
 		case "_meta":
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
-		case "id":
+		case "providerId", "id":
 			bit, err = 1<<1, fieldString(d, &v.Id)
 		default:
-			err = d.otherMember(key, "_meta", "id")
+			err = d.otherMember(key, "_meta", "providerId", "id")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -7742,169 +8516,6 @@ func (v *UnstableDisconnectMcpResponse) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
-// decodeFast decodes UnstableElicitationAcceptAction in one pass (see fastdecode.go).
-func (v *UnstableElicitationAcceptAction) decodeFast(d *fastDecoder) error {
-	if err := d.beginObject(); err != nil {
-		return err
-	}
-	var seen uint64
-	for first := true; ; first = false {
-		key, ok, err := d.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		var bit uint64
-		switch string(key) {
-		case "content":
-			bit, err = 1<<0, decodeMapAny(d, &v.Content)
-		default:
-			err = d.otherMember(key, "content")
-		}
-		if seen, err = memberDone(seen, bit, err); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// decodeFast decodes UnstableElicitationFormMode in one pass when its tag decides the variant;
-// other shapes go through unmarshalSlow.
-func (u *UnstableElicitationFormMode) decodeFast(d *fastDecoder) error {
-	if d.null() {
-		return nil // null leaves u unchanged, as in unmarshalSlow
-	}
-	raw, err := d.raw()
-	if err != nil {
-		return err
-	}
-	return u.unmarshalSlow(raw)
-}
-
-// decodeFast decodes UnstableElicitationRequestScope in one pass (see fastdecode.go).
-func (v *UnstableElicitationRequestScope) decodeFast(d *fastDecoder) error {
-	if err := d.beginObject(); err != nil {
-		return err
-	}
-	var seen uint64
-	for first := true; ; first = false {
-		key, ok, err := d.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		var bit uint64
-		switch string(key) {
-		case "requestId":
-			bit = 1 << 0
-			if err = d.notNull(); err == nil {
-				err = v.RequestId.decodeFast(d)
-			}
-		default:
-			err = d.otherMember(key, "requestId")
-		}
-		if seen, err = memberDone(seen, bit, err); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// decodeFast decodes UnstableElicitationSchema in one pass (see fastdecode.go).
-func (v *UnstableElicitationSchema) decodeFast(d *fastDecoder) error {
-	if err := d.beginObject(); err != nil {
-		return err
-	}
-	var seen uint64
-	for first := true; ; first = false {
-		key, ok, err := d.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		var bit uint64
-		switch string(key) {
-		case "description":
-			bit, err = 1<<0, fieldPtr(d, &v.Description, elemString[string])
-		case "properties":
-			if err := d.notNull(); err != nil {
-				return err
-			}
-			bit, err = 1<<1, decodeMapAny(d, &v.Properties)
-		case "required":
-			bit, err = 1<<2, fieldSlice(d, &v.Required, elemString[string])
-		case "title":
-			bit, err = 1<<3, fieldPtr(d, &v.Title, elemString[string])
-		case "type":
-			if err := d.notNull(); err != nil {
-				return err
-			}
-			bit, err = 1<<4, fieldString(d, &v.Type)
-		default:
-			err = d.otherMember(key, "description", "properties", "required", "title", "type")
-		}
-		if seen, err = memberDone(seen, bit, err); err != nil {
-			return err
-		}
-	}
-	if seen&(1<<1) == 0 {
-		_ = json.Unmarshal([]byte("{}"), &v.Properties)
-	}
-	if seen&(1<<4) == 0 {
-		_ = json.Unmarshal([]byte("\"object\""), &v.Type)
-	}
-	return nil
-}
-
-// decodeFast decodes UnstableElicitationSessionScope in one pass (see fastdecode.go).
-func (v *UnstableElicitationSessionScope) decodeFast(d *fastDecoder) error {
-	if err := d.beginObject(); err != nil {
-		return err
-	}
-	var seen uint64
-	for first := true; ; first = false {
-		key, ok, err := d.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		var bit uint64
-		switch string(key) {
-		case "sessionId":
-			bit, err = 1<<0, fieldString(d, &v.SessionId)
-		case "toolCallId":
-			bit, err = 1<<1, fieldPtr(d, &v.ToolCallId, elemString[ToolCallId])
-		default:
-			err = d.otherMember(key, "sessionId", "toolCallId")
-		}
-		if seen, err = memberDone(seen, bit, err); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// decodeFast decodes UnstableElicitationUrlMode in one pass when its tag decides the variant;
-// other shapes go through unmarshalSlow.
-func (u *UnstableElicitationUrlMode) decodeFast(d *fastDecoder) error {
-	if d.null() {
-		return nil // null leaves u unchanged, as in unmarshalSlow
-	}
-	raw, err := d.raw()
-	if err != nil {
-		return err
-	}
-	return u.unmarshalSlow(raw)
-}
-
 // decodeFast decodes UnstableForkSessionRequest in one pass (see fastdecode.go).
 func (v *UnstableForkSessionRequest) decodeFast(d *fastDecoder) error {
 	if err := d.beginObject(); err != nil {
@@ -7931,8 +8542,10 @@ func (v *UnstableForkSessionRequest) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<3, fieldSlice(d, &v.McpServers, elemUnion[UnstableMcpServer])
 		case "sessionId":
 			bit, err = 1<<4, fieldString(d, &v.SessionId)
+		case "systemPrompt":
+			bit, err = 1<<5, fieldPtr(d, &v.SystemPrompt, elemFast[UnstableSystemPrompt])
 		default:
-			err = d.otherMember(key, "_meta", "additionalDirectories", "cwd", "mcpServers", "sessionId")
+			err = d.otherMember(key, "_meta", "additionalDirectories", "cwd", "mcpServers", "sessionId", "systemPrompt")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -8093,12 +8706,12 @@ func (v *UnstableMcpServerAcp) decodeFast(d *fastDecoder) error {
 		switch string(key) {
 		case "_meta":
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
-		case "id":
-			bit, err = 1<<1, fieldString(d, &v.Id)
 		case "name":
-			bit, err = 1<<2, fieldString(d, &v.Name)
+			bit, err = 1<<1, fieldString(d, &v.Name)
+		case "serverId", "id":
+			bit, err = 1<<2, fieldString(d, &v.Id)
 		default:
-			err = d.otherMember(key, "_meta", "id", "name")
+			err = d.otherMember(key, "_meta", "name", "serverId", "id")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -8125,14 +8738,14 @@ func (v *UnstableMcpServerAcpInline) decodeFast(d *fastDecoder) error {
 		switch string(key) {
 		case "_meta":
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
-		case "id":
-			bit, err = 1<<1, fieldString(d, &v.Id)
 		case "name":
-			bit, err = 1<<2, fieldString(d, &v.Name)
+			bit, err = 1<<1, fieldString(d, &v.Name)
+		case "serverId", "id":
+			bit, err = 1<<2, fieldString(d, &v.Id)
 		case "type":
 			bit, err = 1<<3, fieldString(d, &v.Type)
 		default:
-			err = d.otherMember(key, "_meta", "id", "name", "type")
+			err = d.otherMember(key, "_meta", "name", "serverId", "id", "type")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -8237,8 +8850,12 @@ func (v *UnstableMessageMcpNotification) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<2, fieldString(d, &v.Method)
 		case "params":
 			bit, err = 1<<3, decodeMapAny(d, &v.Params)
+		case "requestId":
+			bit, err = 1<<4, fieldString(d, &v.RequestId)
+		case "serverId":
+			bit, err = 1<<5, fieldString(d, &v.ServerId)
 		default:
-			err = d.otherMember(key, "_meta", "connectionId", "method", "params")
+			err = d.otherMember(key, "_meta", "connectionId", "method", "params", "requestId", "serverId")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -8271,8 +8888,12 @@ func (v *UnstableMessageMcpRequest) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<2, fieldString(d, &v.Method)
 		case "params":
 			bit, err = 1<<3, decodeMapAny(d, &v.Params)
+		case "requestId":
+			bit, err = 1<<4, fieldString(d, &v.RequestId)
+		case "serverId":
+			bit, err = 1<<5, fieldString(d, &v.ServerId)
 		default:
-			err = d.otherMember(key, "_meta", "connectionId", "method", "params")
+			err = d.otherMember(key, "_meta", "connectionId", "method", "params", "requestId", "serverId")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -9037,14 +9658,14 @@ func (v *UnstableProviderInfo) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		case "current":
 			bit, err = 1<<1, fieldPtr(d, &v.Current, elemFast[UnstableProviderCurrentConfig])
-		case "id":
+		case "providerId", "id":
 			bit, err = 1<<2, fieldString(d, &v.Id)
 		case "required":
 			bit, err = 1<<3, fieldBool(d, &v.Required)
 		case "supported":
 			bit, err = 1<<4, fieldSlice(d, &v.Supported, elemString[UnstableLlmProtocol])
 		default:
-			err = d.otherMember(key, "_meta", "current", "id", "required", "supported")
+			err = d.otherMember(key, "_meta", "current", "providerId", "id", "required", "supported")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -9115,6 +9736,34 @@ func (v *UnstableRejectNesNotification) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<3, fieldString(d, &v.SessionId)
 		default:
 			err = d.otherMember(key, "_meta", "id", "reason", "sessionId")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes UnstableSessionArchiveCapabilities in one pass (see fastdecode.go).
+func (v *UnstableSessionArchiveCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -9266,6 +9915,210 @@ func (v *UnstableSessionConfigOptionSelect) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
+// decodeFast decodes UnstableSessionStatusCapabilities in one pass (see fastdecode.go).
+func (v *UnstableSessionStatusCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes UnstableSessionStatusRequest in one pass (see fastdecode.go).
+func (v *UnstableSessionStatusRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "sessionId":
+			bit, err = 1<<1, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "sessionId")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes UnstableSessionStatusResponse in one pass (see fastdecode.go).
+func (v *UnstableSessionStatusResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "status":
+			bit, err = 1<<1, fieldString(d, &v.Status)
+		default:
+			err = d.otherMember(key, "_meta", "status")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes UnstableSessionSystemPromptCapabilities in one pass (see fastdecode.go).
+func (v *UnstableSessionSystemPromptCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "mode":
+			bit, err = 1<<1, fieldPtr(d, &v.Mode, elemFast[UnstableSessionSystemPromptModeCapabilities])
+		default:
+			err = d.otherMember(key, "_meta", "mode")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes UnstableSessionSystemPromptModeCapabilities in one pass (see fastdecode.go).
+func (v *UnstableSessionSystemPromptModeCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "override":
+			bit, err = 1<<1, fieldPtr(d, &v.Override, elemFast[UnstableSessionSystemPromptOverrideCapabilities])
+		default:
+			err = d.otherMember(key, "_meta", "override")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes UnstableSessionSystemPromptOverrideCapabilities in one pass (see fastdecode.go).
+func (v *UnstableSessionSystemPromptOverrideCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes UnstableSessionTitleCapabilities in one pass (see fastdecode.go).
+func (v *UnstableSessionTitleCapabilities) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // decodeFast decodes UnstableSetProviderRequest in one pass (see fastdecode.go).
 func (v *UnstableSetProviderRequest) decodeFast(d *fastDecoder) error {
 	if err := d.beginObject(); err != nil {
@@ -9290,10 +10143,10 @@ func (v *UnstableSetProviderRequest) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<2, fieldString(d, &v.BaseUrl)
 		case "headers":
 			bit, err = 1<<3, decodeMapAny(d, &v.Headers)
-		case "id":
+		case "providerId", "id":
 			bit, err = 1<<4, fieldString(d, &v.Id)
 		default:
-			err = d.otherMember(key, "_meta", "apiType", "baseUrl", "headers", "id")
+			err = d.otherMember(key, "_meta", "apiType", "baseUrl", "headers", "providerId", "id")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -9382,6 +10235,68 @@ func (v *UnstableSetSessionModelResponse) decodeFast(d *fastDecoder) error {
 			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
 		default:
 			err = d.otherMember(key, "_meta")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes UnstableSetSessionTitleRequest in one pass (see fastdecode.go).
+func (v *UnstableSetSessionTitleRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "sessionId":
+			bit, err = 1<<1, fieldString(d, &v.SessionId)
+		case "title":
+			bit, err = 1<<2, fieldString(d, &v.Title)
+		default:
+			err = d.otherMember(key, "_meta", "sessionId", "title")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes UnstableSetSessionTitleResponse in one pass (see fastdecode.go).
+func (v *UnstableSetSessionTitleResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "title":
+			bit, err = 1<<1, fieldString(d, &v.Title)
+		default:
+			err = d.otherMember(key, "_meta", "title")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err
@@ -9529,6 +10444,38 @@ func (v *UnstableSuggestNesResponse) decodeFast(d *fastDecoder) error {
 	return nil
 }
 
+// decodeFast decodes UnstableSystemPrompt in one pass (see fastdecode.go).
+func (v *UnstableSystemPrompt) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "content":
+			bit, err = 1<<1, fieldSlice(d, &v.Content, elemUnion[ContentBlock])
+		case "mode":
+			bit, err = 1<<2, fieldString(d, &v.Mode)
+		default:
+			err = d.otherMember(key, "_meta", "content", "mode")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // decodeFast decodes UnstableTextDocumentContentChangeEvent in one pass (see fastdecode.go).
 func (v *UnstableTextDocumentContentChangeEvent) decodeFast(d *fastDecoder) error {
 	if err := d.beginObject(); err != nil {
@@ -9551,6 +10498,64 @@ func (v *UnstableTextDocumentContentChangeEvent) decodeFast(d *fastDecoder) erro
 			bit, err = 1<<1, fieldString(d, &v.Text)
 		default:
 			err = d.otherMember(key, "range", "text")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes UnstableUnarchiveSessionRequest in one pass (see fastdecode.go).
+func (v *UnstableUnarchiveSessionRequest) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		case "sessionId":
+			bit, err = 1<<1, fieldString(d, &v.SessionId)
+		default:
+			err = d.otherMember(key, "_meta", "sessionId")
+		}
+		if seen, err = memberDone(seen, bit, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeFast decodes UnstableUnarchiveSessionResponse in one pass (see fastdecode.go).
+func (v *UnstableUnarchiveSessionResponse) decodeFast(d *fastDecoder) error {
+	if err := d.beginObject(); err != nil {
+		return err
+	}
+	var seen uint64
+	for first := true; ; first = false {
+		key, ok, err := d.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		var bit uint64
+		switch string(key) {
+		case "_meta":
+			bit, err = 1<<0, decodeMapAny(d, &v.Meta)
+		default:
+			err = d.otherMember(key, "_meta")
 		}
 		if seen, err = memberDone(seen, bit, err); err != nil {
 			return err

@@ -2,19 +2,44 @@
 
 package acp
 
+// NewCreateElicitationRequestForm returns a CreateElicitationRequest holding the "form" variant with its required fields.
+func NewCreateElicitationRequestForm(requestedSchema ElicitationSchema) CreateElicitationRequest {
+	return CreateElicitationRequest{Form: &CreateElicitationForm{RequestedSchema: requestedSchema, Mode: "form"}}
+}
+
+// NewCreateElicitationRequestUrl returns a CreateElicitationRequest holding the "url" variant with its required fields.
+func NewCreateElicitationRequestUrl(elicitationId ElicitationId, url string) CreateElicitationRequest {
+	return CreateElicitationRequest{Url: &CreateElicitationUrl{ElicitationId: elicitationId, Url: url, Mode: "url"}}
+}
+
+// NewCreateElicitationResponseAccept returns a CreateElicitationResponse holding the "accept" variant with its required fields.
+func NewCreateElicitationResponseAccept() CreateElicitationResponse {
+	return CreateElicitationResponse{Accept: &CreateElicitationAccept{Action: "accept"}}
+}
+
+// NewCreateElicitationResponseDecline returns a CreateElicitationResponse holding the "decline" variant with its required fields.
+func NewCreateElicitationResponseDecline() CreateElicitationResponse {
+	return CreateElicitationResponse{Decline: &CreateElicitationDecline{Action: "decline"}}
+}
+
+// NewCreateElicitationResponseCancel returns a CreateElicitationResponse holding the "cancel" variant with its required fields.
+func NewCreateElicitationResponseCancel() CreateElicitationResponse {
+	return CreateElicitationResponse{Cancel: &CreateElicitationCancel{Action: "cancel"}}
+}
+
 // NewPlanUpdateContentItems returns a PlanUpdateContent holding the "items" variant with its required fields.
-func NewPlanUpdateContentItems(id PlanId, entries []PlanEntry) PlanUpdateContent {
-	return PlanUpdateContent{Items: &PlanUpdateContentItems{Id: id, Entries: entries, Type: "items"}}
+func NewPlanUpdateContentItems(planId PlanId, entries []PlanEntry) PlanUpdateContent {
+	return PlanUpdateContent{Items: &PlanUpdateContentItems{Id: planId, Entries: entries, Type: "items"}}
 }
 
 // NewPlanUpdateContentFile returns a PlanUpdateContent holding the "file" variant with its required fields.
-func NewPlanUpdateContentFile(id PlanId, uri string) PlanUpdateContent {
-	return PlanUpdateContent{File: &PlanUpdateContentFile{Id: id, Uri: uri, Type: "file"}}
+func NewPlanUpdateContentFile(planId PlanId, uri string) PlanUpdateContent {
+	return PlanUpdateContent{File: &PlanUpdateContentFile{Id: planId, Uri: uri, Type: "file"}}
 }
 
 // NewPlanUpdateContentMarkdown returns a PlanUpdateContent holding the "markdown" variant with its required fields.
-func NewPlanUpdateContentMarkdown(id PlanId, content string) PlanUpdateContent {
-	return PlanUpdateContent{Markdown: &PlanUpdateContentMarkdown{Id: id, Content: content, Type: "markdown"}}
+func NewPlanUpdateContentMarkdown(planId PlanId, content string) PlanUpdateContent {
+	return PlanUpdateContent{Markdown: &PlanUpdateContentMarkdown{Id: planId, Content: content, Type: "markdown"}}
 }
 
 // NewRequestPermissionOutcomeCancelled returns a RequestPermissionOutcome holding the "cancelled" variant with its required fields.
@@ -35,31 +60,6 @@ func NewSessionConfigOptionSelect(currentValue SessionConfigValueId, options Ses
 // NewSessionConfigOptionBoolean returns a SessionConfigOption holding the "boolean" variant with its required fields.
 func NewSessionConfigOptionBoolean(currentValue bool) SessionConfigOption {
 	return SessionConfigOption{Boolean: &SessionConfigOptionBoolean{CurrentValue: currentValue, Type: "boolean"}}
-}
-
-// NewUnstableCreateElicitationRequestForm returns a UnstableCreateElicitationRequest holding the "form" variant with its required fields.
-func NewUnstableCreateElicitationRequestForm(requestedSchema UnstableElicitationSchema) UnstableCreateElicitationRequest {
-	return UnstableCreateElicitationRequest{Form: &UnstableCreateElicitationForm{RequestedSchema: requestedSchema, Mode: "form"}}
-}
-
-// NewUnstableCreateElicitationRequestUrl returns a UnstableCreateElicitationRequest holding the "url" variant with its required fields.
-func NewUnstableCreateElicitationRequestUrl(elicitationId UnstableElicitationId, url string) UnstableCreateElicitationRequest {
-	return UnstableCreateElicitationRequest{Url: &UnstableCreateElicitationUrl{ElicitationId: elicitationId, Url: url, Mode: "url"}}
-}
-
-// NewUnstableCreateElicitationResponseAccept returns a UnstableCreateElicitationResponse holding the "accept" variant with its required fields.
-func NewUnstableCreateElicitationResponseAccept() UnstableCreateElicitationResponse {
-	return UnstableCreateElicitationResponse{Accept: &UnstableCreateElicitationAccept{Action: "accept"}}
-}
-
-// NewUnstableCreateElicitationResponseDecline returns a UnstableCreateElicitationResponse holding the "decline" variant with its required fields.
-func NewUnstableCreateElicitationResponseDecline() UnstableCreateElicitationResponse {
-	return UnstableCreateElicitationResponse{Decline: &UnstableCreateElicitationDecline{Action: "decline"}}
-}
-
-// NewUnstableCreateElicitationResponseCancel returns a UnstableCreateElicitationResponse holding the "cancel" variant with its required fields.
-func NewUnstableCreateElicitationResponseCancel() UnstableCreateElicitationResponse {
-	return UnstableCreateElicitationResponse{Cancel: &UnstableCreateElicitationCancel{Action: "cancel"}}
 }
 
 // NewUnstableNesSuggestionEdit returns a UnstableNesSuggestion holding the "edit" variant with its required fields.
@@ -91,3 +91,43 @@ func NewUnstableSessionConfigOptionSelect(currentValue SessionConfigValueId, opt
 func NewUnstableSessionConfigOptionBoolean(currentValue bool) UnstableSessionConfigOption {
 	return UnstableSessionConfigOption{Boolean: &UnstableSessionConfigOptionBoolean{CurrentValue: currentValue, Type: "boolean"}}
 }
+
+// NewUnstableCreateElicitationRequestForm is the v0.13.5 name of NewCreateElicitationRequestForm.
+//
+// Deprecated: use NewCreateElicitationRequestForm.
+func NewUnstableCreateElicitationRequestForm(requestedSchema UnstableElicitationSchema) UnstableCreateElicitationRequest {
+	return NewCreateElicitationRequestForm(requestedSchema)
+}
+
+// NewUnstableCreateElicitationRequestUrl is the v0.13.5 name of NewCreateElicitationRequestUrl.
+//
+// Deprecated: use NewCreateElicitationRequestUrl.
+func NewUnstableCreateElicitationRequestUrl(elicitationId UnstableElicitationId, url string) UnstableCreateElicitationRequest {
+	return NewCreateElicitationRequestUrl(elicitationId, url)
+}
+
+// NewUnstableCreateElicitationResponseAccept is the v0.13.5 name of NewCreateElicitationResponseAccept.
+//
+// Deprecated: use NewCreateElicitationResponseAccept.
+func NewUnstableCreateElicitationResponseAccept() UnstableCreateElicitationResponse {
+	return NewCreateElicitationResponseAccept()
+}
+
+// NewUnstableCreateElicitationResponseDecline is the v0.13.5 name of NewCreateElicitationResponseDecline.
+//
+// Deprecated: use NewCreateElicitationResponseDecline.
+func NewUnstableCreateElicitationResponseDecline() UnstableCreateElicitationResponse {
+	return NewCreateElicitationResponseDecline()
+}
+
+// NewUnstableCreateElicitationResponseCancel is the v0.13.5 name of NewCreateElicitationResponseCancel.
+//
+// Deprecated: use NewCreateElicitationResponseCancel.
+func NewUnstableCreateElicitationResponseCancel() UnstableCreateElicitationResponse {
+	return NewCreateElicitationResponseCancel()
+}
+
+// UnstableElicitationSchemaTypeObject is the v0.13.5 name of ElicitationSchemaTypeObject.
+//
+// Deprecated: use ElicitationSchemaTypeObject.
+const UnstableElicitationSchemaTypeObject = ElicitationSchemaTypeObject

@@ -21,6 +21,15 @@ type AgentAuthCapabilities struct {
 	//
 	// By supplying `{}` it means that the agent supports the logout method.
 	Logout *LogoutCapabilities `json:"logout,omitempty"`
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// Whether the agent supports the `auth/status` method.
+	//
+	// Optional. Omitted or `null` both mean the agent does not advertise support.
+	// Supplying `{}` means the agent supports the `auth/status` method.
+	Status *UnstableAuthStatusCapabilities `json:"status,omitempty"`
 }
 
 // AgentCapabilities is an ACP object.
@@ -546,6 +555,20 @@ type BlobResourceContents struct {
 	Uri string `json:"uri"`
 }
 
+// BooleanConfigOptionCapabilities is an ACP object.
+//
+// Capabilities for boolean session configuration options.
+//
+// Supplying `{}` means the client supports boolean session configuration options.
+type BooleanConfigOptionCapabilities struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+}
+
 // CancelNotification is an ACP object.
 //
 // Notification to cancel ongoing operations for a session.
@@ -564,6 +587,31 @@ type CancelNotification struct {
 
 // Validate checks that required properties are present.
 func (v *CancelNotification) Validate() error {
+	return nil
+}
+
+// CancelRequestNotification is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Notification to cancel an ongoing request.
+//
+// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/cancellation)
+type CancelRequestNotification struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// The ID of the request to cancel.
+	RequestId RequestId `json:"requestId"`
+}
+
+// Validate checks that required properties are present.
+func (v *CancelRequestNotification) Validate() error {
 	return nil
 }
 
@@ -623,13 +671,18 @@ type ClientCapabilities struct {
 	//
 	// Optional. Omitted means the client does not advertise support.
 	// Supplying `{}` means the client can receive both update types.
-	PlanCapabilities *PlanCapabilities `json:"planCapabilities,omitempty"`
+	PlanCapabilities *PlanCapabilities `json:"plan,omitempty"`
 	// **UNSTABLE**
 	//
 	// This capability is not part of the spec yet, and may be removed or changed at any point.
 	//
 	// The position encodings supported by the client, in order of preference.
 	PositionEncodings []PositionEncodingKind `json:"positionEncodings,omitempty"`
+	// Session-related capabilities supported by the client.
+	//
+	// Optional. Omitted or `null` both mean the client does not advertise any
+	// session-related extensions.
+	Session *ClientSessionCapabilities `json:"session,omitempty"`
 	// **UNSTABLE**
 	//
 	// This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -743,6 +796,31 @@ type ClientResult struct {
 	Result any `json:"result"`
 }
 
+// ClientSessionCapabilities is an ACP object.
+//
+// Session-related capabilities supported by the client.
+type ClientSessionCapabilities struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// Support for ID-addressed context compaction updates. Omitted or `null`
+	// means unsupported. `{}` advertises the complete compaction contract.
+	Compaction *CompactionCapabilities `json:"compaction,omitempty"`
+	// Config option capabilities supported by the client.
+	//
+	// Omitted or `null` both mean the client does not advertise support for any
+	// config option extensions.
+	ConfigOptions *SessionConfigOptionsCapabilities `json:"configOptions,omitempty"`
+	// Support for live user-facing `notice` session updates.
+	//
+	// Optional. Omitted or `null` both mean the client does not advertise support.
+	// Supplying `{}` means the client can present notices to the user.
+	Notices *NoticeCapabilities `json:"notices,omitempty"`
+}
+
 // CloseSessionRequest is an ACP object.
 //
 // Request parameters for closing an active session.
@@ -782,6 +860,95 @@ type CloseSessionResponse struct {
 
 // Validate checks that required properties are present.
 func (v *CloseSessionResponse) Validate() error {
+	return nil
+}
+
+// CompactionCapabilities is an ACP object.
+//
+// Client support for ID-addressed context compaction updates.
+type CompactionCapabilities struct {
+}
+
+// CompactionId is a string identifier.
+//
+// Unique identifier for a context compaction within a session.
+type CompactionId string
+
+// CompactionStatus is an enumeration of string values.
+//
+// Lifecycle state of a context compaction.
+type CompactionStatus string
+
+// Values of CompactionStatus.
+const (
+	// CompactionStatusInProgress: Compaction has started and has not finished.
+	CompactionStatusInProgress CompactionStatus = "in_progress"
+	// CompactionStatusCompleted: Compaction finished successfully.
+	CompactionStatusCompleted CompactionStatus = "completed"
+	// CompactionStatusFailed: Compaction finished unsuccessfully.
+	CompactionStatusFailed CompactionStatus = "failed"
+	// CompactionStatusCancelled: Compaction was cancelled before it finished.
+	CompactionStatusCancelled CompactionStatus = "cancelled"
+)
+
+// CompactionSummaryChunk is an ACP object.
+//
+// A content block appended to a compaction's summary. A first-seen ID creates
+// an in-progress compaction. Chunks append in receive order.
+// Agents MUST only send this update when the Client advertised
+// the `session.compaction` Client capability.
+type CompactionSummaryChunk struct {
+	// Metadata scoped to this chunk. Omission and `null` both mean absent.
+	Meta map[string]any `json:"_meta,omitempty"`
+	// ID of the compaction whose summary receives this content.
+	CompactionId CompactionId `json:"compactionId"`
+	// One content block to append.
+	Content ContentBlock `json:"content"`
+}
+
+// CompactionUpdate is an ACP object.
+//
+// A context compaction upsert. The first notification fixes the compaction's
+// timeline position. Later updates with the same ID patch that entity in place.
+// Agents MUST only send this update when the Client advertised
+// the `session.compaction` Client capability.
+//
+// `summary`, `error`, and `_meta` have patch semantics: omission leaves the
+// stored value unchanged, `null` clears it, and a concrete value replaces it.
+// `summary: []` also clears the summary.
+type CompactionUpdate struct {
+	// Extensible metadata patch for this compaction.
+	Meta map[string]any `json:"_meta,omitempty"`
+	// The Agent-owned ID of this compaction, unique within the session.
+	CompactionId CompactionId `json:"compactionId"`
+	// Human-readable error details for the compaction.
+	Error *string `json:"error,omitempty"`
+	// Current lifecycle status.
+	Status CompactionStatus `json:"status"`
+	// Complete replacement user-displayable summary content for the compaction.
+	Summary []ContentBlock `json:"summary,omitempty"`
+}
+
+// CompleteElicitationNotification is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Notification sent by the agent when a URL-based elicitation is complete.
+type CompleteElicitationNotification struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// The ID of the elicitation that completed.
+	ElicitationId ElicitationId `json:"elicitationId"`
+}
+
+// Validate checks that required properties are present.
+func (v *CompleteElicitationNotification) Validate() error {
 	return nil
 }
 
@@ -1036,6 +1203,167 @@ type Cost struct {
 	Currency string `json:"currency"`
 }
 
+// CreateElicitationAccept is the "accept" variant of CreateElicitationResponse.
+//
+// The user accepted and provided content.
+type CreateElicitationAccept struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// Action is the "action" property.
+	Action string `json:"action"`
+	// The user-provided content, if any, as an object matching the requested schema.
+	Content map[string]any `json:"content,omitempty"`
+}
+
+// CreateElicitationCancel is the "cancel" variant of CreateElicitationResponse.
+//
+// The elicitation was cancelled.
+type CreateElicitationCancel struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// Action is the "action" property.
+	Action string `json:"action"`
+}
+
+// CreateElicitationDecline is the "decline" variant of CreateElicitationResponse.
+//
+// The user declined the elicitation.
+type CreateElicitationDecline struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// Action is the "action" property.
+	Action string `json:"action"`
+}
+
+// CreateElicitationForm is the "form" variant of CreateElicitationRequest.
+//
+// Form-based elicitation where the client renders a form from the provided schema.
+type CreateElicitationForm struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// A human-readable message describing what input is needed.
+	Message string `json:"message"`
+	// Mode is the "mode" property.
+	Mode string `json:"mode"`
+	// The request this elicitation is tied to.
+	RequestId RequestId `json:"requestId,omitzero"`
+	// A JSON Schema describing the form fields to present to the user.
+	RequestedSchema ElicitationSchema `json:"requestedSchema"`
+	// The session this elicitation is tied to.
+	SessionId SessionId `json:"sessionId,omitempty"`
+	// Optional tool call within the session.
+	ToolCallId *ToolCallId `json:"toolCallId,omitempty"`
+}
+
+// CreateElicitationRequest is a union: exactly one of its fields is set.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Request from the agent to elicit structured user input.
+//
+// The agent sends this to the client to request information from the user,
+// either via a form or by directing them to a URL.
+// Elicitations are tied to a session (optionally a tool call) or a request.
+type CreateElicitationRequest struct {
+	// Form-based elicitation where the client renders a form from the provided schema.
+	Form *CreateElicitationForm `json:"-"`
+	// URL-based elicitation where the client directs the user to a URL.
+	Url *CreateElicitationUrl `json:"-"`
+}
+
+// Validate checks that exactly one variant is set.
+func (u *CreateElicitationRequest) Validate() error {
+	n := 0
+	if u.Form != nil {
+		n++
+	}
+	if u.Url != nil {
+		n++
+	}
+	if n != 1 {
+		return fmt.Errorf("CreateElicitationRequest must have exactly one variant set, has %d", n)
+	}
+	return nil
+}
+
+// CreateElicitationResponse is a union: exactly one of its fields is set.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Response from the client to an elicitation request.
+type CreateElicitationResponse struct {
+	// The user accepted and provided content.
+	Accept *CreateElicitationAccept `json:"-"`
+	// The user declined the elicitation.
+	Decline *CreateElicitationDecline `json:"-"`
+	// The elicitation was cancelled.
+	Cancel *CreateElicitationCancel `json:"-"`
+}
+
+// Validate checks that exactly one variant is set.
+func (u *CreateElicitationResponse) Validate() error {
+	n := 0
+	if u.Accept != nil {
+		n++
+	}
+	if u.Decline != nil {
+		n++
+	}
+	if u.Cancel != nil {
+		n++
+	}
+	if n != 1 {
+		return fmt.Errorf("CreateElicitationResponse must have exactly one variant set, has %d", n)
+	}
+	return nil
+}
+
+// CreateElicitationUrl is the "url" variant of CreateElicitationRequest.
+//
+// URL-based elicitation where the client directs the user to a URL.
+type CreateElicitationUrl struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// The unique identifier for this elicitation.
+	ElicitationId ElicitationId `json:"elicitationId"`
+	// A human-readable message describing what input is needed.
+	Message string `json:"message"`
+	// Mode is the "mode" property.
+	Mode string `json:"mode"`
+	// The request this elicitation is tied to.
+	RequestId RequestId `json:"requestId,omitzero"`
+	// The session this elicitation is tied to.
+	SessionId SessionId `json:"sessionId,omitempty"`
+	// Optional tool call within the session.
+	ToolCallId *ToolCallId `json:"toolCallId,omitempty"`
+	// The URL to direct the user to.
+	Url string `json:"url"`
+}
+
 // CreateTerminalRequest is an ACP object.
 //
 // Request to create a new terminal and execute a command.
@@ -1113,6 +1441,52 @@ type CurrentModeUpdate struct {
 	CurrentModeId SessionModeId `json:"currentModeId"`
 }
 
+// DeleteSessionRequest is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Request parameters for deleting an existing session from `session/list`.
+//
+// Only available if the Agent supports the `sessionCapabilities.delete` capability.
+type DeleteSessionRequest struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// The ID of the session to delete.
+	SessionId SessionId `json:"sessionId"`
+}
+
+// Validate checks that required properties are present.
+func (v *DeleteSessionRequest) Validate() error {
+	return nil
+}
+
+// DeleteSessionResponse is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Response from deleting a session.
+type DeleteSessionResponse struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+}
+
+// Validate checks that required properties are present.
+func (v *DeleteSessionResponse) Validate() error {
+	return nil
+}
+
 // Diff is an ACP object.
 //
 // A diff representing file modifications.
@@ -1133,6 +1507,18 @@ type Diff struct {
 	OldText *string `json:"oldText,omitempty"`
 	// The file path being modified.
 	Path string `json:"path"`
+}
+
+// ElicitationAcceptAction is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// The user accepted the elicitation and provided content.
+type ElicitationAcceptAction struct {
+	// The user-provided content, if any, as an object matching the requested schema.
+	Content map[string]any `json:"content,omitempty"`
 }
 
 // ElicitationCapabilities is an ACP object.
@@ -1171,6 +1557,110 @@ type ElicitationFormCapabilities struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// ElicitationFormMode is a union: exactly one of its fields is set.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Form-based elicitation mode where the client renders a form from the provided schema.
+type ElicitationFormMode struct {
+	// Tied to a session, optionally to a specific tool call within that session.
+	Session *ElicitationSessionScope `json:"-"`
+	// Tied to a specific JSON-RPC request outside of a session
+	// (e.g., during auth/configuration phases before any session is started).
+	Request *ElicitationRequestScope `json:"-"`
+}
+
+// Validate checks that exactly one variant is set.
+func (u *ElicitationFormMode) Validate() error {
+	n := 0
+	if u.Session != nil {
+		n++
+	}
+	if u.Request != nil {
+		n++
+	}
+	if n != 1 {
+		return fmt.Errorf("ElicitationFormMode must have exactly one variant set, has %d", n)
+	}
+	return nil
+}
+
+// ElicitationId is a string identifier.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Unique identifier for an elicitation.
+type ElicitationId string
+
+// ElicitationRequestScope is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session
+// (e.g., during auth/configuration phases before any session is started).
+type ElicitationRequestScope struct {
+	// The request this elicitation is tied to.
+	RequestId RequestId `json:"requestId"`
+}
+
+// ElicitationSchema is an ACP object.
+//
+// Type-safe elicitation schema for requesting structured user input.
+//
+// This represents a JSON Schema object with primitive-typed properties,
+// as required by the elicitation specification.
+type ElicitationSchema struct {
+	// Optional description of what this schema represents.
+	Description *string `json:"description,omitempty"`
+	// Property definitions (must be primitive types).
+	//
+	// Defaults to {} if unset.
+	Properties map[string]any `json:"properties"`
+	// List of required property names.
+	Required []string `json:"required,omitempty"`
+	// Optional title for the schema.
+	Title *string `json:"title,omitempty"`
+	// Type discriminator. Always `"object"`.
+	//
+	// Defaults to "object" if unset.
+	Type ElicitationSchemaType `json:"type,omitempty"`
+}
+
+// ElicitationSchemaType is an enumeration of string values.
+//
+// Type discriminator for elicitation schemas.
+type ElicitationSchemaType string
+
+// Values of ElicitationSchemaType.
+const (
+	// ElicitationSchemaTypeObject: Object schema type.
+	ElicitationSchemaTypeObject ElicitationSchemaType = "object"
+)
+
+// ElicitationSessionScope is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Session-scoped elicitation, optionally tied to a specific tool call.
+//
+// When `tool_call_id` is set, the elicitation is tied to a specific tool call.
+// This is useful when an agent receives an elicitation from an MCP server
+// during a tool call and needs to redirect it to the user.
+type ElicitationSessionScope struct {
+	// The session this elicitation is tied to.
+	SessionId SessionId `json:"sessionId"`
+	// Optional tool call within the session.
+	ToolCallId *ToolCallId `json:"toolCallId,omitempty"`
+}
+
 // ElicitationUrlCapabilities is an ACP object.
 //
 // **UNSTABLE**
@@ -1185,6 +1675,36 @@ type ElicitationUrlCapabilities struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
 	Meta map[string]any `json:"_meta,omitempty"`
+}
+
+// ElicitationUrlMode is a union: exactly one of its fields is set.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// URL-based elicitation mode where the client directs the user to a URL.
+type ElicitationUrlMode struct {
+	// Tied to a session, optionally to a specific tool call within that session.
+	Session *ElicitationSessionScope `json:"-"`
+	// Tied to a specific JSON-RPC request outside of a session
+	// (e.g., during auth/configuration phases before any session is started).
+	Request *ElicitationRequestScope `json:"-"`
+}
+
+// Validate checks that exactly one variant is set.
+func (u *ElicitationUrlMode) Validate() error {
+	n := 0
+	if u.Session != nil {
+		n++
+	}
+	if u.Request != nil {
+		n++
+	}
+	if n != 1 {
+		return fmt.Errorf("ElicitationUrlMode must have exactly one variant set, has %d", n)
+	}
+	return nil
 }
 
 // EmbeddedResource is an ACP object.
@@ -1670,6 +2190,16 @@ type ListSessionsRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
 	Meta map[string]any `json:"_meta,omitempty"`
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// Filter sessions by archive state.
+	//
+	// Optional. Omitted and `null` are equivalent and mean `exclude`. Only send this when
+	// the Agent advertises the `sessionCapabilities.archive` capability. The filter combines with `cwd` and
+	// applies before pagination. Clients keep the same value when following `nextCursor`.
+	Archived *UnstableSessionArchiveFilter `json:"archived,omitempty"`
 	// Opaque cursor token from a previous response's nextCursor field for cursor-based pagination
 	Cursor *string `json:"cursor,omitempty"`
 	// Filter sessions by working directory. Must be an absolute path.
@@ -1733,6 +2263,18 @@ type LoadSessionRequest struct {
 	McpServers []McpServer `json:"mcpServers"`
 	// The ID of the session to load.
 	SessionId SessionId `json:"sessionId"`
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// System-level instructions for the loaded session.
+	//
+	// Optional. Omitted and `null` are equivalent. The Agent may then keep a
+	// system prompt it stored with the session or use its default instructions.
+	// Clients MUST only send this when the Agent advertises
+	// `sessionCapabilities.systemPrompt`, and SHOULD send the same value they used
+	// when the session was created.
+	SystemPrompt *UnstableSystemPrompt `json:"systemPrompt,omitempty"`
 }
 
 // Validate checks that required properties are present.
@@ -1920,13 +2462,13 @@ type McpServerAcp struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
 	Meta map[string]any `json:"_meta,omitempty"`
+	// Human-readable name identifying this MCP server.
+	Name string `json:"name"`
 	// Unique identifier for this MCP server, generated by the component providing it.
 	//
 	// Providers MUST NOT reuse an ID for multiple ACP-transport MCP servers that are visible
 	// on the same ACP connection.
-	Id McpServerAcpId `json:"id"`
-	// Human-readable name identifying this MCP server.
-	Name string `json:"name"`
+	Id McpServerAcpId `json:"serverId"`
 }
 
 // McpServerAcpId is a string identifier.
@@ -1959,13 +2501,13 @@ type McpServerAcpInline struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
 	Meta map[string]any `json:"_meta,omitempty"`
+	// Human-readable name identifying this MCP server.
+	Name string `json:"name"`
 	// Unique identifier for this MCP server, generated by the component providing it.
 	//
 	// Providers MUST NOT reuse an ID for multiple ACP-transport MCP servers that are visible
 	// on the same ACP connection.
-	Id McpServerAcpId `json:"id"`
-	// Human-readable name identifying this MCP server.
-	Name string `json:"name"`
+	Id McpServerAcpId `json:"serverId"`
 	// Type is the "type" property.
 	Type string `json:"type"`
 }
@@ -2344,6 +2886,16 @@ type NewSessionRequest struct {
 	Cwd string `json:"cwd"`
 	// List of MCP (Model Context Protocol) servers the agent should connect to.
 	McpServers []McpServer `json:"mcpServers"`
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// System-level instructions for the new session.
+	//
+	// Optional. Omitted and `null` are equivalent and mean the Agent uses its
+	// own default instructions. Clients MUST only send this when the Agent
+	// advertises `sessionCapabilities.systemPrompt`.
+	SystemPrompt *UnstableSystemPrompt `json:"systemPrompt,omitempty"`
 }
 
 // Validate checks that required properties are present.
@@ -2388,6 +2940,53 @@ type NewSessionResponse struct {
 func (v *NewSessionResponse) Validate() error {
 	return nil
 }
+
+// Notice is an ACP object.
+//
+// Fire-and-forget information for the user.
+//
+// Notices are live events rather than session history. Agents must not rely on
+// a notice being received, displayed, or seen by the user.
+// Agents MUST only send notices when the Client advertised
+// the `session.notices` Client capability. Otherwise, Agents may use an agent
+// message when the information should still be surfaced to the user.
+//
+// See RFD: [Session Notices](https://agentclientprotocol.com/rfds/session-notices)
+type Notice struct {
+	// Metadata scoped to this notice.
+	//
+	// Omitted and `null` are equivalent and mean no metadata was supplied.
+	Meta map[string]any `json:"_meta,omitempty"`
+	// Optional plain-text detail or guidance.
+	//
+	// Omitted and `null` are equivalent and mean no description was supplied.
+	Description *string `json:"description,omitempty"`
+	// Presentation severity hint.
+	Severity NoticeSeverity `json:"severity"`
+	// Required non-empty plain-text title that can stand alone.
+	Title string `json:"title"`
+}
+
+// NoticeCapabilities is an ACP object.
+//
+// Client support for presenting live notices to the user.
+type NoticeCapabilities struct {
+}
+
+// NoticeSeverity is an enumeration of string values.
+//
+// Severity hint for a session notice.
+type NoticeSeverity string
+
+// Values of NoticeSeverity.
+const (
+	// NoticeSeverityInfo: Informational notice.
+	NoticeSeverityInfo NoticeSeverity = "info"
+	// NoticeSeverityWarning: Warning notice.
+	NoticeSeverityWarning NoticeSeverity = "warning"
+	// NoticeSeverityError: Error notice.
+	NoticeSeverityError NoticeSeverity = "error"
+)
 
 // PermissionOption is an ACP object.
 //
@@ -2545,7 +3144,7 @@ type PlanFile struct {
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
 	Meta map[string]any `json:"_meta,omitempty"`
 	// The plan ID to update.
-	Id PlanId `json:"id"`
+	Id PlanId `json:"planId"`
 	// The URI of the file containing the plan.
 	Uri string `json:"uri"`
 }
@@ -2579,7 +3178,7 @@ type PlanItems struct {
 	// with their current status. The client replaces that plan with each update.
 	Entries []PlanEntry `json:"entries"`
 	// The plan ID to update.
-	Id PlanId `json:"id"`
+	Id PlanId `json:"planId"`
 }
 
 // PlanMarkdown is an ACP object.
@@ -2599,7 +3198,7 @@ type PlanMarkdown struct {
 	// Markdown content for the plan.
 	Content string `json:"content"`
 	// The plan ID to update.
-	Id PlanId `json:"id"`
+	Id PlanId `json:"planId"`
 }
 
 // PlanRemoved is an ACP object.
@@ -2617,7 +3216,7 @@ type PlanRemoved struct {
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
 	Meta map[string]any `json:"_meta,omitempty"`
 	// The plan ID to remove.
-	Id PlanId `json:"id"`
+	Id PlanId `json:"planId"`
 }
 
 // PlanUpdate is an ACP object.
@@ -2683,7 +3282,7 @@ type PlanUpdateContentFile struct {
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
 	Meta map[string]any `json:"_meta,omitempty"`
 	// The plan ID to update.
-	Id PlanId `json:"id"`
+	Id PlanId `json:"planId"`
 	// Type is the "type" property.
 	Type string `json:"type"`
 	// The URI of the file containing the plan.
@@ -2706,7 +3305,7 @@ type PlanUpdateContentItems struct {
 	// with their current status. The client replaces that plan with each update.
 	Entries []PlanEntry `json:"entries"`
 	// The plan ID to update.
-	Id PlanId `json:"id"`
+	Id PlanId `json:"planId"`
 	// Type is the "type" property.
 	Type string `json:"type"`
 }
@@ -2724,7 +3323,7 @@ type PlanUpdateContentMarkdown struct {
 	// Markdown content for the plan.
 	Content string `json:"content"`
 	// The plan ID to update.
-	Id PlanId `json:"id"`
+	Id PlanId `json:"planId"`
 	// Type is the "type" property.
 	Type string `json:"type"`
 }
@@ -3212,6 +3811,18 @@ type ResumeSessionRequest struct {
 	McpServers []McpServer `json:"mcpServers,omitempty"`
 	// The ID of the session to resume.
 	SessionId SessionId `json:"sessionId"`
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// System-level instructions for the resumed session.
+	//
+	// Optional. Omitted and `null` are equivalent. The Agent may then keep a
+	// system prompt it stored with the session or use its default instructions.
+	// Clients MUST only send this when the Agent advertises
+	// `sessionCapabilities.systemPrompt`, and SHOULD send the same value they used
+	// when the session was created.
+	SystemPrompt *UnstableSystemPrompt `json:"systemPrompt,omitempty"`
 }
 
 // Validate checks that required properties are present.
@@ -3360,6 +3971,16 @@ type SessionCapabilities struct {
 	// `SessionInfo.additionalDirectories` to report the complete ordered
 	// additional-root list associated with a listed session.
 	AdditionalDirectories *SessionAdditionalDirectoriesCapabilities `json:"additionalDirectories,omitempty"`
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// Whether the agent supports `session/archive` and `session/unarchive`.
+	//
+	// Optional. Omitted or `null` both mean the agent does not advertise support.
+	// Supplying `{}` means the agent supports both methods, the `archived` filter on
+	// `session/list`, and `SessionInfo.archived`. Agents that advertise it MUST also advertise `sessionCapabilities.list`.
+	Archive *UnstableSessionArchiveCapabilities `json:"archive,omitempty"`
 	// Whether the agent supports `session/close`.
 	Close *SessionCloseCapabilities `json:"close,omitempty"`
 	// **UNSTABLE**
@@ -3381,6 +4002,36 @@ type SessionCapabilities struct {
 	List *SessionListCapabilities `json:"list,omitempty"`
 	// Whether the agent supports `session/resume`.
 	Resume *SessionResumeCapabilities `json:"resume,omitempty"`
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// Whether the agent supports `session/status`.
+	//
+	// Optional. Omitted or `null` both mean the agent does not advertise support.
+	// Supplying `{}` means the agent supports checking session status.
+	Status *UnstableSessionStatusCapabilities `json:"status,omitempty"`
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// Whether the agent supports `systemPrompt` on session lifecycle requests.
+	//
+	// Optional. Omitted or `null` both mean the agent does not advertise support.
+	// Supplying `{}` means the agent supports `systemPrompt` in `append` mode.
+	SystemPrompt *UnstableSessionSystemPromptCapabilities `json:"systemPrompt,omitempty"`
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// Whether the agent supports `session/set_title`.
+	//
+	// Agents report titles through `session/list` and `session_info_update` without this
+	// capability. It only advertises that Clients can set titles.
+	//
+	// Optional. Omitted or `null` both mean the agent does not advertise support.
+	// Supplying `{}` means the agent supports setting session titles.
+	Title *UnstableSessionTitleCapabilities `json:"title,omitempty"`
 }
 
 // SessionCloseCapabilities is an ACP object.
@@ -3395,6 +4046,27 @@ type SessionCloseCapabilities struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
 	Meta map[string]any `json:"_meta,omitempty"`
+}
+
+// SessionCompactionUpdate is the "compaction_update" variant of SessionUpdate.
+//
+// A context compaction has been created or updated.
+//
+// Agents MUST only send this update when the Client advertised
+// the `session.compaction` Client capability.
+type SessionCompactionUpdate struct {
+	// Extensible metadata patch for this compaction.
+	Meta map[string]any `json:"_meta,omitempty"`
+	// The Agent-owned ID of this compaction, unique within the session.
+	CompactionId CompactionId `json:"compactionId"`
+	// Human-readable error details for the compaction.
+	Error *string `json:"error,omitempty"`
+	// SessionUpdate is the "sessionUpdate" property.
+	SessionUpdate string `json:"sessionUpdate"`
+	// Current lifecycle status.
+	Status CompactionStatus `json:"status"`
+	// Complete replacement user-displayable summary content for the compaction.
+	Summary []ContentBlock `json:"summary,omitempty"`
 }
 
 // SessionConfigBoolean is an ACP object.
@@ -3539,6 +4211,25 @@ type SessionConfigOptionUpdate struct {
 	ConfigOptions []SessionConfigOption `json:"configOptions"`
 	// SessionUpdate is the "sessionUpdate" property.
 	SessionUpdate string `json:"sessionUpdate"`
+}
+
+// SessionConfigOptionsCapabilities is an ACP object.
+//
+// Session configuration option capabilities supported by the client.
+type SessionConfigOptionsCapabilities struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// Whether the client supports boolean session configuration options.
+	//
+	// Optional. Omitted or `null` both mean the client does not advertise support.
+	// Supplying `{}` means agents may include `type: "boolean"` entries in
+	// `configOptions`, and the client may send `session/set_config_option`
+	// requests with `type: "boolean"` and a boolean `value`.
+	Boolean *BooleanConfigOptionCapabilities `json:"boolean,omitempty"`
 }
 
 // SessionConfigSelect is an ACP object.
@@ -3707,6 +4398,15 @@ type SessionInfo struct {
 	// by the Agent. Omitted and empty values are equivalent: the response
 	// reports no additional roots.
 	AdditionalDirectories []string `json:"additionalDirectories,omitempty"`
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// Whether the session is archived.
+	//
+	// Optional. Omitted and `null` are equivalent and mean the archive state is not reported.
+	// Agents that advertise the `sessionCapabilities.archive` capability MUST include it on every listed session.
+	Archived *bool `json:"archived,omitempty"`
 	// The working directory for this session. Must be an absolute path.
 	Cwd string `json:"cwd"`
 	// Unique identifier for the session
@@ -4100,6 +4800,21 @@ type SessionUpdate struct {
 	//
 	// Context window and cost update for the session.
 	UsageUpdate *SessionUsageUpdate `json:"-"`
+	// Information for the user that is not part of session history.
+	//
+	// Agents MUST only send this update when the Client advertised
+	// the `session.notices` Client capability.
+	Notice *SessionUpdateNotice `json:"-"`
+	// A context compaction has been created or updated.
+	//
+	// Agents MUST only send this update when the Client advertised
+	// the `session.compaction` Client capability.
+	CompactionUpdate *SessionCompactionUpdate `json:"-"`
+	// A content block appended to a context compaction's retained summary.
+	//
+	// Agents MUST only send this update when the Client advertised
+	// the `session.compaction` Client capability.
+	CompactionSummaryChunk *SessionUpdateCompactionSummaryChunk `json:"-"`
 	// **UNSTABLE**
 	//
 	// This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -4164,6 +4879,15 @@ func (u *SessionUpdate) Validate() error {
 		n++
 	}
 	if u.UsageUpdate != nil {
+		n++
+	}
+	if u.Notice != nil {
+		n++
+	}
+	if u.CompactionUpdate != nil {
+		n++
+	}
+	if u.CompactionSummaryChunk != nil {
 		n++
 	}
 	if u.SubagentUpdate != nil {
@@ -4247,6 +4971,46 @@ type SessionUpdateAgentThoughtChunk struct {
 	SessionUpdate string `json:"sessionUpdate"`
 }
 
+// SessionUpdateCompactionSummaryChunk is the "compaction_summary_chunk" variant of SessionUpdate.
+//
+// A content block appended to a context compaction's retained summary.
+//
+// Agents MUST only send this update when the Client advertised
+// the `session.compaction` Client capability.
+type SessionUpdateCompactionSummaryChunk struct {
+	// Metadata scoped to this chunk. Omission and `null` both mean absent.
+	Meta map[string]any `json:"_meta,omitempty"`
+	// ID of the compaction whose summary receives this content.
+	CompactionId CompactionId `json:"compactionId"`
+	// One content block to append.
+	Content ContentBlock `json:"content"`
+	// SessionUpdate is the "sessionUpdate" property.
+	SessionUpdate string `json:"sessionUpdate"`
+}
+
+// SessionUpdateNotice is the "notice" variant of SessionUpdate.
+//
+// Information for the user that is not part of session history.
+//
+// Agents MUST only send this update when the Client advertised
+// the `session.notices` Client capability.
+type SessionUpdateNotice struct {
+	// Metadata scoped to this notice.
+	//
+	// Omitted and `null` are equivalent and mean no metadata was supplied.
+	Meta map[string]any `json:"_meta,omitempty"`
+	// Optional plain-text detail or guidance.
+	//
+	// Omitted and `null` are equivalent and mean no description was supplied.
+	Description *string `json:"description,omitempty"`
+	// SessionUpdate is the "sessionUpdate" property.
+	SessionUpdate string `json:"sessionUpdate"`
+	// Presentation severity hint.
+	Severity NoticeSeverity `json:"severity"`
+	// Required non-empty plain-text title that can stand alone.
+	Title string `json:"title"`
+}
+
 // SessionUpdatePlan is the "plan" variant of SessionUpdate.
 //
 // The agent's execution plan for complex tasks.
@@ -4282,7 +5046,7 @@ type SessionUpdatePlanRemoved struct {
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
 	Meta map[string]any `json:"_meta,omitempty"`
 	// The plan ID to remove.
-	Id PlanId `json:"id"`
+	Id PlanId `json:"planId"`
 	// SessionUpdate is the "sessionUpdate" property.
 	SessionUpdate string `json:"sessionUpdate"`
 }
@@ -5330,30 +6094,237 @@ func (v *UnstableAcceptNesNotification) Validate() error {
 	return nil
 }
 
-// UnstableCancelRequestNotification is an ACP object.
+// UnstableArchiveSessionRequest is an ACP object.
 //
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
 //
-// Notification to cancel an ongoing request.
+// Request parameters for archiving a session.
 //
-// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/cancellation)
-type UnstableCancelRequestNotification struct {
+// Only available if the Agent supports the `sessionCapabilities.archive` capability.
+//
+// Archiving hides the session from default `session/list` results. It keeps the session ID
+// and saved history. If the session is active, the Agent MUST cancel any ongoing work and
+// free the session's resources as if `session/close` had been called, then archive it.
+// Archiving an archived session succeeds. A session that does not exist gets `-32002`.
+type UnstableArchiveSessionRequest struct {
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
 	Meta map[string]any `json:"_meta,omitempty"`
-	// The ID of the request to cancel.
-	RequestId RequestId `json:"requestId"`
+	// The ID of the session to archive.
+	SessionId SessionId `json:"sessionId"`
 }
 
 // Validate checks that required properties are present.
-func (v *UnstableCancelRequestNotification) Validate() error {
+func (v *UnstableArchiveSessionRequest) Validate() error {
 	return nil
 }
+
+// UnstableArchiveSessionResponse is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Response from archiving a session.
+type UnstableArchiveSessionResponse struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+}
+
+// Validate checks that required properties are present.
+func (v *UnstableArchiveSessionResponse) Validate() error {
+	return nil
+}
+
+// UnstableAuthAccount is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// An account or credential the agent has configured, such as a signed-in user
+// account or an API key.
+//
+// All fields are display information only. Clients MUST NOT use them as stable
+// account identifiers, and SHOULD NOT log them or send them elsewhere, such as to
+// telemetry.
+type UnstableAuthAccount struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// Whether the agent currently uses this account by default.
+	//
+	// Several accounts MAY be active, for example one per provider.
+	//
+	// Optional. Omitted and `null` are equivalent and mean the agent does not indicate whether this account is in effect.
+	Active *bool `json:"active,omitempty"`
+	// Email address of the user.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no email is reported.
+	Email *string `json:"email,omitempty"`
+	// Human-readable name for the account, suitable for display on its own,
+	// for example `Claude Max`, `OpenAI API key`, or `Vertex AI`.
+	Label string `json:"label"`
+	// Display name of the user, such as a username or full name.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no name is reported.
+	Name *string `json:"name,omitempty"`
+	// Display name of the organization, team, or workspace the account is using.
+	//
+	// Optional. Omitted and `null` are equivalent and mean no organization is reported.
+	Organization *string `json:"organization,omitempty"`
+}
+
+// UnstableAuthState is an enumeration of string values.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// The agent's overall authentication state.
+type UnstableAuthState string
+
+// Values of UnstableAuthState.
+const (
+	// UnstableAuthStateAuthenticated: Credentials are configured. This does not guarantee that they are valid.
+	UnstableAuthStateAuthenticated UnstableAuthState = "authenticated"
+	// UnstableAuthStateUnauthenticated: The user needs to sign in. This includes credentials that are missing,
+	// expired, or known to be invalid.
+	UnstableAuthStateUnauthenticated UnstableAuthState = "unauthenticated"
+	// UnstableAuthStateNotRequired: No authentication is needed, for example because the agent uses a local model.
+	UnstableAuthStateNotRequired UnstableAuthState = "not_required"
+	// UnstableAuthStateUnknown: The agent cannot currently determine the state.
+	UnstableAuthStateUnknown UnstableAuthState = "unknown"
+)
+
+// UnstableAuthStatusCapabilities is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Auth status capabilities supported by the agent.
+//
+// Supplying `{}` means the agent supports the `auth/status` method.
+type UnstableAuthStatusCapabilities struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+}
+
+// UnstableAuthStatusRequest is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Request parameters for the `auth/status` method.
+//
+// Queries the agent's current authentication state without changing it.
+//
+// Agents MUST NOT reject it with `auth_required` (`-32000`), since Clients call it to learn
+// whether authentication is required.
+type UnstableAuthStatusRequest struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+}
+
+// Validate checks that required properties are present.
+func (v *UnstableAuthStatusRequest) Validate() error {
+	return nil
+}
+
+// UnstableAuthStatusResponse is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Response to the `auth/status` method.
+type UnstableAuthStatusResponse struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// The accounts the agent has configured, for display.
+	//
+	// Optional. Omitted and empty are equivalent and mean no accounts are reported.
+	// Agents that hold credentials for several providers or accounts SHOULD list each
+	// of them and mark the ones in effect with `active`.
+	Accounts []UnstableAuthAccount `json:"accounts,omitempty"`
+	// Whether the agent can start sessions without the user signing in first.
+	//
+	// This is the only field clients should act on. Clients MUST treat values they
+	// do not recognize as `unknown`.
+	State UnstableAuthState `json:"state"`
+}
+
+// Validate checks that required properties are present.
+func (v *UnstableAuthStatusResponse) Validate() error {
+	return nil
+}
+
+// UnstableAuthStatusUpdateNotification is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Notification sent by the agent when its authentication status changes.
+//
+// Carries the same fields as the `auth/status` response. Agents that advertise the
+// `auth.status` capability MAY send it at any time after `initialize`, and SHOULD only
+// send it when the reported status differs from the last one sent on the connection.
+type UnstableAuthStatusUpdateNotification struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// The accounts the agent has configured, for display.
+	//
+	// Optional. Omitted and empty are equivalent and mean no accounts are reported.
+	// Agents that hold credentials for several providers or accounts SHOULD list each
+	// of them and mark the ones in effect with `active`.
+	Accounts []UnstableAuthAccount `json:"accounts,omitempty"`
+	// Whether the agent can start sessions without the user signing in first.
+	//
+	// This is the only field clients should act on. Clients MUST treat values they
+	// do not recognize as `unknown`.
+	State UnstableAuthState `json:"state"`
+}
+
+// Validate checks that required properties are present.
+func (v *UnstableAuthStatusUpdateNotification) Validate() error {
+	return nil
+}
+
+// UnstableCancelRequestNotification is the v0.13.5 name of CancelRequestNotification.
+//
+// Deprecated: use CancelRequestNotification; the newer protocol made it stable.
+type UnstableCancelRequestNotification = CancelRequestNotification
 
 // UnstableCloseNesRequest is an ACP object.
 //
@@ -5394,28 +6365,10 @@ func (v *UnstableCloseNesResponse) Validate() error {
 	return nil
 }
 
-// UnstableCompleteElicitationNotification is an ACP object.
+// UnstableCompleteElicitationNotification is the v0.13.5 name of CompleteElicitationNotification.
 //
-// **UNSTABLE**
-//
-// This capability is not part of the spec yet, and may be removed or changed at any point.
-//
-// Notification sent by the agent when a URL-based elicitation is complete.
-type UnstableCompleteElicitationNotification struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta map[string]any `json:"_meta,omitempty"`
-	// The ID of the elicitation that completed.
-	ElicitationId UnstableElicitationId `json:"elicitationId"`
-}
-
-// Validate checks that required properties are present.
-func (v *UnstableCompleteElicitationNotification) Validate() error {
-	return nil
-}
+// Deprecated: use CompleteElicitationNotification; the newer protocol made it stable.
+type UnstableCompleteElicitationNotification = CompleteElicitationNotification
 
 // UnstableConnectMcpRequest is an ACP object.
 //
@@ -5463,200 +6416,50 @@ func (v *UnstableConnectMcpResponse) Validate() error {
 	return nil
 }
 
-// UnstableCreateElicitationAccept is the "accept" variant of UnstableCreateElicitationResponse.
+// UnstableCreateElicitationAccept is the v0.13.5 name of CreateElicitationAccept.
 //
-// The user accepted and provided content.
-type UnstableCreateElicitationAccept struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta map[string]any `json:"_meta,omitempty"`
-	// Action is the "action" property.
-	Action string `json:"action"`
-	// The user-provided content, if any, as an object matching the requested schema.
-	Content map[string]any `json:"content,omitempty"`
-}
+// Deprecated: use CreateElicitationAccept; the newer protocol made it stable.
+type UnstableCreateElicitationAccept = CreateElicitationAccept
 
-// UnstableCreateElicitationCancel is the "cancel" variant of UnstableCreateElicitationResponse.
+// UnstableCreateElicitationCancel is the v0.13.5 name of CreateElicitationCancel.
 //
-// The elicitation was cancelled.
-type UnstableCreateElicitationCancel struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta map[string]any `json:"_meta,omitempty"`
-	// Action is the "action" property.
-	Action string `json:"action"`
-}
+// Deprecated: use CreateElicitationCancel; the newer protocol made it stable.
+type UnstableCreateElicitationCancel = CreateElicitationCancel
 
-// UnstableCreateElicitationDecline is the "decline" variant of UnstableCreateElicitationResponse.
+// UnstableCreateElicitationDecline is the v0.13.5 name of CreateElicitationDecline.
 //
-// The user declined the elicitation.
-type UnstableCreateElicitationDecline struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta map[string]any `json:"_meta,omitempty"`
-	// Action is the "action" property.
-	Action string `json:"action"`
-}
+// Deprecated: use CreateElicitationDecline; the newer protocol made it stable.
+type UnstableCreateElicitationDecline = CreateElicitationDecline
 
-// UnstableCreateElicitationForm is the "form" variant of UnstableCreateElicitationRequest.
+// UnstableCreateElicitationForm is the v0.13.5 name of CreateElicitationForm.
 //
-// Form-based elicitation where the client renders a form from the provided schema.
-type UnstableCreateElicitationForm struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta map[string]any `json:"_meta,omitempty"`
-	// A human-readable message describing what input is needed.
-	Message string `json:"message"`
-	// Mode is the "mode" property.
-	Mode string `json:"mode"`
-	// A JSON Schema describing the form fields to present to the user.
-	RequestedSchema UnstableElicitationSchema `json:"requestedSchema"`
-}
+// Deprecated: use CreateElicitationForm; the newer protocol made it stable.
+type UnstableCreateElicitationForm = CreateElicitationForm
 
-// UnstableCreateElicitationRequest is a union: exactly one of its fields is set.
+// UnstableCreateElicitationRequest is the v0.13.5 name of CreateElicitationRequest.
 //
-// **UNSTABLE**
-//
-// This capability is not part of the spec yet, and may be removed or changed at any point.
-//
-// Request from the agent to elicit structured user input.
-//
-// The agent sends this to the client to request information from the user,
-// either via a form or by directing them to a URL.
-// Elicitations are tied to a session (optionally a tool call) or a request.
-type UnstableCreateElicitationRequest struct {
-	// Form-based elicitation where the client renders a form from the provided schema.
-	Form *UnstableCreateElicitationForm `json:"-"`
-	// URL-based elicitation where the client directs the user to a URL.
-	Url *UnstableCreateElicitationUrl `json:"-"`
-}
+// Deprecated: use CreateElicitationRequest; the newer protocol made it stable.
+type UnstableCreateElicitationRequest = CreateElicitationRequest
 
-// Validate checks that exactly one variant is set.
-func (u *UnstableCreateElicitationRequest) Validate() error {
-	n := 0
-	if u.Form != nil {
-		n++
-	}
-	if u.Url != nil {
-		n++
-	}
-	if n != 1 {
-		return fmt.Errorf("UnstableCreateElicitationRequest must have exactly one variant set, has %d", n)
-	}
-	return nil
-}
+// UnstableCreateElicitationResponse is the v0.13.5 name of CreateElicitationResponse.
+//
+// Deprecated: use CreateElicitationResponse; the newer protocol made it stable.
+type UnstableCreateElicitationResponse = CreateElicitationResponse
 
-// UnstableCreateElicitationResponse is a union: exactly one of its fields is set.
+// UnstableCreateElicitationUrl is the v0.13.5 name of CreateElicitationUrl.
 //
-// **UNSTABLE**
-//
-// This capability is not part of the spec yet, and may be removed or changed at any point.
-//
-// Response from the client to an elicitation request.
-type UnstableCreateElicitationResponse struct {
-	// The user accepted and provided content.
-	Accept *UnstableCreateElicitationAccept `json:"-"`
-	// The user declined the elicitation.
-	Decline *UnstableCreateElicitationDecline `json:"-"`
-	// The elicitation was cancelled.
-	Cancel *UnstableCreateElicitationCancel `json:"-"`
-}
+// Deprecated: use CreateElicitationUrl; the newer protocol made it stable.
+type UnstableCreateElicitationUrl = CreateElicitationUrl
 
-// Validate checks that exactly one variant is set.
-func (u *UnstableCreateElicitationResponse) Validate() error {
-	n := 0
-	if u.Accept != nil {
-		n++
-	}
-	if u.Decline != nil {
-		n++
-	}
-	if u.Cancel != nil {
-		n++
-	}
-	if n != 1 {
-		return fmt.Errorf("UnstableCreateElicitationResponse must have exactly one variant set, has %d", n)
-	}
-	return nil
-}
+// UnstableDeleteSessionRequest is the v0.13.5 name of DeleteSessionRequest.
+//
+// Deprecated: use DeleteSessionRequest; the newer protocol made it stable.
+type UnstableDeleteSessionRequest = DeleteSessionRequest
 
-// UnstableCreateElicitationUrl is the "url" variant of UnstableCreateElicitationRequest.
+// UnstableDeleteSessionResponse is the v0.13.5 name of DeleteSessionResponse.
 //
-// URL-based elicitation where the client directs the user to a URL.
-type UnstableCreateElicitationUrl struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta map[string]any `json:"_meta,omitempty"`
-	// The unique identifier for this elicitation.
-	ElicitationId UnstableElicitationId `json:"elicitationId"`
-	// A human-readable message describing what input is needed.
-	Message string `json:"message"`
-	// Mode is the "mode" property.
-	Mode string `json:"mode"`
-	// The URL to direct the user to.
-	Url string `json:"url"`
-}
-
-// UnstableDeleteSessionRequest is an ACP object.
-//
-// **UNSTABLE**
-//
-// This capability is not part of the spec yet, and may be removed or changed at any point.
-//
-// Request parameters for deleting an existing session from `session/list`.
-//
-// Only available if the Agent supports the `sessionCapabilities.delete` capability.
-type UnstableDeleteSessionRequest struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta map[string]any `json:"_meta,omitempty"`
-	// The ID of the session to delete.
-	SessionId SessionId `json:"sessionId"`
-}
-
-// Validate checks that required properties are present.
-func (v *UnstableDeleteSessionRequest) Validate() error {
-	return nil
-}
-
-// UnstableDeleteSessionResponse is an ACP object.
-//
-// **UNSTABLE**
-//
-// This capability is not part of the spec yet, and may be removed or changed at any point.
-//
-// Response from deleting a session.
-type UnstableDeleteSessionResponse struct {
-	// The _meta property is reserved by ACP to allow clients and agents to attach additional
-	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
-	// these keys.
-	//
-	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
-	Meta map[string]any `json:"_meta,omitempty"`
-}
-
-// Validate checks that required properties are present.
-func (v *UnstableDeleteSessionResponse) Validate() error {
-	return nil
-}
+// Deprecated: use DeleteSessionResponse; the newer protocol made it stable.
+type UnstableDeleteSessionResponse = DeleteSessionResponse
 
 // UnstableDidChangeDocumentNotification is an ACP object.
 //
@@ -5818,13 +6621,13 @@ type UnstableDisableProviderRequest struct {
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
 	Meta map[string]any `json:"_meta,omitempty"`
 	// Provider id to disable.
-	Id string `json:"id"`
+	Id string `json:"providerId"`
 }
 
 // Validate checks that required properties are present.
 func (v *UnstableDisableProviderRequest) Validate() error {
 	if v.Id == "" {
-		return fmt.Errorf("id is required")
+		return fmt.Errorf("providerId is required")
 	}
 	return nil
 }
@@ -5894,151 +6697,45 @@ func (v *UnstableDisconnectMcpResponse) Validate() error {
 	return nil
 }
 
-// UnstableElicitationAcceptAction is an ACP object.
+// UnstableElicitationAcceptAction is the v0.13.5 name of ElicitationAcceptAction.
 //
-// **UNSTABLE**
-//
-// This capability is not part of the spec yet, and may be removed or changed at any point.
-//
-// The user accepted the elicitation and provided content.
-type UnstableElicitationAcceptAction struct {
-	// The user-provided content, if any, as an object matching the requested schema.
-	Content map[string]any `json:"content,omitempty"`
-}
+// Deprecated: use ElicitationAcceptAction; the newer protocol made it stable.
+type UnstableElicitationAcceptAction = ElicitationAcceptAction
 
-// UnstableElicitationFormMode is a union: exactly one of its fields is set.
+// UnstableElicitationFormMode is the v0.13.5 name of ElicitationFormMode.
 //
-// **UNSTABLE**
-//
-// This capability is not part of the spec yet, and may be removed or changed at any point.
-//
-// Form-based elicitation mode where the client renders a form from the provided schema.
-type UnstableElicitationFormMode struct {
-	// Tied to a session, optionally to a specific tool call within that session.
-	Session *UnstableElicitationSessionScope `json:"-"`
-	// Tied to a specific JSON-RPC request outside of a session
-	// (e.g., during auth/configuration phases before any session is started).
-	Request *UnstableElicitationRequestScope `json:"-"`
-}
+// Deprecated: use ElicitationFormMode; the newer protocol made it stable.
+type UnstableElicitationFormMode = ElicitationFormMode
 
-// Validate checks that exactly one variant is set.
-func (u *UnstableElicitationFormMode) Validate() error {
-	n := 0
-	if u.Session != nil {
-		n++
-	}
-	if u.Request != nil {
-		n++
-	}
-	if n != 1 {
-		return fmt.Errorf("UnstableElicitationFormMode must have exactly one variant set, has %d", n)
-	}
-	return nil
-}
+// UnstableElicitationId is the v0.13.5 name of ElicitationId.
+//
+// Deprecated: use ElicitationId; the newer protocol made it stable.
+type UnstableElicitationId = ElicitationId
 
-// UnstableElicitationId is a string identifier.
+// UnstableElicitationRequestScope is the v0.13.5 name of ElicitationRequestScope.
 //
-// **UNSTABLE**
-//
-// This capability is not part of the spec yet, and may be removed or changed at any point.
-//
-// Unique identifier for an elicitation.
-type UnstableElicitationId string
+// Deprecated: use ElicitationRequestScope; the newer protocol made it stable.
+type UnstableElicitationRequestScope = ElicitationRequestScope
 
-// UnstableElicitationRequestScope is an ACP object.
+// UnstableElicitationSchema is the v0.13.5 name of ElicitationSchema.
 //
-// **UNSTABLE**
-//
-// This capability is not part of the spec yet, and may be removed or changed at any point.
-//
-// Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session
-// (e.g., during auth/configuration phases before any session is started).
-type UnstableElicitationRequestScope struct {
-	// The request this elicitation is tied to.
-	RequestId RequestId `json:"requestId"`
-}
+// Deprecated: use ElicitationSchema; the newer protocol made it stable.
+type UnstableElicitationSchema = ElicitationSchema
 
-// UnstableElicitationSchema is an ACP object.
+// UnstableElicitationSchemaType is the v0.13.5 name of ElicitationSchemaType.
 //
-// Type-safe elicitation schema for requesting structured user input.
-//
-// This represents a JSON Schema object with primitive-typed properties,
-// as required by the elicitation specification.
-type UnstableElicitationSchema struct {
-	// Optional description of what this schema represents.
-	Description *string `json:"description,omitempty"`
-	// Property definitions (must be primitive types).
-	//
-	// Defaults to {} if unset.
-	Properties map[string]any `json:"properties"`
-	// List of required property names.
-	Required []string `json:"required,omitempty"`
-	// Optional title for the schema.
-	Title *string `json:"title,omitempty"`
-	// Type discriminator. Always `"object"`.
-	//
-	// Defaults to "object" if unset.
-	Type UnstableElicitationSchemaType `json:"type,omitempty"`
-}
+// Deprecated: use ElicitationSchemaType; the newer protocol made it stable.
+type UnstableElicitationSchemaType = ElicitationSchemaType
 
-// UnstableElicitationSchemaType is an enumeration of string values.
+// UnstableElicitationSessionScope is the v0.13.5 name of ElicitationSessionScope.
 //
-// Type discriminator for elicitation schemas.
-type UnstableElicitationSchemaType string
+// Deprecated: use ElicitationSessionScope; the newer protocol made it stable.
+type UnstableElicitationSessionScope = ElicitationSessionScope
 
-// Values of UnstableElicitationSchemaType.
-const (
-	// UnstableElicitationSchemaTypeObject: Object schema type.
-	UnstableElicitationSchemaTypeObject UnstableElicitationSchemaType = "object"
-)
-
-// UnstableElicitationSessionScope is an ACP object.
+// UnstableElicitationUrlMode is the v0.13.5 name of ElicitationUrlMode.
 //
-// **UNSTABLE**
-//
-// This capability is not part of the spec yet, and may be removed or changed at any point.
-//
-// Session-scoped elicitation, optionally tied to a specific tool call.
-//
-// When `tool_call_id` is set, the elicitation is tied to a specific tool call.
-// This is useful when an agent receives an elicitation from an MCP server
-// during a tool call and needs to redirect it to the user.
-type UnstableElicitationSessionScope struct {
-	// The session this elicitation is tied to.
-	SessionId SessionId `json:"sessionId"`
-	// Optional tool call within the session.
-	ToolCallId *ToolCallId `json:"toolCallId,omitempty"`
-}
-
-// UnstableElicitationUrlMode is a union: exactly one of its fields is set.
-//
-// **UNSTABLE**
-//
-// This capability is not part of the spec yet, and may be removed or changed at any point.
-//
-// URL-based elicitation mode where the client directs the user to a URL.
-type UnstableElicitationUrlMode struct {
-	// Tied to a session, optionally to a specific tool call within that session.
-	Session *UnstableElicitationSessionScope `json:"-"`
-	// Tied to a specific JSON-RPC request outside of a session
-	// (e.g., during auth/configuration phases before any session is started).
-	Request *UnstableElicitationRequestScope `json:"-"`
-}
-
-// Validate checks that exactly one variant is set.
-func (u *UnstableElicitationUrlMode) Validate() error {
-	n := 0
-	if u.Session != nil {
-		n++
-	}
-	if u.Request != nil {
-		n++
-	}
-	if n != 1 {
-		return fmt.Errorf("UnstableElicitationUrlMode must have exactly one variant set, has %d", n)
-	}
-	return nil
-}
+// Deprecated: use ElicitationUrlMode; the newer protocol made it stable.
+type UnstableElicitationUrlMode = ElicitationUrlMode
 
 // UnstableForkSessionRequest is an ACP object.
 //
@@ -6071,6 +6768,18 @@ type UnstableForkSessionRequest struct {
 	McpServers []UnstableMcpServer `json:"mcpServers,omitempty"`
 	// The ID of the session to fork.
 	SessionId SessionId `json:"sessionId"`
+	// **UNSTABLE**
+	//
+	// This capability is not part of the spec yet, and may be removed or changed at any point.
+	//
+	// System-level instructions for the forked session.
+	//
+	// Optional. Omitted and `null` are equivalent. The Agent may then keep a
+	// system prompt it stored with the source session or use its default
+	// instructions. Clients MUST only send this when the Agent advertises
+	// `sessionCapabilities.systemPrompt`, and SHOULD send the same value they used
+	// for the source session.
+	SystemPrompt *UnstableSystemPrompt `json:"systemPrompt,omitempty"`
 }
 
 // Validate checks that required properties are present.
@@ -6197,6 +6906,18 @@ const (
 // A unique identifier for an active MCP-over-ACP connection.
 type UnstableMcpConnectionId string
 
+// UnstableMcpRequestId is a string identifier.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Identifies an inner MCP request active against a server on this ACP connection.
+//
+// Generated by the caller and preserved unchanged by proxies. This is distinct
+// from the outer ACP JSON-RPC request ID.
+type UnstableMcpRequestId string
+
 // UnstableMcpServer is a union: exactly one of its fields is set.
 //
 // Configuration for connecting to an MCP (Model Context Protocol) server.
@@ -6267,13 +6988,13 @@ type UnstableMcpServerAcp struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
 	Meta map[string]any `json:"_meta,omitempty"`
+	// Human-readable name identifying this MCP server.
+	Name string `json:"name"`
 	// Unique identifier for this MCP server, generated by the component providing it.
 	//
 	// Providers MUST NOT reuse an ID for multiple ACP-transport MCP servers that are visible
 	// on the same ACP connection.
-	Id UnstableMcpServerAcpId `json:"id"`
-	// Human-readable name identifying this MCP server.
-	Name string `json:"name"`
+	Id UnstableMcpServerAcpId `json:"serverId"`
 }
 
 // UnstableMcpServerAcpId is a string identifier.
@@ -6306,13 +7027,13 @@ type UnstableMcpServerAcpInline struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
 	Meta map[string]any `json:"_meta,omitempty"`
+	// Human-readable name identifying this MCP server.
+	Name string `json:"name"`
 	// Unique identifier for this MCP server, generated by the component providing it.
 	//
 	// Providers MUST NOT reuse an ID for multiple ACP-transport MCP servers that are visible
 	// on the same ACP connection.
-	Id UnstableMcpServerAcpId `json:"id"`
-	// Human-readable name identifying this MCP server.
-	Name string `json:"name"`
+	Id UnstableMcpServerAcpId `json:"serverId"`
 	// Type is the "type" property.
 	Type string `json:"type"`
 }
@@ -6379,13 +7100,17 @@ type UnstableMessageMcpNotification struct {
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
 	Meta map[string]any `json:"_meta,omitempty"`
 	// The MCP-over-ACP connection this message is sent on.
-	ConnectionId UnstableMcpConnectionId `json:"connectionId"`
+	ConnectionId UnstableMcpConnectionId `json:"connectionId,omitempty"`
 	// The inner MCP method name.
 	Method string `json:"method"`
 	// Optional inner MCP params.
 	//
 	// If omitted or set to `null`, the inner MCP message has no params.
 	Params map[string]any `json:"params,omitempty"`
+	// The identifier of the active inner MCP request.
+	RequestId UnstableMcpRequestId `json:"requestId"`
+	// The declared ACP MCP server handling the associated request.
+	ServerId UnstableMcpServerAcpId `json:"serverId"`
 }
 
 // Validate checks that required properties are present.
@@ -6411,13 +7136,17 @@ type UnstableMessageMcpRequest struct {
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/extensibility)
 	Meta map[string]any `json:"_meta,omitempty"`
 	// The MCP-over-ACP connection this message is sent on.
-	ConnectionId UnstableMcpConnectionId `json:"connectionId"`
+	ConnectionId UnstableMcpConnectionId `json:"connectionId,omitempty"`
 	// The inner MCP method name.
 	Method string `json:"method"`
 	// Optional inner MCP params.
 	//
 	// If omitted or set to `null`, the inner MCP message has no params.
 	Params map[string]any `json:"params,omitempty"`
+	// The caller-generated identifier for the inner MCP request.
+	RequestId UnstableMcpRequestId `json:"requestId"`
+	// The declared ACP MCP server receiving this request.
+	ServerId UnstableMcpServerAcpId `json:"serverId"`
 }
 
 // Validate checks that required properties are present.
@@ -6819,7 +7548,7 @@ type UnstableProviderInfo struct {
 	// Null or omitted means provider is disabled.
 	Current *UnstableProviderCurrentConfig `json:"current,omitempty"`
 	// Provider identifier, for example "main" or "openai".
-	Id string `json:"id"`
+	Id string `json:"providerId"`
 	// Whether this provider is mandatory and cannot be disabled via `providers/disable`.
 	// If true, clients must not call `providers/disable` for this id.
 	Required bool `json:"required"`
@@ -6862,6 +7591,47 @@ func (v *UnstableRejectNesNotification) Validate() error {
 	}
 	return nil
 }
+
+// UnstableSessionArchiveCapabilities is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Capabilities for `session/archive` and `session/unarchive`.
+//
+// Supplying `{}` means the agent supports both methods, the `archived` filter on
+// `session/list`, and `SessionInfo.archived`.
+type UnstableSessionArchiveCapabilities struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+}
+
+// UnstableSessionArchiveFilter is an enumeration of string values.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Which sessions `session/list` returns based on their archive state.
+//
+// Unknown values are preserved so they can be stored, proxied, or forwarded. An Agent MUST
+// return `-32602` for a value it does not support rather than treating it as `exclude`.
+type UnstableSessionArchiveFilter string
+
+// Values of UnstableSessionArchiveFilter.
+const (
+	// UnstableSessionArchiveFilterExclude: Only sessions that are not archived. This is the default.
+	UnstableSessionArchiveFilterExclude UnstableSessionArchiveFilter = "exclude"
+	// UnstableSessionArchiveFilterInclude: Both archived sessions and sessions that are not archived.
+	UnstableSessionArchiveFilterInclude UnstableSessionArchiveFilter = "include"
+	// UnstableSessionArchiveFilterOnly: Only archived sessions.
+	UnstableSessionArchiveFilterOnly UnstableSessionArchiveFilter = "only"
+)
 
 // UnstableSessionConfigBoolean is an ACP object.
 //
@@ -6958,6 +7728,191 @@ type UnstableSessionConfigOptionSelect struct {
 	Type string `json:"type"`
 }
 
+// UnstableSessionStatus is an enumeration of string values.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Whether the Agent has a session in memory, as reported by `session/status`.
+type UnstableSessionStatus string
+
+// Values of UnstableSessionStatus.
+const (
+	// UnstableSessionStatusOpen: The Agent has the session in memory, for any connection.
+	//
+	// This does not mean the requesting connection is attached to it. A Client that did
+	// not create or resume the session on its own connection MUST still call
+	// `session/load` or `session/resume` before sending `session/prompt` or expecting
+	// `session/update` notifications.
+	UnstableSessionStatusOpen UnstableSessionStatus = "open"
+	// UnstableSessionStatusSaved: The Agent knows the session and can resume it, but does not have it in memory.
+	//
+	// The Client can call `session/load` or `session/resume` to start it.
+	UnstableSessionStatusSaved UnstableSessionStatus = "saved"
+)
+
+// UnstableSessionStatusCapabilities is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Capabilities for the `session/status` method.
+//
+// Supplying `{}` means the agent supports checking session status.
+type UnstableSessionStatusCapabilities struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+}
+
+// UnstableSessionStatusRequest is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Request parameters for checking the status of a session.
+//
+// Only available if the Agent supports the `sessionCapabilities.status` capability.
+//
+// `session/status` MUST NOT have side effects. The Agent does not load, resume, create,
+// close, or change the session, and does not attach the requesting connection to it.
+// A session the Agent does not know gets `-32002` with the requested `sessionId` in `data`.
+type UnstableSessionStatusRequest struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// The ID of the session to check.
+	SessionId SessionId `json:"sessionId"`
+}
+
+// Validate checks that required properties are present.
+func (v *UnstableSessionStatusRequest) Validate() error {
+	return nil
+}
+
+// UnstableSessionStatusResponse is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Response from checking the status of a session.
+//
+// The result is a snapshot. A session reported `open` may be closed or evicted before
+// the Client's next request.
+type UnstableSessionStatusResponse struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// Whether the Agent has the session in memory.
+	//
+	// Required. Clients MUST treat a value they do not recognize as `saved`.
+	Status UnstableSessionStatus `json:"status"`
+}
+
+// Validate checks that required properties are present.
+func (v *UnstableSessionStatusResponse) Validate() error {
+	return nil
+}
+
+// UnstableSessionSystemPromptCapabilities is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Capabilities for client-provided system prompts.
+//
+// Supplying `{}` means the agent supports `systemPrompt` on session lifecycle
+// requests in `append` mode.
+type UnstableSessionSystemPromptCapabilities struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// Delivery modes the agent supports in addition to `append`.
+	//
+	// Optional. Omitted or `null` both mean the agent supports only `append`.
+	Mode *UnstableSessionSystemPromptModeCapabilities `json:"mode,omitempty"`
+}
+
+// UnstableSessionSystemPromptModeCapabilities is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// System prompt delivery modes the agent supports in addition to `append`.
+//
+// `append` has no entry because every agent advertising
+// `sessionCapabilities.systemPrompt` supports it.
+type UnstableSessionSystemPromptModeCapabilities struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// Whether the agent supports `override` mode.
+	//
+	// Optional. Omitted or `null` both mean the agent does not advertise support.
+	// Supplying `{}` means the agent supports replacing its built-in default
+	// instructions with the client-provided system prompt.
+	Override *UnstableSessionSystemPromptOverrideCapabilities `json:"override,omitempty"`
+}
+
+// UnstableSessionSystemPromptOverrideCapabilities is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Capabilities for the `override` system prompt mode.
+//
+// Supplying `{}` means the agent supports replacing its built-in default
+// instructions with the client-provided system prompt.
+type UnstableSessionSystemPromptOverrideCapabilities struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+}
+
+// UnstableSessionTitleCapabilities is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Capabilities for Client-set session titles.
+//
+// Supplying `{}` means the agent supports `session/set_title`. Agents report titles
+// through `session/list` and `session_info_update` without this capability.
+type UnstableSessionTitleCapabilities struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+}
+
 // UnstableSetProviderRequest is an ACP object.
 //
 // **UNSTABLE**
@@ -6982,7 +7937,7 @@ type UnstableSetProviderRequest struct {
 	// May include authorization, routing, or other integration-specific headers.
 	Headers map[string]any `json:"headers,omitempty"`
 	// Provider id to configure.
-	Id string `json:"id"`
+	Id string `json:"providerId"`
 }
 
 // Validate checks that required properties are present.
@@ -6991,7 +7946,7 @@ func (v *UnstableSetProviderRequest) Validate() error {
 		return fmt.Errorf("baseUrl is required")
 	}
 	if v.Id == "" {
-		return fmt.Errorf("id is required")
+		return fmt.Errorf("providerId is required")
 	}
 	return nil
 }
@@ -7048,6 +8003,76 @@ type UnstableSetSessionModelResponse struct {
 
 // Validate checks that required properties are present.
 func (v *UnstableSetSessionModelResponse) Validate() error {
+	return nil
+}
+
+// UnstableSetSessionTitleRequest is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Request parameters for setting the title of a session.
+//
+// Only available if the Agent supports the `sessionCapabilities.title` capability.
+//
+// The session does not need to be active on the connection. Any session the Agent would
+// return from `session/list` can be retitled. A session that does not exist gets `-32002`.
+//
+// The Agent responds only after it has stored the title. After a successful response, the
+// Agent SHOULD NOT replace the title with one it generates automatically.
+type UnstableSetSessionTitleRequest struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// The ID of the session to retitle.
+	SessionId SessionId `json:"sessionId"`
+	// The new title for the session.
+	//
+	// Required and non-null. Omission and explicit `null` are both invalid. The Agent MAY
+	// normalize the title before storing it, for example by trimming whitespace or
+	// truncating it. The Agent rejects a title that fails its validation, including one
+	// that is empty after normalization, with `-32602`.
+	Title string `json:"title"`
+}
+
+// Validate checks that required properties are present.
+func (v *UnstableSetSessionTitleRequest) Validate() error {
+	if v.Title == "" {
+		return fmt.Errorf("title is required")
+	}
+	return nil
+}
+
+// UnstableSetSessionTitleResponse is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Response from setting the title of a session.
+type UnstableSetSessionTitleResponse struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// The title the Agent stored.
+	//
+	// This differs from the requested title if the Agent normalized it. Clients SHOULD
+	// display this value rather than the one they sent.
+	Title string `json:"title"`
+}
+
+// Validate checks that required properties are present.
+func (v *UnstableSetSessionTitleResponse) Validate() error {
+	if v.Title == "" {
+		return fmt.Errorf("title is required")
+	}
 	return nil
 }
 
@@ -7149,6 +8174,76 @@ func (v *UnstableSuggestNesResponse) Validate() error {
 	return nil
 }
 
+// UnstableSystemPrompt is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Client-provided system-level instructions for a session.
+//
+// Clients MUST only send this when the Agent advertises
+// `sessionCapabilities.systemPrompt`. Agents that cannot apply it, for example
+// because of an unadvertised mode or an unsupported content block type, MUST
+// return an error instead of creating, loading, resuming, or forking the
+// session.
+type UnstableSystemPrompt struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// The system prompt content.
+	//
+	// Agents advertising the capability MUST accept `text` content blocks.
+	// Clients MUST NOT send other content block types until a future
+	// capability allows them, and Agents MUST return an error for content
+	// blocks they do not support.
+	//
+	// Clients MUST NOT send an empty array. Agents MAY reject one with
+	// `-32602` without creating, loading, resuming, or forking the session.
+	Content []ContentBlock `json:"content"`
+	// How the Agent combines `content` with its own instructions.
+	//
+	// Required. Agents MUST return an error for a mode they do not support rather than
+	// treating it as `append` or `override`.
+	Mode UnstableSystemPromptMode `json:"mode"`
+}
+
+// UnstableSystemPromptMode is an enumeration of string values.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// How the Agent combines a client-provided system prompt with its own instructions.
+//
+// Unknown modes are preserved so they can be stored,
+// proxied, or forwarded. An Agent MUST return an error for a mode it does not
+// support rather than treating it as `append` or `override`.
+type UnstableSystemPromptMode string
+
+// Values of UnstableSystemPromptMode.
+const (
+	// UnstableSystemPromptModeAppend: Add the content to the Agent's own instructions rather than replacing them.
+	//
+	// Every Agent that advertises `sessionCapabilities.systemPrompt` supports this mode.
+	// Agents SHOULD give the content system-level precedence, for example in the
+	// model's system prompt or developer instructions rather than in user-turn
+	// content. Where it is placed and how it is formatted is implementation-defined.
+	UnstableSystemPromptModeAppend UnstableSystemPromptMode = "append"
+	// UnstableSystemPromptModeOverride: Replace the Agent's built-in default instructions with the content.
+	//
+	// This does not change tool availability, MCP servers, permissions, or session
+	// configuration. Context the Agent supplies from the workspace or environment
+	// MAY still be included. Clients that use this mode take responsibility for any
+	// tool guidance or safety instructions the Agent's default instructions
+	// provided, and MUST only use it when the Agent advertises
+	// `sessionCapabilities.systemPrompt.mode.override`.
+	UnstableSystemPromptModeOverride UnstableSystemPromptMode = "override"
+)
+
 // UnstableTextDocumentContentChangeEvent is an ACP object.
 //
 // A content change event for a document.
@@ -7160,6 +8255,58 @@ type UnstableTextDocumentContentChangeEvent struct {
 	Range *UnstableRange `json:"range,omitempty"`
 	// The new text for the range, or the full document content if `range` is `None`.
 	Text string `json:"text"`
+}
+
+// UnstableUnarchiveSessionRequest is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Request parameters for unarchiving a session.
+//
+// Only available if the Agent supports the `sessionCapabilities.archive` capability.
+//
+// Unarchiving returns the session to default `session/list` results with the same ID and
+// saved history. It never loads or resumes the session. Clients that want to continue an
+// archived session SHOULD unarchive it before calling `session/load` or `session/resume`.
+// Unarchiving a session that is not archived succeeds. A session that does not exist
+// gets `-32002`.
+type UnstableUnarchiveSessionRequest struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+	// The ID of the session to unarchive.
+	SessionId SessionId `json:"sessionId"`
+}
+
+// Validate checks that required properties are present.
+func (v *UnstableUnarchiveSessionRequest) Validate() error {
+	return nil
+}
+
+// UnstableUnarchiveSessionResponse is an ACP object.
+//
+// **UNSTABLE**
+//
+// This capability is not part of the spec yet, and may be removed or changed at any point.
+//
+// Response from unarchiving a session.
+type UnstableUnarchiveSessionResponse struct {
+	// The _meta property is reserved by ACP to allow clients and agents to attach additional
+	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
+	// these keys.
+	//
+	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
+	Meta map[string]any `json:"_meta,omitempty"`
+}
+
+// Validate checks that required properties are present.
+func (v *UnstableUnarchiveSessionResponse) Validate() error {
+	return nil
 }
 
 // UnstableWorkspaceFolder is an ACP object.

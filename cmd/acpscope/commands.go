@@ -229,6 +229,8 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	reopenWith := fs.String("resume-with", "auto", "how --resume and --reload reopen a session: load (session/load), resume (session/resume) or auto (load when the agent offers it, else resume)")
 	cwd := fs.String("cwd", "", "the session's working directory (default: the current directory)")
 	record := fs.String("record", "", "record the wire to this capture file")
+	var webFlags runWebFlags
+	webFlags.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(e.stderr, "Usage: acpscope run [flags] -- <agent command…>")
 		fs.PrintDefaults()
@@ -263,6 +265,15 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 		return explainDBError(o.dsn(), err)
 	}
 	defer sink.close()
+	var tv trafficView
+	if *webFlags.addr != "" {
+		tv = liveTraffic("run's connection")
+	}
+	stopWeb, err := startRunWeb(ctx, webFlags, sink.store, tv, e.stderr)
+	if err != nil {
+		return err
+	}
+	defer stopWeb()
 	if o.traces, err = o.otel.open(ctx); err != nil {
 		return err
 	}
@@ -293,6 +304,7 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 			io.Closer
 		}{io.TeeReader(agent.Stdout, w.Tap(capture.FromAgent)), agent.Stdout}
 	}
+	toAgent, fromAgent = tv.tapped(toAgent, fromAgent, agent.Stdin, agent.Stdout)
 	term := o.terminal(e.stdout)
 	log, flushLog := o.logger(e.stderr)
 	open := session.Request{Method: acp.AgentMethodSessionNew}

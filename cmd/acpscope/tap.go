@@ -128,14 +128,21 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 	} else {
 		o.traces = x
 	}
-	store := openTapStore(ctx, o, *webAddr, *allow, logw, parts)
+	var tv trafficView
+	if *webAddr != "" {
+		tv = liveTraffic("the tap's connection")
+	}
+	store := openTapStore(ctx, o, *webAddr, *allow, tv, logw, parts)
 	defer store.close()
-	tap.LimitMemory(0, 0) // the collector's headroom stays inside the tap's documented bound
+	// The collector's headroom stays inside the tap's documented bound, which
+	// the traffic log (--web) raises by its own, as more queue would.
+	tap.LimitMemory(tap.DefaultQueueBytes+tv.memory(), 0)
 	term := view.NewTerminal(logw, false)
 	obs, err := tap.NewObserver(tap.ObserverConfig{
 		Dialect: o.agent, View: term, Record: rec,
 		Sink:        sink.Fanout{term, sink.Func(func(e sink.Event) { store.wait().Sink.Record(e) }), o.traces},
 		Traces:      o.traces,
+		Traffic:     tv.log,
 		TurnStarted: func(sessionID string) { store.wait().BeginTurn(sessionID) },
 		Incomplete: func(sessionID string, unobserved int64) {
 			if err := store.wait().MarkIncomplete(sessionID, unobserved); err != nil && !errors.Is(err, persistence.ErrNoGapStore) {
@@ -335,8 +342,8 @@ type tapStore struct {
 }
 
 // openTapStore starts opening the store named by o, and once it is open
-// serving --web on it.
-func openTapStore(ctx context.Context, o outputFlags, webAddr string, allow []string, logw io.Writer, parts *tapParts) *tapStore {
+// serving --web on it (with the traffic view of tv).
+func openTapStore(ctx context.Context, o outputFlags, webAddr string, allow []string, tv trafficView, logw io.Writer, parts *tapParts) *tapStore {
 	openCtx, cancelOpen := context.WithCancel(context.WithoutCancel(ctx))
 	webCtx, stopWeb := context.WithCancel(context.WithoutCancel(ctx))
 	t := &tapStore{ready: make(chan struct{}), cancelOpen: cancelOpen, stopWeb: stopWeb, done: make(chan struct{})}
@@ -358,7 +365,7 @@ func openTapStore(ctx context.Context, o outputFlags, webAddr string, allow []st
 		t.sink = sink
 		close(t.ready)
 		if ln != nil {
-			if err := serveWeb(webCtx, logw, "acpscope tap --web", "ends with the tap", sink.store, ln, allow, 0); err != nil {
+			if err := serveWeb(webCtx, logw, "acpscope tap --web", "ends with the tap", sink.store, ln, allow, 0, tv); err != nil {
 				fmt.Fprintf(logw, "acpscope tap --web: %v\n", err)
 			}
 		}

@@ -572,6 +572,7 @@ func TestTapWebServesTheStoreLive(t *testing.T) {
 	if body := httpGet(t, u+"api/sessions", "rebinding.example"); strings.Contains(body, "fake-session") {
 		t.Errorf("a request for another Host read the store:\n%s", body)
 	}
+	checkTapTraffic(t, u)
 	inW.Close() // the editor closes: the tap ends, and its web server with it
 	select {
 	case code := <-done:

@@ -19,8 +19,9 @@ import (
 const defaultWebAddr = "127.0.0.1:8765"
 
 // cmdWeb implements `acpscope web [--db DSN] [--addr HOST:PORT]
-// [--allow-host NAME]…`: the stored sessions in a browser, read-only,
-// until interrupted. Every request's Host is checked, whatever --addr:
+// [--allow-host NAME]… [--capture FILE]`: the stored sessions in a
+// browser, read-only, until interrupted; with --capture, the traffic view
+// of that capture's messages too. Every request's Host is checked, whatever --addr:
 // loopback names (when the listener covers loopback), the bound address
 // and the --allow-host names pass.
 func cmdWeb(ctx context.Context, e env, args []string) error {
@@ -29,11 +30,19 @@ func cmdWeb(ctx context.Context, e env, args []string) error {
 	addr := fs.String("addr", defaultWebAddr, "listen address; a non-loopback address exposes the store to the network")
 	poll := fs.Duration("poll", 2*time.Second, "how often an open page checks the store for changes")
 	allow := allowHostFlag(fs)
+	capturePath := fs.String("capture", "", "also show this capture's messages (as run --record and tap --record write them) in the traffic view")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("web takes no arguments")
+	}
+	var tv trafficView
+	if *capturePath != "" {
+		var err error
+		if tv, err = captureTraffic(*capturePath); err != nil {
+			return err
+		}
 	}
 	if *poll < 100*time.Millisecond {
 		return fmt.Errorf("--poll must be at least 100ms")
@@ -47,7 +56,7 @@ func cmdWeb(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--addr: %v", err)
 	}
-	return serveWeb(ctx, e.stdout, "acpscope web", "Ctrl-C stops", s, ln, *allow, *poll)
+	return serveWeb(ctx, e.stdout, "acpscope web", "Ctrl-C stops", s, ln, *allow, *poll, tv)
 }
 
 // allowHostFlag defines the repeatable --allow-host flag on fs: the host
@@ -69,10 +78,11 @@ func allowHostFlag(fs *flag.FlagSet) *[]string {
 // closes ln; the address is announced on out, under the name of the
 // command serving, with what stops it. Every request's Host is checked:
 // loopback names (when the listener covers loopback), the bound address
-// and the allow names pass. poll 0 keeps the pages' default. `acpscope
-// web` and `acpscope tap --web` both serve through it.
-func serveWeb(ctx context.Context, out io.Writer, name, stops string, s *persistence.Store, ln net.Listener, allow []string, poll time.Duration) error {
-	opts := web.Options{AllowHosts: allow, PollInterval: poll}
+// and the allow names pass. poll 0 keeps the pages' default; tv, when
+// its log is set, adds the traffic view. `acpscope web`, `acpscope run
+// --web` and `acpscope tap --web` all serve through it.
+func serveWeb(ctx context.Context, out io.Writer, name, stops string, s *persistence.Store, ln net.Listener, allow []string, poll time.Duration, tv trafficView) error {
+	opts := web.Options{AllowHosts: allow, PollInterval: poll, Traffic: tv.log, TrafficSource: tv.source}
 	loopback, wildcard := isLoopbackAddr(ln.Addr()), isWildcardAddr(ln.Addr())
 	if !loopback {
 		// The bound address itself passes; on a specific non-loopback

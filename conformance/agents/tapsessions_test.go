@@ -1,8 +1,11 @@
 package agents
 
 import (
+	"bufio"
+	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,53 +14,8 @@ import (
 	"testing"
 	"time"
 
-	acp "github.com/coder/acp-go-sdk"
-
 	"github.com/kdlbs/acp-go-sdk/conformance/agents/modelserver"
 )
-
-// editorClient is the editor stand-in's side of the connection: it
-// allows every permission and has no files or terminals.
-type editorClient struct{}
-
-func (editorClient) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
-	return acp.ReadTextFileResponse{}, errors.New("no files")
-}
-
-func (editorClient) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
-	return acp.WriteTextFileResponse{}, errors.New("no files")
-}
-
-func (editorClient) RequestPermission(_ context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
-	for _, o := range p.Options {
-		if o.Kind == acp.PermissionOptionKindAllowOnce || o.Kind == acp.PermissionOptionKindAllowAlways {
-			return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected(o.OptionId)}, nil
-		}
-	}
-	return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}, nil
-}
-
-func (editorClient) SessionUpdate(context.Context, acp.SessionNotification) error { return nil }
-
-func (editorClient) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
-	return acp.CreateTerminalResponse{}, errors.New("no terminals")
-}
-
-func (editorClient) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
-	return acp.KillTerminalResponse{}, errors.New("no terminals")
-}
-
-func (editorClient) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
-	return acp.TerminalOutputResponse{}, errors.New("no terminals")
-}
-
-func (editorClient) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
-	return acp.ReleaseTerminalResponse{}, errors.New("no terminals")
-}
-
-func (editorClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
-	return acp.WaitForTerminalExitResponse{}, errors.New("no terminals")
-}
 
 // twoSessions scripts two parents on one agent process: the parent whose
 // prompt names alpha launches alpha (its model call held until the turn
@@ -99,19 +57,27 @@ func twoSessions(release <-chan struct{}, running chan<- string) modelserver.Scr
 	}
 }
 
-// runTapSessions is the multi-session tap case: an editor stand-in (the
-// Go SDK's client, declaring the subagent-session form) opens two
-// sessions on one claude-agent-acp process (it serves several per
+// runTapSessions is the multi-session tap case: an editor stand-in on the
+// TypeScript SDK (editor.mjs, declaring the subagent-session form) opens
+// two sessions on one claude-agent-acp process (it serves several per
 // process) through acpscope tap and prompts both; once both children run,
 // the editor cancels alpha's turn, and only after its cancelled answer
-// does bravo's child answer. The tap must store bravo's child complete (a
-// cancelled turn of one session never ends another's) and alpha's
-// cancelled, each prompt as one turn. (Claude keeps a prompt open while
-// its children run, so on this agent the old connection-wide ending
-// settled the same; the scripted tests in cmd/acpscope pin the orders it
-// got wrong.)
+// does bravo's child answer. The bytes both sides of the tap must be
+// identical; the tap must store bravo's child complete (a cancelled turn
+// of one session never ends another's) and alpha's cancelled, each prompt
+// as one turn. (Claude keeps a prompt open while its children run, so on
+// this agent the old connection-wide ending settled the same; the
+// scripted tests in cmd/acpscope pin the orders it got wrong.)
 func runTapSessions(t *testing.T, modules string, a Agent) {
 	bin := acpscopeBin(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("the editor stand-in needs node: %v", err)
+	}
+	editor, err := filepath.Abs("editor.mjs")
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	release, running := make(chan struct{}), make(chan string, 2)
 	var releaseOnce sync.Once
@@ -122,16 +88,23 @@ func runTapSessions(t *testing.T, modules string, a Agent) {
 	if err := os.WriteFile(at("wire.sh"), []byte(wireScript), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"tap", "--db", at("tap.db"), "--log", at("tap.log"), "--", at("wire.sh"), at("agent.in"), at("agent.out")}, a.Command(env)...)
+	// editor → wire.sh (client side) → acpscope tap → wire.sh (agent side) → agent
+	args := []string{editor, at("wire.sh"), at("client.in"), at("client.out"),
+		bin, "tap", "--db", at("tap.db"), "--log", at("tap.log"), "--", at("wire.sh"), at("agent.in"), at("agent.out")}
+	args = append(args, a.Command(env)...)
 	ctx, cancel := context.WithTimeout(context.Background(), turnTimeout+30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir, cmd.Env = env.Work, env.environ()
-	toTap, err := cmd.StdinPipe()
+	cmd := exec.CommandContext(ctx, node, args...)
+	cmd.Dir = env.Work
+	cmd.Env = append(env.environ(),
+		"EDITOR_CWD="+env.Work,
+		"EDITOR_PROMPT_A=In session "+childA.Marker+": "+UserPrompt,
+		"EDITOR_PROMPT_B=In session "+childB.Marker+": "+UserPrompt)
+	steer, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromTap, err := cmd.StdoutPipe()
+	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,34 +121,43 @@ func runTapSessions(t *testing.T, modules string, a Agent) {
 			t.Logf("model calls:\n%s", env.Server.Summary())
 		}
 	}()
-	conn := acp.NewClientSideConnection(editorClient{}, toTap, fromTap)
-	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber,
-		ClientCapabilities: acp.ClientCapabilities{Subagents: &acp.SubagentCapabilities{}},
-		ClientInfo:         &acp.Implementation{Name: "editor-stand-in", Version: "1"}}); err != nil {
-		t.Fatal(err)
+	// The editor's reports, one JSON object a line.
+	type report struct {
+		Sessions   *struct{ A, B string }
+		Answer     string
+		StopReason string
+		Exit       *int
+		Signal     *string
 	}
-	open := func() acp.SessionId {
-		s, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: env.Work, McpServers: []acp.McpServer{}})
-		if err != nil {
-			t.Fatal(err)
+	reports := make(chan report, 8)
+	go func() {
+		defer close(reports)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var r report
+			if err := json.Unmarshal(sc.Bytes(), &r); err == nil {
+				reports <- r
+			}
 		}
-		return s.SessionId
+	}()
+	next := func(what string) report {
+		t.Helper()
+		select {
+		case r, ok := <-reports:
+			if !ok {
+				t.Fatalf("the editor stand-in ended before %s", what)
+			}
+			return r
+		case <-ctx.Done():
+			t.Fatalf("no %s from the editor stand-in", what)
+		}
+		return report{}
 	}
-	sa, sb := open(), open()
-	type answer struct {
-		resp acp.PromptResponse
-		err  error
+	r := next("its sessions")
+	if r.Sessions == nil {
+		t.Fatalf("the editor's first report is %+v, want its sessions", r)
 	}
-	prompt := func(s acp.SessionId, marker string) <-chan answer {
-		done := make(chan answer, 1)
-		go func() {
-			r, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: s,
-				Prompt: []acp.ContentBlock{acp.TextBlock("In session " + marker + ": " + UserPrompt)}})
-			done <- answer{r, err}
-		}()
-		return done
-	}
-	doneA, doneB := prompt(sa, childA.Marker), prompt(sb, childB.Marker)
+	sa, sb := r.Sessions.A, r.Sessions.B
 	for range 2 { // both children run
 		select {
 		case <-running:
@@ -183,30 +165,36 @@ func runTapSessions(t *testing.T, modules string, a Agent) {
 			t.Fatal("the children did not both start")
 		}
 	}
-	if err := conn.Cancel(ctx, acp.CancelNotification{SessionId: sa}); err != nil {
+	if _, err := io.WriteString(steer, "cancel\n"); err != nil {
 		t.Fatal(err)
 	}
-	if ans := <-doneA; ans.err != nil || ans.resp.StopReason != acp.StopReasonCancelled {
-		t.Fatalf("session alpha's prompt: %v %v, want cancelled", ans.resp.StopReason, ans.err)
+	if r := next("alpha's answer"); r.Answer != "a" || r.StopReason != "cancelled" {
+		t.Fatalf("the editor reported %+v, want session alpha's prompt cancelled", r)
 	}
 	releaseOnce.Do(func() { close(release) }) // bravo answers, after alpha's turn ended cancelled
-	if ans := <-doneB; ans.err != nil || ans.resp.StopReason != acp.StopReasonEndTurn {
-		t.Fatalf("session bravo's prompt: %v %v, want end_turn", ans.resp.StopReason, ans.err)
+	if r := next("bravo's answer"); r.Answer != "b" || r.StopReason != "end_turn" {
+		t.Fatalf("the editor reported %+v, want session bravo's prompt end_turn", r)
 	}
-	toTap.Close() // the editor quits
+	if r := next("the tap's end"); r.Exit == nil || *r.Exit != 0 {
+		t.Errorf("the tap (behind wire.sh) ended %+v, want exit 0", r)
+	}
+	steer.Close()
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("acpscope tap: %v", err)
+		t.Fatalf("the editor stand-in: %v", err)
 	}
 
-	rows := storedRows(t, at("tap.db"), []Card{{SessionID: string(sa)}, {SessionID: string(sb)}})
-	got := map[string]string{}
-	turns := map[string]string{}
-	for _, list := range rows {
-		for _, r := range list {
-			got[r.ToolCallID] = deref(r.ToolStatus)
-			turns[r.ToolCallID] = deref(r.TurnID)
+	// Every byte, both ways.
+	for _, pair := range [][2]string{{"client.in", "agent.in"}, {"agent.out", "client.out"}} {
+		sent, _ := os.ReadFile(at(pair[0]))
+		got, _ := os.ReadFile(at(pair[1]))
+		if !bytes.Equal(sent, got) || len(sent) == 0 {
+			t.Errorf("%s (%d bytes) and %s (%d bytes) differ: the tap changed the wire", pair[0], len(sent), pair[1], len(got))
+		} else {
+			t.Logf("%s = %s: %d bytes, %d lines, identical", pair[0], pair[1], len(sent), bytes.Count(sent, []byte("\n")))
 		}
 	}
+
+	rows := storedRows(t, at("tap.db"), []Card{{SessionID: sa}, {SessionID: sb}})
 	// The cards by description: with the subagent-session form the child
 	// session's card, and the Agent tool call's.
 	status := map[string][]string{}
@@ -237,10 +225,6 @@ func runTapSessions(t *testing.T, modules string, a Agent) {
 		if len(turn[c.child.Description]) != 1 {
 			t.Errorf("%s's prompt stored as %d turns", c.child.Description, len(turn[c.child.Description]))
 		}
-	}
-	sent, _ := os.ReadFile(at("agent.out"))
-	if len(sent) == 0 {
-		t.Error("the agent sent nothing through the tap")
 	}
 	log, _ := os.ReadFile(at("tap.log"))
 	if !strings.Contains(string(log), "not observed: 0 dropped (observer busy), 0 too long, 0 not JSON-RPC, 0 left") {

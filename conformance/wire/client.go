@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the harness is also built against upstream v0.13.5, which has only the Unstable… names (deprecated in sdk/).
+
 package main
 
 import (

@@ -4,6 +4,8 @@
 // Without the binary the test is skipped; under CI=true it fails instead,
 // as PostgreSQL's tests do (internal/pgtest). ACPSCOPE_JAEGER names the
 // binary; else .tools/jaeger of the repository the test runs in.
+// ACPSCOPE_JAEGER_UI names a built jaeger-ui (its build directory, which
+// the Go module does not ship), served by the query service as its UI.
 package jaegertest
 
 import (
@@ -16,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -89,7 +92,7 @@ extensions:
     http:
       endpoint: 127.0.0.1:%[2]d
     grpc:
-      endpoint: 127.0.0.1:%[3]d
+      endpoint: 127.0.0.1:%[3]d%[5]s
   jaeger_storage:
     backends:
       memstore:
@@ -105,6 +108,18 @@ exporters:
     trace_storage: memstore
 `
 
+// UIAssets is the built jaeger-ui the query service serves
+// (ACPSCOPE_JAEGER_UI; "": none, Jaeger's placeholder page).
+func UIAssets() string { return os.Getenv("ACPSCOPE_JAEGER_UI") }
+
+// uiConfig is the query service's ui section for UIAssets ("" without).
+func uiConfig() string {
+	if UIAssets() == "" {
+		return ""
+	}
+	return "\n    ui:\n      assets_path: " + strconv.Quote(UIAssets())
+}
+
 // Start starts a Jaeger for t and waits until its query API answers.
 func Start(t testing.TB) *Jaeger {
 	t.Helper()
@@ -118,7 +133,7 @@ func Start(t testing.TB) *Jaeger {
 	dir := t.TempDir()
 	otlp, query, grpc, health := freePort(t), freePort(t), freePort(t), freePort(t)
 	cfg := filepath.Join(dir, "jaeger.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(config, otlp, query, grpc, health)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(config, otlp, query, grpc, health, uiConfig())), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	j := &Jaeger{OTLP: fmt.Sprintf("http://127.0.0.1:%d", otlp), Query: fmt.Sprintf("http://127.0.0.1:%d", query), log: filepath.Join(dir, "jaeger.log")}

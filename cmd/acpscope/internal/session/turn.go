@@ -127,10 +127,10 @@ type Config struct {
 	// declaration (replay sends what the capture declared).
 	ClientCapabilities json.RawMessage
 	ExactCapabilities  bool
-	// AwaitChildren, when the client declared AIR's backgroundSubagents,
-	// keeps the session open after its last answer while a child still
-	// runs (bounded by Timeout), so its updates and requests after the
-	// answer are seen (run sets it; a replay plays what was recorded).
+	// AwaitChildren keeps the session open after its last answer while a
+	// child that outlives its turn still runs (Tracker.LiveBackground;
+	// bounded by Timeout), so its updates and requests after the answer
+	// are seen (run sets it; a replay plays what was recorded).
 	AwaitChildren bool
 	// changed, when set, is signalled after each event (without
 	// blocking).
@@ -436,22 +436,20 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 	return res, worst
 }
 
-// awaitChildren waits, after the last answer, while a child of a client
-// that declared AIR's backgroundSubagents still runs: until none does, the
-// agent's output ends, ctx ends or Timeout passes.
+// awaitChildren waits, after the last answer, while a child that outlives
+// its turn still runs (Tracker.LiveBackground: a live child of a client
+// that declared AIR's backgroundSubagents, a Qwen Code background child):
+// until none does, the agent's output ends, ctx ends or Timeout passes.
 func awaitChildren(ctx context.Context, cfg Config, tracker *adapter.Tracker, conn *acp.ClientSideConnection) {
-	if !tracker.Connection().BackgroundChildren() {
-		return
-	}
 	tracker.Flush()
-	n := tracker.LiveChildren()
+	n := tracker.LiveBackground()
 	if n == 0 {
 		return
 	}
 	cfg.Term.Note(fmt.Sprintf("── waiting for %d background subagent(s) ──", n))
 	limit := time.NewTimer(cfg.Timeout)
 	defer limit.Stop()
-	for tracker.LiveChildren() > 0 {
+	for tracker.LiveBackground() > 0 {
 		select {
 		case <-cfg.changed:
 		case <-conn.Done():

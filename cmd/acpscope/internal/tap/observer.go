@@ -18,6 +18,7 @@ import (
 	"github.com/kdlbs/acp-go-sdk/adapter/cursor"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/sink"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/traces"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/traffic"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 )
@@ -44,6 +45,9 @@ type ObserverConfig struct {
 	// on the traceparent the editor put in the prompt's _meta, if any)
 	// and permission requests; events reach it through Sink.
 	Traces *traces.Exporter
+	// Traffic, when set, keeps every observed line (a message, or a line
+	// that is none) for the traffic view (--web).
+	Traffic *traffic.Log
 	// Incomplete, when set, is told that the session's observation is
 	// incomplete: unobserved lines of the connection (the count so far)
 	// went by without being observed (dropped by a busy observer, or over
@@ -163,13 +167,16 @@ func (o *Observer) ObserveAt(from capture.Direction, line []byte, at time.Time) 
 	}
 	if msg[0] != '{' {
 		o.Unparsed.Add(1)
+		o.cfg.Traffic.Add(from, msg, at)
 		return
 	}
 	m, err := capture.ParseMessage(msg)
 	if err != nil {
 		o.Unparsed.Add(1)
+		o.cfg.Traffic.Add(from, msg, at)
 		return
 	}
+	o.cfg.Traffic.AddParsed(from, msg, &m, at)
 	if o.cfg.Record != nil {
 		_ = o.cfg.Record.Write(from, msg) // the writer keeps its first error for Err
 	}

@@ -181,6 +181,13 @@ func (t *tree) parentOf(c *cardRecord) trace.SpanContext {
 				return sc
 			}
 		}
+		// An earlier AIR generation's session (`<task>:generation:<n>`)
+		// that only the live feed saw named: the task's one card.
+		if task := adapter.AIRTaskID(c.key.session); task != c.key.session {
+			if sc, ok := under(cardKey{c.parentSession, task}); ok {
+				return sc
+			}
+		}
 	}
 	if c.childCard() {
 		if k, ok := t.referrer[c.key.call]; ok && k != c.key {
@@ -451,11 +458,18 @@ func parentFlags(sc trace.SpanContext) trace.TraceFlags {
 	return trace.FlagsSampled
 }
 
-// later is end, or start when end is before it (a span never ends before
-// it began).
+// minSpan is the shortest span: the store's time resolution. A backend
+// may rewrite a span that does not end after it began (Jaeger moves its
+// end and adds a warning on each ingestion, so the same span exported
+// twice is then kept twice), and a card the store saw settle at its first
+// observation has no duration of its own.
+const minSpan = time.Microsecond
+
+// later is end, or start plus minSpan when end is not after start (a span
+// always ends after it began).
 func later(start, end time.Time) time.Time {
-	if end.Before(start) {
-		return start
+	if !end.After(start) {
+		return start.Add(minSpan)
 	}
 	return end
 }

@@ -113,7 +113,9 @@ func (x *Exporter) ExportStored(ctx context.Context, st *persistence.Store, sess
 		}
 		c.turn, c.turnCtx = n, t.spanContext()
 		t.start = minTime(t.start, c.start)
-		t.end = later(t.end, c.end)
+		if c.end.After(t.end) {
+			t.end = c.end
+		}
 	}
 	for n := 1; n <= len(order); n++ {
 		if t := turns[n]; t != nil {

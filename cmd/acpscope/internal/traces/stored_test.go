@@ -115,3 +115,42 @@ func TestExportMatchesLiveSQLite(t *testing.T) {
 func TestExportMatchesLivePostgres(t *testing.T) {
 	testExportMatchesLive(t, pgtest.SchemaDSN(t, "traces"))
 }
+
+// A card stored settled at its first observation (the store's times have
+// one microsecond's resolution) still gives spans that end after they
+// begin: Jaeger rewrites a span that does not (adding a warning on each
+// ingestion), so a second export of it would no longer be the same span.
+func TestExportInstantCardEndsAfterItBegins(t *testing.T) {
+	ctx := context.Background()
+	st, err := persistence.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if rep := st.Migrate(ctx); !rep.OK() {
+		t.Fatalf("migrate: %+v", rep)
+	}
+	if err := st.EnsureSession(ctx, "sess", "sess"); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 4, 1, 0, 0, 0, time.UTC)
+	f := persistence.Frame{TaskSessionID: "sess", TaskID: "sess", ToolCallID: "toolu_S1", ExecutionID: "acpscope-claude-run1",
+		TurnID: "turn-1", Description: "Subtask", SubagentType: "reviewer", ToolStatus: "error", ObservedAt: at}
+	if err := st.Upsert(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	x, mem, _ := newTestExporter(t, false)
+	if _, err := x.ExportStored(ctx, st, "sess", func(string) string { return "claude" }); err != nil {
+		t.Fatal(err)
+	}
+	x.Close()
+	spans := mem.GetSpans()
+	if len(spans) != 3 {
+		t.Fatalf("%d spans, want the turn, the tool call and the subagent", len(spans))
+	}
+	for _, s := range spans {
+		if !s.EndTime.After(s.StartTime) {
+			t.Errorf("%s: ends %v, not after its start %v", s.Name, s.EndTime, s.StartTime)
+		}
+	}
+}

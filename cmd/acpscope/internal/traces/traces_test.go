@@ -395,3 +395,22 @@ func TestUnansweredTurnIsOpen(t *testing.T) {
 		t.Errorf("open marks %v, want only turn 2", open)
 	}
 }
+
+// A card in an earlier AIR generation's session, stored (the task's card
+// names only the latest generation), goes under the task's one card.
+func TestAIRGenerationParent(t *testing.T) {
+	tr := newTree()
+	card := &cardRecord{key: cardKey{"root", "a1"}, task: &adapter.SubagentTask{ChildSessionID: "a1:generation:3"}}
+	nested := &cardRecord{key: cardKey{"a1:generation:2", "t2"}, parentSession: "root"}
+	stray := &cardRecord{key: cardKey{"b:generation:2", "t3"}, parentSession: "root"}
+	for _, c := range []*cardRecord{card, nested, stray} {
+		tr.cards[c.key] = c
+		tr.noteChild(c)
+	}
+	if got, want := tr.parentOf(nested).SpanID(), card.ownSpan(); got != want {
+		t.Errorf("nested under %s, want the task's card %s", got, want)
+	}
+	if got := tr.parentOf(stray); got.IsValid() {
+		t.Errorf("a task no card holds: under %s, want its turn (none)", got.SpanID())
+	}
+}

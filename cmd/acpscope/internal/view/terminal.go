@@ -445,13 +445,23 @@ type cardLine struct {
 
 // parentOf names c's parent card: its launching tool call in its own
 // session, else, for a card in a child session, that child session's card
-// in the parent session; "", "" at top level.
-func parentOf(c *Card) (toolCallID, sessionID string) {
+// in the parent session (keyed by the child session id, or, for a later
+// AIR generation `<task>:generation:<n>` that no card is keyed by, the
+// task's one card); "", "" at top level.
+func (b *Board) parentOf(c *Card) (toolCallID, sessionID string) {
 	switch {
 	case c.Event.ParentToolCallID != "":
 		return c.Event.ParentToolCallID, ""
 	case c.Event.ParentSessionID != "":
-		return c.Event.SessionID, c.Event.ParentSessionID
+		call := c.Event.SessionID
+		if _, ok := b.cards[cardKey{c.Event.ParentSessionID, call}]; !ok {
+			if task := adapter.AIRTaskID(call); task != call {
+				if _, ok := b.cards[cardKey{c.Event.ParentSessionID, task}]; ok {
+					call = task
+				}
+			}
+		}
+		return call, c.Event.ParentSessionID
 	}
 	return "", ""
 }
@@ -473,7 +483,7 @@ func WriteJSON(w io.Writer, b *Board, agent string) error {
 	refs := b.referrers()
 	for _, c := range b.Subagents() {
 		buf.Reset()
-		parentCard, parentSession := parentOf(c)
+		parentCard, parentSession := b.parentOf(c)
 		line := cardLine{
 			SessionID:        c.Event.SessionID,
 			ToolCallID:       c.Event.ToolCallID,

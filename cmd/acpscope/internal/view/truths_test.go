@@ -115,3 +115,25 @@ func TestTwoAgentMessagesAreTwoLines(t *testing.T) {
 		t.Errorf("output:\n%s", out)
 	}
 }
+
+// A card in an AIR child's earlier generation session
+// (`a1:generation:2`, while the card's child session is generation 3)
+// names the task's one card, keyed a1, as its parent; a session of a task
+// no card holds keeps its own id.
+func TestJSONNamesTheAIRGenerationsCard(t *testing.T) {
+	b := NewBoard()
+	child := sub(adapter.EventToolCall, "a1", "", adapter.ToolStatusInProgress, adapter.SubagentTask{Description: "Explore", ChildSessionID: "a1:generation:3"})
+	child.Child = &adapter.ChildSession{SessionID: "a1:generation:3", ParentSessionID: "s1", Live: true}
+	b.Apply(child)
+	for _, s := range []string{"a1", "a1:generation:2", "a1:generation:3", "b:generation:2"} {
+		nested := sub(adapter.EventToolCall, "n-"+s, "", adapter.ToolStatusInProgress, adapter.SubagentTask{Description: "Nested"})
+		nested.SessionID, nested.ParentSessionID = s, "s1"
+		b.Apply(nested)
+	}
+	lines := jsonLines(t, b)
+	for s, want := range map[string]string{"a1": "a1", "a1:generation:2": "a1", "a1:generation:3": "a1", "b:generation:2": "b:generation:2"} {
+		if got := lines["n-"+s]["parent_tool_call_id"]; got != want || lines["n-"+s]["parent_session_id"] != "s1" {
+			t.Errorf("a card in %s: parent %v in %v, want %s in s1", s, got, lines["n-"+s]["parent_session_id"], want)
+		}
+	}
+}

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/traffic"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
@@ -71,6 +72,10 @@ type Options struct {
 	MaxHeavy   int
 	MaxWaiting int
 	HeavyWait  time.Duration
+	// Traffic, when set, serves the traffic view of these messages
+	// (traffic.go); TrafficSource says on the page where they come from.
+	Traffic       *traffic.Log
+	TrafficSource string
 }
 
 type server struct {
@@ -106,6 +111,8 @@ type server struct {
 //	                           one card's prompt and result text and its
 //	                           facts (CardTexts), read when its details open
 //	GET /static/…              the embedded script and style sheet
+//
+// With Options.Traffic, the traffic view is served too (traffic.go).
 func Handler(s *persistence.Store, opts Options) http.Handler {
 	opts.PollInterval = orDefault(opts.PollInterval, 2*time.Second)
 	if opts.Log == nil {
@@ -131,6 +138,7 @@ func Handler(s *persistence.Store, opts Options) http.Handler {
 	srv.mux.HandleFunc("GET /api/session", srv.heavy(srv.sessionJSON))
 	srv.mux.HandleFunc("GET /api/changes", srv.changesJSON)
 	srv.mux.HandleFunc("GET /api/card", srv.cardJSON)
+	srv.routeTraffic()
 	return srv
 }
 
@@ -225,6 +233,8 @@ type pageData struct {
 	Data  any
 	// Session is set on the session page.
 	Session *SessionRow
+	// Traffic reports that the traffic view is served (render sets it).
+	Traffic bool
 }
 
 func (s *server) query(r *http.Request) Query {
@@ -277,13 +287,7 @@ type sessionData struct {
 // loadSession returns the cached view of the requested session (read
 // and laid out when its change token moved) and the window asked for.
 func (s *server) loadSession(w http.ResponseWriter, r *http.Request) (e *viewEntry, offset, limit int, ok bool) {
-	id := r.URL.Query().Get("id")
-	token, err := s.tokens.get(r.Context(), id)
-	if err == nil {
-		e, err = s.views.get(r.Context(), id, token, func() (SessionView, bool, error) {
-			return LoadSession(context.WithoutCancel(r.Context()), s.store, id)
-		})
-	}
+	e, err := s.cachedView(r.Context(), r.URL.Query().Get("id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return nil, 0, 0, false
@@ -351,6 +355,7 @@ func (s *server) cardJSON(w http.ResponseWriter, r *http.Request) {
 // the page's self-check reads.
 func (s *server) render(w http.ResponseWriter, r *http.Request, name string, d pageData, start time.Time) {
 	var buf strings.Builder
+	d.Traffic = s.opts.Traffic != nil
 	if err := templates.ExecuteTemplate(&buf, name, d); err != nil {
 		s.fail(w, r, err)
 		return

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/kdlbs/acp-go-sdk/adapter"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
@@ -380,6 +381,12 @@ func linkTree(cards []Card, root string) {
 			// the session the facts name.
 			c.Parent = p
 		} else if p, ok := launcher[c.SessionID]; ok && c.SessionID != root && p != i {
+			c.Parent = p
+		} else if p, ok := byCall[key{c.ParentSessionID, adapter.AIRTaskID(c.SessionID)}]; ok && c.ParentSessionID != "" && p != i {
+			// A card in an earlier AIR generation's session
+			// (`<task>:generation:<n>`): every generation's card is the
+			// task's one card, whose child_session_id names only the
+			// latest.
 			c.Parent = p
 		}
 	}

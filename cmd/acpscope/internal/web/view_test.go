@@ -215,3 +215,26 @@ func TestBuildViewFacts(t *testing.T) {
 		t.Errorf("x took another execution's facts: %q", c.ErrorMessage)
 	}
 }
+
+// TestBuildViewAIRGenerations: an AIR child run three times is one card
+// keyed by its task id (a1), whose child_session_id is the latest
+// generation; the nested tool calls of every generation, the middle one
+// too, go under it.
+func TestBuildViewAIRGenerations(t *testing.T) {
+	rows := []persistence.SubagentContext{
+		ctxRow("root", "a1", "", "a1:generation:3", 0, 9, "completed"), // 0: the child's card
+		ctxRow("a1", "t1", "", "", 1, 2, "completed"),                  // 1: generation 1
+		ctxRow("a1:generation:2", "t2", "", "", 3, 4, "completed"),     // 2: the middle generation
+		ctxRow("a1:generation:3", "t3", "", "", 5, 6, "completed"),     // 3: the latest
+		ctxRow("b:generation:2", "t4", "", "", 5, 6, "completed"),      // 4: a task no card holds: top
+	}
+	exec := rows[0].AgentExecutionID
+	var facts []persistence.CardFactsSummary
+	for _, r := range rows[1:] {
+		facts = append(facts, persistence.CardFactsSummary{SessionID: r.TaskSessionID, ExecutionID: exec, ToolCallID: r.ToolCallID, ParentSessionID: "root"})
+	}
+	v := BuildView(SessionRow{ID: "root"}, rows, facts)
+	if got, want := parents(v), []int{-1, 0, 0, 0, -1}; !slices.Equal(got, want) {
+		t.Fatalf("parents: got %v, want %v", got, want)
+	}
+}

@@ -24,9 +24,11 @@ var (
 	envelopeRoots = []string{"AgentRequest", "AgentResponse", "AgentNotification", "ClientRequest", "ClientResponse", "ClientNotification"}
 )
 
-// Additive imports from the newer schema (sdk2.4.0/schema.unstable.json).
+// Imports from the newer schemas (sdk2.4.0/: the TypeScript SDK 2.4.0's v1
+// schema.json and schema.unstable.json).
 var (
-	// nextDefs are generated as new types under their own names.
+	// nextDefs are the subagent-session types: stable (announced 2026-11-20)
+	// although the newer schema still files them as unstable.
 	nextDefs = []string{
 		"SubagentCapabilities", "SubagentSessionCapabilities", "SessionCancelCapabilities",
 		"SubagentUpdate", "SessionMessage", "SessionMessageChunk",
@@ -34,16 +36,26 @@ var (
 	}
 	// nextAliases are newer-schema id definitions that are plain string aliases here.
 	nextAliases = map[string]bool{"MessageId": true, "TerminalId": true, "AuthMethodId": true}
-	// nextVariants appends newer-schema variants to existing unions.
-	nextVariants = map[string][]string{
-		"SessionUpdate": {"subagent_update", "session_message", "session_message_chunk"},
+	// nextUnions gain every variant of the newer schema whose tag they lack.
+	nextUnions = []string{"SessionUpdate"}
+	// renamedProps are the properties the newer schema renamed on the wire,
+	// by definition: current spelling -> v0.13.5 spelling. Both decode, the
+	// current one is written, and the Go field keeps its v0.13.5 name.
+	renamedProps = map[string]map[string]string{
+		"ClientCapabilities":     {"plan": "planCapabilities"},
+		"PlanFile":               {"planId": "id"},
+		"PlanItems":              {"planId": "id"},
+		"PlanMarkdown":           {"planId": "id"},
+		"PlanRemoved":            {"planId": "id"},
+		"ProviderInfo":           {"providerId": "id"},
+		"SetProviderRequest":     {"providerId": "id"},
+		"DisableProviderRequest": {"providerId": "id"},
+		"McpServerAcp":           {"serverId": "id"},
 	}
-	// nextProperties adds newer-schema properties to existing definitions.
-	nextProperties = map[string][]string{
-		"ClientCapabilities": {"subagents"},
-		"ToolCall":           {"name"},
-		"ToolCallUpdate":     {"name"},
-	}
+	// reshaped definitions take the newer schema's required keys and side
+	// (mcp/message: serverId + requestId instead of connectionId, and a side
+	// each instead of "both").
+	reshaped = map[string]bool{"MessageMcpNotification": true, "MessageMcpRequest": true, "MessageMcpResponse": true}
 )
 
 type builder struct {
@@ -62,19 +74,50 @@ type builder struct {
 	// ignores them, so a malformed value decodes as absent instead of failing
 	// a message upstream accepts.
 	addedProps map[*Schema]bool
-	m          *model
+	// legacyKeys are the renamed properties' v0.13.5 spellings.
+	legacyKeys map[*Schema]string
+	// omitZero are optional struct- or union-valued properties written
+	// only when set.
+	omitZero map[*Schema]bool
+	// nowStable are the definitions reached from methods the newer stable
+	// schema declares stable (session/delete, elicitation/*,
+	// $/cancel_request) that v0.13.5 generated as Unstable… only.
+	nowStable map[string]bool
+	// noStabilize builds the v0.13.5 naming (before the stabilisation), to
+	// find the Unstable… names that must stay as aliases.
+	noStabilize bool
+	m           *model
 }
 
 func build(in *inputs) (*model, error) {
+	old, err := buildWith(in, true)
+	if err != nil {
+		return nil, err
+	}
+	m, err := buildWith(in, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := addCompat(old, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func buildWith(in *inputs, noStabilize bool) (*model, error) {
 	b := &builder{
-		in:       in,
-		defs:     map[string]*Schema{},
-		stable:   in.stable.Defs,
-		prefixed: map[string]bool{},
-		plain:    map[string]bool{},
-		emit:     map[string]bool{},
-		defNames: map[string]bool{},
-		m:        &model{types: map[string]*goType{}},
+		noStabilize: noStabilize,
+		legacyKeys:  map[*Schema]string{},
+		omitZero:    map[*Schema]bool{},
+		nowStable:   map[string]bool{},
+		in:          in,
+		defs:        map[string]*Schema{},
+		stable:      in.stable.Defs,
+		prefixed:    map[string]bool{},
+		plain:       map[string]bool{},
+		emit:        map[string]bool{},
+		defNames:    map[string]bool{},
+		m:           &model{types: map[string]*goType{}},
 
 		lenientProps: map[*Schema]bool{},
 		addedProps:   map[*Schema]bool{},
@@ -126,10 +169,31 @@ func (b *builder) classify() {
 	S := closure(b.defs, stableRoots)
 	U := closure(b.defs, unstableRoots)
 	b.emit = closure(b.defs, append(allRoots, envelopeRoots...))
+	if !b.noStabilize {
+		// Methods the newer stable schema declares stable: what only they
+		// reach (and v0.13.5 did not have as stable) loses its prefix.
+		nowStableWire := map[string]bool{}
+		for _, d := range b.in.nextStable.Defs {
+			if d.XMethod != "" {
+				nowStableWire[d.XMethod] = true
+			}
+		}
+		var roots []string
+		for _, k := range unstableRoots {
+			if nowStableWire[b.defs[k].XMethod] {
+				roots = append(roots, k)
+			}
+		}
+		for k := range closure(b.defs, roots) {
+			if _, inStable := b.stable[k]; !inStable {
+				b.nowStable[k] = true
+			}
+		}
+	}
 	for k := range b.emit {
 		_, inStable := b.stable[k]
 		changed := inStable && b.in.stable.raw[k] != b.in.unstable.raw[k] && !stableContent[k]
-		if U[k] && (!inStable || changed) {
+		if U[k] && (!inStable || changed) && !b.nowStable[k] {
 			b.prefixed[k] = true
 		}
 		if !b.prefixed[k] || S[k] || inStable {
@@ -163,37 +227,48 @@ func (b *builder) importAdditions() error {
 			b.lenientProps[p] = true
 		}
 	}
-	for union, tags := range nextVariants {
+	// Every union of nextUnions gains the newer variants, in the newer order.
+	for _, union := range nextUnions {
 		old := b.defs[union]
+		tagProp := unionTagProperty(next[union])
+		have := map[string]bool{}
+		for _, v := range old.variants() {
+			if c, ok := v.Properties[tagProp].constString(); ok {
+				have[c] = true
+			}
+		}
 		cp := *old
 		cp.OneOf = append([]*Schema(nil), old.OneOf...)
-		for _, tag := range tags {
-			found := false
-			for _, v := range next[union].variants() {
-				if c, _ := v.Properties[unionTagProperty(next[union])].constString(); c == tag {
-					cp.OneOf = append(cp.OneOf, v)
-					found = true
+		for _, v := range next[union].variants() {
+			if c, ok := v.Properties[tagProp].constString(); ok && !have[c] {
+				cp.OneOf = append(cp.OneOf, v)
+				refs := map[string]bool{}
+				collectRefs(v, refs)
+				for _, r := range sortedKeys(refs) {
+					b.importDef(r)
 				}
-			}
-			if !found {
-				return fmt.Errorf("newer schema lacks %s variant %s", union, tag)
 			}
 		}
 		b.defs[union] = &cp
 	}
-	for def, props := range nextProperties {
-		old := b.defs[def]
-		cp := *old
-		cp.Properties = map[string]*Schema{}
-		for k, v := range old.Properties {
-			cp.Properties[k] = v
+	// Newer properties of every v0.13.5 definition, renamed properties and
+	// reshaped definitions.
+	for _, def := range sortedKeys(b.defs) {
+		nd := next[def]
+		if nd == nil || stableContent[def] || b.isNextDef(def) {
+			continue
 		}
-		for _, p := range props {
-			cp.Properties[p] = next[def].Properties[p]
-			b.lenientProps[next[def].Properties[p]] = true
-			b.addedProps[next[def].Properties[p]] = true
+		if err := b.overlay(def, nd); err != nil {
+			return err
 		}
-		b.defs[def] = &cp
+	}
+	// Methods the newer schemas add.
+	for _, k := range sortedKeys(next) {
+		d := next[k]
+		if d.XMethod == "" || (d.XSide != "agent" && d.XSide != "client") || b.defs[k] != nil {
+			continue
+		}
+		b.importDef(k)
 	}
 	// The supplement: extra variants ("+variants:U"), extra properties and
 	// whole definitions.
@@ -235,6 +310,119 @@ func (b *builder) importAdditions() error {
 		}
 	}
 	return nil
+}
+
+// isNextDef reports whether def is one of the imported subagent types.
+func (b *builder) isNextDef(def string) bool {
+	for _, n := range nextDefs {
+		if n == def {
+			return true
+		}
+	}
+	return false
+}
+
+// overlay adds to the v0.13.5 definition def the properties the newer
+// definition nd has and it lacks (decoded leniently, as upstream ignores
+// them), applies the wire renames, and takes a reshaped definition's side and
+// required keys. Definitions the new properties refer to are imported.
+func (b *builder) overlay(def string, nd *Schema) error {
+	old := b.defs[def]
+	renames := renamedProps[def]
+	added := false
+	for _, k := range sortedKeys(nd.Properties) {
+		if _, ok := old.Properties[k]; !ok {
+			added = true
+		}
+	}
+	if !added && renames == nil && !reshaped[def] {
+		return nil
+	}
+	cp := *old
+	cp.Properties = map[string]*Schema{}
+	for k, v := range old.Properties {
+		cp.Properties[k] = v
+	}
+	cp.Required = append([]string(nil), old.Required...)
+	for _, cur := range sortedKeys(renames) {
+		legacy := renames[cur]
+		p := old.Properties[legacy]
+		if p == nil || nd.Properties[cur] == nil || nd.Properties[legacy] != nil {
+			return fmt.Errorf("%s: rename %s -> %s does not match the schemas", def, legacy, cur)
+		}
+		rp := *p
+		if rp.XGoName == "" {
+			rp.XGoName = exportName(legacy)
+		}
+		delete(cp.Properties, legacy)
+		cp.Properties[cur] = &rp
+		b.legacyKeys[&rp] = legacy
+		for i, r := range cp.Required {
+			if r == legacy {
+				cp.Required[i] = cur
+			}
+		}
+	}
+	_, hadMeta := old.Properties["_meta"]
+	for _, k := range sortedKeys(nd.Properties) {
+		if _, ok := cp.Properties[k]; ok {
+			continue
+		}
+		if k == "_meta" && !hadMeta {
+			// A map field would make a comparable v0.13.5 struct
+			// incomparable (== on it stops compiling).
+			continue
+		}
+		p := nd.Properties[k]
+		cp.Properties[k] = p
+		b.lenientProps[p] = true
+		b.addedProps[p] = true
+		refs := map[string]bool{}
+		collectRefs(p, refs)
+		for _, r := range sortedKeys(refs) {
+			b.importDef(r)
+		}
+	}
+	if reshaped[def] {
+		cp.XSide = nd.XSide
+		cp.Required = append([]string(nil), nd.Required...)
+	}
+	b.defs[def] = &cp
+	return nil
+}
+
+// importDef generates the newer definition k (and what it refers to) when
+// v0.13.5 lacks it: under its plain name when the newer stable schema holds
+// it, else with the Unstable prefix.
+func (b *builder) importDef(k string) {
+	if b.defs[k] != nil || nextAliases[k] {
+		return
+	}
+	d := b.in.next.Defs[k]
+	if d == nil {
+		panic("newer schema lacks " + k)
+	}
+	_, stable := b.in.nextStable.Defs[k]
+	if stable {
+		d = b.in.nextStable.Defs[k]
+	}
+	b.defs[k] = d
+	b.emit[k] = true
+	if stable {
+		b.plain[k] = true
+		b.defNames[k] = true
+	} else {
+		b.prefixed[k] = true
+		b.defNames["Unstable"+k] = true
+	}
+	for _, p := range d.Properties {
+		b.lenientProps[p] = true
+	}
+	refs := map[string]bool{}
+	collectRefs(d, refs)
+	for _, r := range sortedKeys(refs) {
+		b.importDef(r)
+	}
 }
 
 // goName is a definition's Go name in a plain or Unstable context.
@@ -330,6 +518,8 @@ func (b *builder) buildField(name string, p *Schema, required, unstable bool) *f
 		Nullable: nullable,
 		Default:  p.Default,
 		Lenient:  (p.XDefaultOnError && b.lenientProps[p]) || b.addedProps[p],
+		Legacy:   b.legacyKeys[p],
+		OmitZero: b.omitZero[p],
 	}
 	f.SkipInvalidItems = f.Lenient && p.XSkipInvalidItems
 	if p.XGoName != "" {
@@ -601,6 +791,7 @@ func (b *builder) buildUnion(def, name string, s *Schema, unstable bool) error {
 				}
 				required = append(required, rd.Required...)
 				ctorFrom = append(ctorFrom, rd.Required...)
+				b.mergeScopes(rd, props)
 			}
 			for k, p := range v.Properties {
 				props[k] = p
@@ -646,6 +837,32 @@ func (b *builder) buildUnion(def, name string, s *Schema, unstable bool) error {
 	}
 	b.m.add(t)
 	return nil
+}
+
+// mergeScopes adds, as optional fields, the properties of the alternatives a
+// referenced definition offers (ElicitationFormMode: a session scope or a
+// request scope), which v0.13.5 dropped: a form elicitation without its
+// sessionId or requestId is refused by current peers. They decode like added
+// properties (leniently); a union- or object-valued one is written only when
+// set (omitzero), so an unset one is omitted and a null requestId survives.
+func (b *builder) mergeScopes(rd *Schema, props map[string]*Schema) {
+	for _, alt := range rd.variants() {
+		ad := b.defs[refOf(alt)]
+		if ad == nil {
+			continue
+		}
+		for _, k := range sortedKeys(ad.Properties) {
+			if _, ok := props[k]; ok {
+				continue
+			}
+			cp := *ad.Properties[k]
+			if t := b.defs[refOf(&cp)]; t != nil && (len(t.variants()) > 0 || len(t.Properties) > 0) {
+				b.omitZero[&cp] = true
+			}
+			props[k] = &cp
+			b.addedProps[&cp] = true
+		}
+	}
 }
 
 // markPatchVariant applies markPatch's rules to a session-update variant built
@@ -696,20 +913,111 @@ type method struct {
 	GoName       string // Go method name on the interface and the outbound wrapper
 	Params       string // Go params type
 	Result       string // Go result type ("" for notifications)
-	Interface    string // Agent, AgentLoader, AgentExperimental, Client, ClientExperimental
+	Interface    string // Agent, AgentLoader, AgentExperimental, Client, ClientExperimental, or its own
 	Alternatives []string
 	Doc          string
+	// New: v0.13.5 did not dispatch the method, so an implementation lacking
+	// it leaves the message where v0.13.5 sent it (-32601 on the agent side,
+	// ExtensionMethodHandler on the client side).
+	New bool
+	// Legacy is a v0.13.5 name kept for a method now generated under another
+	// one (Current): its interface method is still recognised and its
+	// outbound wrapper is a deprecated forwarder.
+	Legacy  bool
+	Current string
 }
 
 var (
 	// methodNames fixes Go names the request type does not imply.
 	methodNames = map[string]string{"session/update": "SessionUpdate"}
 	// notDispatched: methods with constants only (no interface, no wrapper).
-	notDispatched = map[string]bool{"mcp/message": true}
-	// alternativeNames: inbound dispatch also accepts an implementation of this
-	// method name with the same signature (consumers implement DeleteSession).
-	alternativeNames = map[string][]string{"session/delete": {"DeleteSession"}}
+	notDispatched = map[string]bool{}
+	// newlyDispatched: methods v0.13.5 had constants for but did not dispatch.
+	newlyDispatched = map[string]bool{"mcp/message": true}
 )
+
+// addCompat keeps the v0.13.5 names of what the newer schema made stable:
+// every Unstable… type of old (the model built without the stabilisation)
+// that m lacks becomes a deprecated alias of its stable type, and every
+// v0.13.5 method m renamed keeps its interface method (still dispatched) and
+// a deprecated outbound wrapper. Methods v0.13.5 did not have, or had under
+// another name, get a small interface of their own, so the v0.13.5
+// interfaces keep their method sets.
+func addCompat(old, m *model) error {
+	for _, name := range old.order {
+		if !strings.HasPrefix(name, "Unstable") || m.types[name] != nil {
+			continue
+		}
+		cur := strings.TrimPrefix(name, "Unstable")
+		if m.types[cur] == nil {
+			return fmt.Errorf("%s has no stable counterpart", name)
+		}
+		m.add(&goType{Name: name, Kind: kindAlias, Underlying: cur,
+			Doc: docComment(fmt.Sprintf("%s is the v0.13.5 name of %s.\n\nDeprecated: use %s; the newer protocol made it stable.", name, cur, cur))})
+		ot := old.types[name]
+		var b w
+		for _, v := range ot.Enum {
+			curConst := cur + strings.TrimPrefix(v.GoName, name)
+			b.WriteString(docComment(fmt.Sprintf("%s is the v0.13.5 name of %s.\n\nDeprecated: use %s.", v.GoName, curConst, curConst)))
+			b.p("const %s = %s\n", v.GoName, curConst)
+		}
+		if ot.Union != nil {
+			for _, v := range ot.Union.Variants {
+				if v.CtorParams == nil {
+					continue
+				}
+				var params, args []string
+				for _, f := range v.CtorParams {
+					pn := lowerFirst(f.JSONName)
+					params = append(params, pn+" "+f.GoType)
+					args = append(args, pn)
+				}
+				fn, curFn := "New"+name+v.Field, "New"+cur+v.Field
+				b.WriteString(docComment(fmt.Sprintf("%s is the v0.13.5 name of %s.\n\nDeprecated: use %s.", fn, curFn, curFn)))
+				b.p("func %s(%s) %s {\nreturn %s(%s)\n}\n", fn, strings.Join(params, ", "), name, curFn, strings.Join(args, ", "))
+			}
+		}
+		m.compat = append(m.compat, b.String())
+	}
+	for _, side := range []*[]*method{&m.agent, &m.client} {
+		oldSide := old.agent
+		ifacePrefix := "Agent"
+		if side == &m.client {
+			oldSide, ifacePrefix = old.client, "Client"
+		}
+		byName := map[string]*method{}
+		for _, mt := range *side {
+			byName[mt.GoName] = mt
+		}
+		var legacy []*method
+		for _, om := range oldSide {
+			if om.New || byName[om.GoName] != nil {
+				continue
+			}
+			var cur *method
+			for _, mt := range *side {
+				if mt.Wire == om.Wire {
+					cur = mt
+				}
+			}
+			if cur == nil {
+				return fmt.Errorf("method %s (%s) vanished", om.GoName, om.Wire)
+			}
+			cur.Alternatives = append(cur.Alternatives, om.GoName)
+			cur.Interface = ifacePrefix + cur.GoName + "Handler"
+			lm := *om
+			lm.Legacy, lm.Current = true, cur.GoName
+			legacy = append(legacy, &lm)
+		}
+		for _, mt := range *side {
+			if mt.New {
+				mt.Interface = ifacePrefix + mt.GoName + "Handler"
+			}
+		}
+		*side = append(*side, legacy...)
+	}
+	return nil
+}
 
 func (b *builder) buildMethods() {
 	b.m.protocolVer = b.in.meta.Version
@@ -722,11 +1030,38 @@ func (b *builder) buildMethods() {
 		stableClient[w] = true
 	}
 	for _, side := range []string{"agent", "client"} {
-		methods := b.in.metaUnstable.AgentMethods
+		methods := map[string]string{}
+		for k, v := range b.in.metaUnstable.AgentMethods {
+			if side == "agent" {
+				methods[k] = v
+			}
+		}
+		for k, v := range b.in.metaUnstable.ClientMethods {
+			if side == "client" {
+				methods[k] = v
+			}
+		}
 		prefix := "AgentMethod"
 		if side == "client" {
-			methods = b.in.metaUnstable.ClientMethods
 			prefix = "ClientMethod"
+		}
+		v0135 := map[string]bool{}
+		for _, w := range methods {
+			v0135[w] = true
+		}
+		// Methods only the newer schema has (imported by importAdditions).
+		for _, def := range sortedKeys(b.defs) {
+			d := b.defs[def]
+			if d.XMethod == "" || d.XSide != side {
+				continue
+			}
+			known := false
+			for _, w := range methods {
+				known = known || w == d.XMethod
+			}
+			if !known {
+				methods[strings.NewReplacer("/", "_").Replace(d.XMethod)] = d.XMethod
+			}
 		}
 		for _, key := range sortedKeys(methods) {
 			wire := methods[key]
@@ -762,7 +1097,8 @@ func (b *builder) buildMethods() {
 			if name == "" {
 				name = strings.TrimSuffix(strings.TrimSuffix(params, "Request"), "Notification")
 			}
-			mt := &method{Wire: wire, GoName: name, Params: params, Result: result, Doc: doc, Alternatives: alternativeNames[wire]}
+			mt := &method{Wire: wire, GoName: name, Params: params, Result: result, Doc: doc}
+			mt.New = !v0135[wire] || newlyDispatched[wire]
 			unstable := strings.HasPrefix(params, "Unstable")
 			switch {
 			case side == "agent" && wire == "session/load":

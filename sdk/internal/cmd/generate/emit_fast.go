@@ -132,7 +132,14 @@ func emitStructFast(b *w, m *model, t *goType) {
 	var names []string
 	for i, f := range t.Fields {
 		names = append(names, fmt.Sprintf("%q", f.JSONName))
-		b.p("case %q:", f.JSONName)
+		if f.Legacy != "" {
+			// Both spellings land in the field; both present is a repeat,
+			// which the general path resolves (the current one wins).
+			names = append(names, fmt.Sprintf("%q", f.Legacy))
+			b.p("case %q, %q:", f.JSONName, f.Legacy)
+		} else {
+			b.p("case %q:", f.JSONName)
+		}
 		if f.Default != nil {
 			// null takes the default: leave that to the general path.
 			b.p("if err := d.notNull(); err != nil {\nreturn err\n}")

@@ -54,6 +54,9 @@ func emitHelpers(m *model) string {
 			b.p("}\n")
 		}
 	}
+	for _, c := range m.compat {
+		b.WriteString(c)
+	}
 	return b.String()
 }
 
@@ -74,8 +77,23 @@ func signature(mt *method) string {
 }
 
 func emitInterfaces(b *w, methods []*method, names []string) {
+	// The methods' own interfaces follow the fixed ones, in method order.
+	seen := map[string]bool{}
+	for _, n := range names {
+		seen[n] = true
+	}
+	for _, mt := range methods {
+		if !seen[mt.Interface] {
+			seen[mt.Interface] = true
+			names = append(names, mt.Interface)
+		}
+	}
 	for _, iface := range names {
-		b.WriteString(docComment(ifaceDoc[iface]))
+		doc, own := ifaceDoc[iface]
+		if !own {
+			doc = ownIfaceDoc(iface, methods)
+		}
+		b.WriteString(docComment(doc))
 		b.p("type %s interface {", iface)
 		for _, mt := range methods {
 			if mt.Interface != iface {
@@ -85,6 +103,9 @@ func emitInterfaces(b *w, methods []*method, names []string) {
 			if doc == "" {
 				doc = fmt.Sprintf("%s handles %q.", mt.GoName, mt.Wire)
 			}
+			if mt.Legacy {
+				doc += fmt.Sprintf("\n\nDeprecated: implement %s instead; %q is stable. Dispatch still calls this method when %s is missing.", mt.Current, mt.Wire, mt.Current)
+			}
 			b.WriteString(docComment(doc))
 			b.p("%s", signature(mt))
 		}
@@ -92,12 +113,43 @@ func emitInterfaces(b *w, methods []*method, names []string) {
 	}
 }
 
+// ownIfaceDoc documents the small interface of one optional method.
+func ownIfaceDoc(iface string, methods []*method) string {
+	for _, mt := range methods {
+		if mt.Interface != iface {
+			continue
+		}
+		impl := "an agent"
+		if strings.HasPrefix(iface, "Client") {
+			impl = "a client"
+		}
+		var missing string
+		switch {
+		case len(mt.Alternatives) > 0:
+			missing = fmt.Sprintf("Dispatch also accepts %s (the v0.13.5 name); with neither, %q answers -32601.", strings.Join(mt.Alternatives, ", "), mt.Wire)
+		case impl == "a client":
+			missing = fmt.Sprintf("Without it, %q goes to ExtensionMethodHandler (else -32601), as before this SDK knew the method.", mt.Wire)
+		default:
+			missing = fmt.Sprintf("Without it, %q answers -32601.", mt.Wire)
+		}
+		return fmt.Sprintf("%s is implemented by %s that handles %q; the connection finds it by type assertion. %s", iface, impl, mt.Wire, missing)
+	}
+	return iface + " is an optional handler interface."
+}
+
 // emitDispatch writes the inbound switch: decode params (-32602 on failure),
 // Validate (-32602), find the implementation (-32601 when an optional method
 // is missing), call it and convert its error with toRequestError.
 func emitDispatch(b *w, methods []*method, recv, implVar string) {
 	for _, mt := range methods {
+		if mt.Legacy {
+			continue
+		}
 		b.p("case %q:", mt.Wire)
+		if mt.New {
+			// Not implemented: leave the message where v0.13.5 sent it.
+			b.p("if _, ok := %s.(interface{ %s }); !ok {\nreturn nil, nil, false\n}", implVar, signature(mt))
+		}
 		b.p("var p %s", mt.Params)
 		b.p("if err := decodeParams(params, &p); err != nil {\nreturn nil, NewInvalidParams(map[string]any{\"error\": err.Error()}), true\n}")
 		b.p("if err := p.Validate(); err != nil {\nreturn nil, NewInvalidParams(map[string]any{\"error\": err.Error()}), true\n}")
@@ -141,9 +193,15 @@ func emitDispatch(b *w, methods []*method, recv, implVar string) {
 }
 
 // emitOutbound writes one wrapper per method the other side handles.
-func emitOutbound(b *w, methods []*method, recvType string, skip map[string]bool) {
+func emitOutbound(b *w, m *model, methods []*method, recvType string, skip map[string]bool) {
 	for _, mt := range methods {
 		if skip[mt.GoName] {
+			continue
+		}
+		if mt.Legacy {
+			sig := strings.TrimPrefix(signature(mt), mt.GoName)
+			b.p("// %s sends %q.\n//\n// Deprecated: use %s; %q is stable.", mt.GoName, mt.Wire, mt.Current, mt.Wire)
+			b.p("func (c *%s) %s%s {\nreturn c.%s(ctx, params)\n}\n", recvType, mt.GoName, sig, mt.Current)
 			continue
 		}
 		if mt.Result == "" {
@@ -155,7 +213,11 @@ func emitOutbound(b *w, methods []*method, recvType string, skip map[string]bool
 		b.p("// %s sends the %q request and waits for its result.", mt.GoName, mt.Wire)
 		b.p("func (c *%s) %s(ctx context.Context, params %s) (%s, error) {", recvType, mt.GoName, mt.Params, mt.Result)
 		b.p("resp, err := SendRequest[%s](c.conn, ctx, %q, params)", mt.Result, mt.Wire)
-		b.p("if err != nil {\nreturn %s{}, err\n}\nreturn resp, nil\n}\n", mt.Result)
+		zero := mt.Result + "{}"
+		if t := m.types[mt.Result]; t != nil && t.Kind != kindStruct && t.Kind != kindUnion {
+			zero = "*new(" + mt.Result + ")"
+		}
+		b.p("if err != nil {\nreturn %s, err\n}\nreturn resp, nil\n}\n", zero)
 	}
 }
 
@@ -171,7 +233,7 @@ func emitAgentFile(m *model) string {
 	b.p("switch method {")
 	emitDispatch(&b, m.agent, "agent", "a.agent")
 	b.p("}\nreturn nil, nil, false\n}\n")
-	emitOutbound(&b, m.client, "AgentSideConnection", nil)
+	emitOutbound(&b, m, m.client, "AgentSideConnection", nil)
 	return b.String()
 }
 
@@ -188,7 +250,7 @@ func emitClientFile(m *model) string {
 	emitDispatch(&b, m.client, "client", "client")
 	b.p("}\nreturn nil, nil, false\n}\n")
 	// Prompt is hand-written (client.go): it also sends session/cancel.
-	emitOutbound(&b, m.agent, "ClientSideConnection", map[string]bool{"Prompt": true})
+	emitOutbound(&b, m, m.agent, "ClientSideConnection", map[string]bool{"Prompt": true})
 	return b.String()
 }
 

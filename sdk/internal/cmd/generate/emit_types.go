@@ -104,7 +104,7 @@ func emitEnum(b *w, t *goType) {
 
 func fieldTag(f *field) string {
 	switch {
-	case f.Patch:
+	case f.Patch, f.OmitZero:
 		return fmt.Sprintf("`json:\"%s,omitzero\"`", f.JSONName)
 	case f.Required, f.Default != nil && isSliceOrMap(f.GoType):
 		// A defaulted list or map is always written (nil becomes the default).
@@ -146,7 +146,7 @@ func emitStruct(o *typeFiles, m *model, t *goType) {
 		if f.Default != nil {
 			defaults = append(defaults, f)
 		}
-		if anyish(f.GoType) {
+		if anyish(f.GoType) || f.Legacy != "" {
 			exact = true
 		}
 	}
@@ -167,6 +167,7 @@ func emitStruct(o *typeFiles, m *model, t *goType) {
 		emitNamedShadow(b, t.Name)
 		b.p("var p %s", t.Name)
 		b.p("if err := decodeExact(b, &p); err != nil {\nreturn withUpstreamStruct(err, &p)\n}")
+		emitLegacyKeys(b, t)
 		b.p("*v = %s(p)\nreturn nil\n}\n", shadowAlias(t.Name))
 		emitShadowAlias(b, t.Name)
 	}
@@ -243,8 +244,19 @@ func emitDefaultsCodec(b *w, t *goType, defaults []*field) {
 	for _, f := range defaults {
 		b.p("if !present[%q] {\n_ = json.Unmarshal([]byte(%s), &p.%s)\n}", f.JSONName, strconv.Quote(string(f.Default)), f.GoName)
 	}
+	emitLegacyKeys(b, t)
 	b.p("*v = %s(p)\nreturn nil\n}\n", t.Name)
 	emitUpstreamMarker(b, t.Name)
+}
+
+// emitLegacyKeys decodes, on the general path, the v0.13.5 spelling of each
+// renamed key when the current one is absent (see legacyMember).
+func emitLegacyKeys(b *w, t *goType) {
+	for _, f := range t.Fields {
+		if f.Legacy != "" {
+			b.p("if err := legacyMember(b, %q, %q, &p.%s); err != nil {\nreturn withUpstreamStruct(err, &p)\n}", f.JSONName, f.Legacy, f.GoName)
+		}
+	}
 }
 
 // emitUpstreamMarker marks a type whose decoding upstream v0.13.5 also
@@ -266,6 +278,7 @@ func emitLenientCodec(b *w, t *goType) {
 	b.p("if err := decodeExact(b, &p); err != nil {")
 	emitLenientRetry(b, t, t.Name)
 	b.p("}")
+	emitLegacyKeys(b, t)
 	b.p("*v = %s(p)\nreturn nil\n}\n", shadowAlias(t.Name))
 	emitShadowAlias(b, t.Name)
 }

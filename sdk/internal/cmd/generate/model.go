@@ -59,6 +59,11 @@ type field struct {
 	SkipInvalidItems bool
 	// Discriminator marks the variant field that carries the union tag.
 	Discriminator bool
+	// Legacy is the v0.13.5 spelling of a renamed key: it decodes too (the
+	// current spelling wins when both are present) and is never written.
+	Legacy string
+	// OmitZero: an optional struct or union written only when set.
+	OmitZero bool
 }
 
 type enumValue struct {
@@ -118,6 +123,9 @@ type model struct {
 	agentConsts  []methodConst
 	clientConsts []methodConst
 	protocolVer  int
+	// compat is the source of the deprecated v0.13.5 constants and
+	// constructors of stabilised types (helpers_gen.go).
+	compat []string
 }
 
 type methodConst struct {

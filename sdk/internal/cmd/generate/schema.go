@@ -171,7 +171,8 @@ type inputs struct {
 	unstable     *schemaFile
 	meta         *metaFile
 	metaUnstable *metaFile
-	next         *schemaFile // the newer schema the additive types come from
+	next         *schemaFile // the newer unstable schema the additive types come from
+	nextStable   *schemaFile // the newer stable schema: what it holds is stable here
 	supplement   *schemaFile // draft shapes absent from every released schema
 }
 
@@ -191,6 +192,9 @@ func loadInputs(dir string) (*inputs, error) {
 		return nil, err
 	}
 	if in.next, err = loadSchema(filepath.Join(dir, "sdk2.4.0", "schema.unstable.json")); err != nil {
+		return nil, err
+	}
+	if in.nextStable, err = loadSchema(filepath.Join(dir, "sdk2.4.0", "schema.json")); err != nil {
 		return nil, err
 	}
 	if in.supplement, err = loadSchema(filepath.Join(dir, "supplement.json")); err != nil {
