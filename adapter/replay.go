@@ -170,8 +170,11 @@ func (r *Replayer) notification(from string, m capture.Message) error {
 		}
 		return nil
 	}
+	// The envelope's parse validated params as JSON already: the SDK's
+	// one-pass decoder takes them directly, without encoding/json
+	// scanning them a second time (the tap observes at the wire's pace).
 	var n acp.SessionNotification
-	if err := json.Unmarshal(m.Params, &n); err != nil {
+	if err := n.UnmarshalJSON(m.Params); err != nil {
 		r.tracker.Do(func(tx *Tx) { tx.Count(CounterUndecodable, 1) })
 		return fmt.Errorf("adapter: session/update params: %w", err)
 	}

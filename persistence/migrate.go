@@ -212,6 +212,9 @@ func (s *Store) Migrate(ctx context.Context) MigrationReport {
 	if s.factsOn {
 		run(StepFacts, func() (bool, string, error) { return s.migrateFacts(ctx, amended) })
 	}
+	if s.gapsOn {
+		run(StepObservationGaps, func() (bool, string, error) { return s.migrateGaps(ctx) })
+	}
 	return rep
 }
 

@@ -149,6 +149,16 @@ func (s *Store) Plan(ctx context.Context) (MigrationPlan, error) {
 		}
 		add(StepFacts, ddl...)
 	}
+	if s.gapsOn {
+		ddl, refusal, err := s.planGaps(ctx, q)
+		if err != nil {
+			return p, err
+		}
+		if refusal != nil {
+			p.Refusals = append(p.Refusals, StepResult{Name: StepObservationGaps, Err: refusal})
+		}
+		add(StepObservationGaps, ddl...)
+	}
 	return p, nil
 }
 

@@ -57,6 +57,13 @@ type SessionSummary struct {
 	// ChildSessions lists the child sessions its cards launched
 	// (child_session_id), in byte order.
 	ChildSessions []string
+	// ObservationIncomplete reports that lines of the session's connection
+	// went by unobserved (the tap's observer fell behind, or a line was
+	// over its limit: MarkObservationIncomplete), so its cards may miss
+	// what those lines said; Unobserved is how many, as the writer that
+	// counted most reported.
+	ObservationIncomplete bool
+	Unobserved            int64
 }
 
 // SessionFilter narrows ListSessions. The zero value lists the most recent
@@ -222,6 +229,9 @@ WHERE task_session_id IN (%s)`, ids, func(session, value string) {
 		out[index[session]].ChildSessions = append(out[index[session]].ChildSessions, decodeID(value))
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := s.readGaps(ctx, tx, ids, index, out); err != nil {
 		return nil, err
 	}
 	for i := range out {

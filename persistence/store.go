@@ -51,6 +51,11 @@ type Store struct {
 	// factsOn: WithCardFacts; Record writes facts once factsReady (facts.go).
 	factsOn    bool
 	factsReady atomic.Bool
+	// gapsOn: WithObservationGaps; MarkObservationIncomplete writes once
+	// gapsReady (gaps.go); gapsFound: a read found the gaps table.
+	gapsOn    bool
+	gapsReady atomic.Bool
+	gapsFound atomic.Bool
 }
 
 // hooks are test failpoints. Production code leaves them nil.

@@ -63,9 +63,10 @@ func writeSessionsJSON(w io.Writer, rows []web.SessionRow) error {
 
 // writeSessions prints the sessions as a table. Stored text is the agent's:
 // it passes the shared sanitiser, so no control or bidi character reaches
-// the terminal.
+// the terminal. OBSERVED is "whole", or "incomplete(N)" when N lines of the
+// session's connection went by unobserved.
 func writeSessions(w io.Writer, rows []web.SessionRow) {
-	writeTable(w, rows, "no sessions stored", "SESSION\tAGENT\tSTARTED\tTURNS\tCARDS\tSTATUS", func(r web.SessionRow) string {
+	writeTable(w, rows, "no sessions stored", "SESSION\tAGENT\tSTARTED\tTURNS\tCARDS\tSTATUS\tOBSERVED", func(r web.SessionRow) string {
 		started := "-"
 		if r.Started != nil {
 			started = r.Started.Format(time.RFC3339)
@@ -74,6 +75,10 @@ func writeSessions(w io.Writer, rows []web.SessionRow) {
 		if agent == "" {
 			agent = "-"
 		}
-		return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%s", safetext.Text(r.ID), safetext.Text(agent), started, r.Turns, r.Cards, r.Status)
+		observed := "whole"
+		if r.ObservationIncomplete {
+			observed = fmt.Sprintf("incomplete(%d)", r.Unobserved)
+		}
+		return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%s\t%s", safetext.Text(r.ID), safetext.Text(agent), started, r.Turns, r.Cards, r.Status, observed)
 	})
 }

@@ -44,9 +44,10 @@ func defaultDSN(create bool) (string, error) {
 
 // storeOptions are the options of every writing store acpscope opens:
 // it keeps each card's prompt and result text, which the web view shows,
-// and its facts (failure reason, earlier answers, parent card's session).
+// its facts (failure reason, earlier answers, parent card's session), and
+// the sessions whose observation the tap could not complete.
 func storeOptions(more ...persistence.Option) []persistence.Option {
-	return append([]persistence.Option{persistence.WithSubagentText(), persistence.WithCardFacts()}, more...)
+	return append([]persistence.Option{persistence.WithSubagentText(), persistence.WithCardFacts(), persistence.WithObservationGaps()}, more...)
 }
 
 // openStore opens the database named by dsn ("" = the default) and

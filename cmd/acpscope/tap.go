@@ -14,12 +14,14 @@ import (
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/safetext"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/session"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/sink"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/storesink"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/tap"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
+	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
 // cmdTap implements `acpscope tap [flags] -- <agent command…>`: configured
@@ -142,6 +144,11 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 		Traces:      o.traces,
 		Traffic:     tv.log,
 		TurnStarted: func(sessionID string) { store.wait().BeginTurn(sessionID) },
+		Incomplete: func(sessionID string, unobserved int64) {
+			if err := store.wait().MarkIncomplete(sessionID, unobserved); err != nil && !errors.Is(err, persistence.ErrNoGapStore) {
+				fmt.Fprintf(logw, "acpscope tap: session %s: the mark of its incomplete observation was not stored: %v\n", safetext.Text(sessionID), err)
+			}
+		},
 	})
 	if err != nil {
 		return err

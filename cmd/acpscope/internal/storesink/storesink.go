@@ -34,6 +34,7 @@ const (
 // method may be called on it.
 type Sink struct {
 	writer *persistence.Writer
+	store  *persistence.Store
 	runID  string // one agent execution per acpscope process and dialect
 	closed sync.Once
 	final  persistence.Accounting // the writer's accounting once Close closed it
@@ -65,7 +66,7 @@ type cardKey struct{ session, call string }
 func New(s *persistence.Store) *Sink {
 	runID := RandomID()
 	return &Sink{
-		runID: runID, turns: map[string]string{}, parents: map[string]string{},
+		runID: runID, turns: map[string]string{}, parents: map[string]string{}, store: s,
 		writer: persistence.NewWriter(s, persistence.WriterOptions{EnsureSessions: true, Journal: "acpscope-" + runID}),
 	}
 }
@@ -232,6 +233,22 @@ func (s *Sink) FlushTurn(timeout, grace time.Duration, cancelled bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), max(wait, 0))
 	defer cancel()
 	_ = s.writer.Flush(ctx)
+}
+
+// MarkWait bounds one MarkIncomplete.
+const MarkWait = 2 * time.Second
+
+// MarkIncomplete stores that the session's observation is incomplete:
+// unobserved lines of its connection went by without being observed
+// (persistence.Store.MarkObservationIncomplete, within MarkWait). A nil
+// sink, or a store without the gaps table, stores nothing.
+func (s *Sink) MarkIncomplete(sessionID string, unobserved int64) error {
+	if s == nil || s.store == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), MarkWait)
+	defer cancel()
+	return s.store.MarkObservationIncomplete(ctx, sessionID, unobserved)
 }
 
 // Flush waits until every card recorded so far is stored or given up on,

@@ -329,16 +329,29 @@ func isStopSignal(s syscall.Signal) bool {
 	return s == syscall.SIGTERM || s == syscall.SIGHUP || s == syscall.SIGQUIT
 }
 
-// observe drains q into obs until q is closed, on a thread of its own at
-// the lowest priority, and returns 0 (no line was left unobserved).
+// observe drains q into obs until q is closed (follow), ends the
+// observation (Finish) and returns 0 (no line was left unobserved).
 func observe(obs *Observer, q *Queue) int64 {
-	obs.nice = lowerPriority() // the CPU goes to the pumps, the editor and the agent first
-	for l, ok := q.Next(); ok; l, ok = q.Next() {
-		obs.Observe(l.From, l.Bytes)
-		q.Done(l)
-	}
+	follow(obs, q)
 	obs.Finish()
 	return 0
+}
+
+// follow drains q into obs, each line at its wire time, until q is closed.
+// It runs on a thread of its own at the lowest priority, with a Go
+// processor of its own (ownProcessor): the observer's work never takes a
+// processor from the pumps, and the kernel gives the cores to the pumps,
+// the editor and the agent first. Its goroutine is the observer's for
+// good (see lowerPriority).
+func follow(obs *Observer, q *Queue) {
+	defer ownProcessor()()
+	obs.nice = lowerPriority()
+	for l, ok := q.Next(); ok; l, ok = q.Next() {
+		obs.unobserved(q.lost())
+		obs.ObserveAt(l.From, l.Bytes, l.At)
+		q.Done(l)
+	}
+	obs.unobserved(q.lost())
 }
 
 // isClosedPipe reports the errors of a pipe or file closed under a read or

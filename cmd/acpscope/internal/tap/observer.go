@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +48,14 @@ type ObserverConfig struct {
 	// Traffic, when set, keeps every observed line (a message, or a line
 	// that is none) for the traffic view (--web).
 	Traffic *traffic.Log
+	// Incomplete, when set, is told that the session's observation is
+	// incomplete: unobserved lines of the connection (the count so far)
+	// went by without being observed (dropped by a busy observer, or over
+	// its line limit). Which session a lost line was of is unknown (it was
+	// never parsed), so every session the connection observed is told:
+	// once when the loss or the session is first seen, and again at
+	// Finish when more were lost since.
+	Incomplete func(sessionID string, unobserved int64)
 }
 
 // maxTracked bounds the prompts and permission requests an Observer waits
@@ -87,6 +96,15 @@ type Observer struct {
 
 	// nice is the priority its thread ran at (set by observe).
 	nice int
+
+	// lost counts the connection's lines not observed so far
+	// (unobserved); seen maps each session observed (at most maxTracked)
+	// to the lost count it was last marked incomplete with (0: never).
+	// gapMu guards both: events reach observed from the Cursor handler's
+	// goroutine too.
+	gapMu sync.Mutex
+	lost  int64
+	seen  map[string]int64
 }
 
 // permissionAsked is what the view shows of a permission request.
@@ -101,12 +119,14 @@ func NewObserver(cfg ObserverConfig) (*Observer, error) {
 	if cfg.Sink == nil {
 		cfg.Sink = cfg.View
 	}
-	o := &Observer{cfg: cfg, prompts: newTracked[string](), permissions: newTracked[permissionAsked](), cancelled: map[string]bool{}}
+	o := &Observer{cfg: cfg, prompts: newTracked[string](), permissions: newTracked[permissionAsked](), cancelled: map[string]bool{},
+		seen: map[string]int64{}}
 	var err error
 	o.tracker, err = adapter.NewTracker(adapter.Config{
 		DialectName: cfg.Dialect,
 		OnEvent: func(ev adapter.Event) {
 			cfg.Sink.Record(sink.Event{Event: ev, Dialect: o.tracker.Dialect(), At: o.wireTime()})
+			o.observed(ev.SessionID)
 		},
 	})
 	if err != nil {
@@ -135,8 +155,11 @@ func (o *Observer) Observe(from capture.Direction, line []byte) {
 }
 
 // ObserveAt takes one wire line sent by from that passed the tap at at:
-// the events it causes carry that time.
+// the events it causes carry that time (a zero at: now).
 func (o *Observer) ObserveAt(from capture.Direction, line []byte, at time.Time) {
+	if at.IsZero() {
+		at = time.Now()
+	}
 	o.at.Store(at.UnixNano())
 	msg := bytes.TrimSpace(line) // a CRLF line end is the peer's framing, not the message
 	if len(msg) == 0 {
@@ -162,6 +185,52 @@ func (o *Observer) ObserveAt(from capture.Direction, line []byte, at time.Time) 
 		o.Unparsed.Add(1)
 	}
 	o.after(from, &m)
+}
+
+// unobserved tells the observer that total lines of the connection were
+// lost so far: the sessions it observed are marked incomplete (see
+// ObserverConfig.Incomplete) the first time.
+func (o *Observer) unobserved(total int64) {
+	o.gapMu.Lock()
+	defer o.gapMu.Unlock()
+	if total <= o.lost {
+		return
+	}
+	first := o.lost == 0
+	o.lost = total
+	if first {
+		for session := range o.seen {
+			o.mark(session)
+		}
+	}
+}
+
+// observed notes a session an event was of, and marks it when the
+// connection lost lines already.
+func (o *Observer) observed(session string) {
+	if session == "" {
+		return
+	}
+	o.gapMu.Lock()
+	defer o.gapMu.Unlock()
+	if _, ok := o.seen[session]; !ok {
+		if len(o.seen) >= maxTracked {
+			return // a peer with thousands of sessions: the first ones are told
+		}
+		o.seen[session] = 0
+	}
+	if o.lost > 0 && o.seen[session] == 0 {
+		o.mark(session)
+	}
+}
+
+// mark tells Incomplete about session with the count lost so far; gapMu
+// is held.
+func (o *Observer) mark(session string) {
+	o.seen[session] = o.lost
+	if o.cfg.Incomplete != nil {
+		o.cfg.Incomplete(session, o.lost)
+	}
 }
 
 // wireTime is the time the line being observed passed the tap.
@@ -276,11 +345,19 @@ func (o *Observer) promptEnded(session string, m *capture.Message) {
 // Cards already unknown stay so, and nothing is ever made complete: no
 // outcome is invented, and no card stays open for ever.
 func (o *Observer) Finish() {
+	o.at.Store(time.Now().UnixNano()) // what ends now is stored at the ending's time
 	o.tracker.Flush()
 	o.tracker.EndConnection(func(session string) bool {
 		return o.promptOpen(session) && !o.agentEnded.Load()
 	})
 	o.tracker.Flush()
+	o.gapMu.Lock()
+	defer o.gapMu.Unlock()
+	for session, marked := range o.seen {
+		if o.lost > marked {
+			o.mark(session) // more was lost since its mark
+		}
+	}
 }
 
 // endedByAgent records, before the last line is observed, whether the

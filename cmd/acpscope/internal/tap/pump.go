@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"io"
 	"sync/atomic"
+	"time"
 
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 )
@@ -57,6 +58,7 @@ type Pump struct {
 	block      *block      // where short lines are copied (copyLine)
 	spare      chan *block // blocks whose lines are all Done
 	batch      []Line      // the lines completed by the current read
+	at         time.Time   // when the current read came: its lines' wire time
 }
 
 // Copy forwards everything src yields to dst until src ends (nil on
@@ -68,6 +70,9 @@ func (p *Pump) Copy(dst io.Writer, src io.Reader) error {
 	for {
 		n, rerr := src.Read(buf)
 		if n > 0 {
+			if p.Queue != nil {
+				p.at = time.Now()
+			}
 			p.scan(buf[:n])
 			w, werr := dst.Write(buf[:n])
 			p.Bytes.Add(int64(w))
@@ -134,7 +139,7 @@ func (p *Pump) complete(part []byte, limit int) {
 	n := len(p.pending) + len(part)
 	switch {
 	case n > limit:
-		p.TooLong.Add(1)
+		p.tooLong()
 		p.release()
 	case p.Queue == nil:
 		p.release()
@@ -146,15 +151,23 @@ func (p *Pump) complete(part []byte, limit int) {
 			return
 		}
 		line, b := p.copyLine(part)
-		p.batch = append(p.batch, Line{From: p.From, Bytes: line, held: int64(n), block: b})
+		p.batch = append(p.batch, Line{From: p.From, Bytes: line, At: p.at, held: int64(n), block: b})
 	case !p.grow(n):
 		p.Queue.Dropped.Add(1)
 		p.release()
 	default:
 		// The pending buffer, its bytes already reserved in the queue,
 		// becomes the line: no copy, and its memory leaves the pump.
-		p.batch = append(p.batch, Line{From: p.From, Bytes: append(p.pending, part...), held: p.reserved})
+		p.batch = append(p.batch, Line{From: p.From, Bytes: append(p.pending, part...), At: p.at, held: p.reserved})
 		p.pending, p.reserved = nil, 0
+	}
+}
+
+// tooLong counts a line over the limit, in the queue too (as lost).
+func (p *Pump) tooLong() {
+	p.TooLong.Add(1)
+	if p.Queue != nil {
+		p.Queue.tooLong.Add(1)
 	}
 }
 
@@ -164,7 +177,7 @@ func (p *Pump) skipped(n, limit int) {
 	p.skipping, p.skippedLen = false, 0
 	switch {
 	case total > int64(limit):
-		p.TooLong.Add(1)
+		p.tooLong()
 	case p.Queue != nil:
 		p.Queue.Dropped.Add(1)
 	}

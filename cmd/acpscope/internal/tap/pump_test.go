@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"io"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/kdlbs/acp-go-sdk/adapter"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/sink"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 )
 
@@ -86,5 +91,86 @@ func TestObserverThreadYieldsTheCPU(t *testing.T) {
 	passThrough(t, []byte("{}\n"), []byte("{}\n"), nil, Config{Observer: obs})
 	if obs.nice != observerNice {
 		t.Errorf("the observer's thread ran at nice %d, want %d", obs.nice, observerNice)
+	}
+}
+
+// A line carries the time its read came from the sender, and the events
+// the observer makes of it carry that time, not the time the observer
+// got to it.
+func TestEventsCarryWireTime(t *testing.T) {
+	q := NewQueue(0, 0)
+	p := &Pump{From: capture.FromAgent, Queue: q}
+	before := time.Now()
+	if err := p.Copy(io.Discard, strings.NewReader("{}\n")); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	l, _ := q.Next()
+	if l.At.Before(before) || l.At.After(after) {
+		t.Errorf("the line's wire time %v is not the read's (between %v and %v)", l.At, before, after)
+	}
+	q.Done(l)
+
+	wire := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	var events []sink.Event
+	term := view.NewTerminal(io.Discard, false)
+	obs, err := NewObserver(ObserverConfig{View: term, Sink: sink.Func(func(e sink.Event) { events = append(events, e) })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","title":"ls","status":"pending"}}}`,
+	} {
+		from := capture.FromAgent
+		if i == 0 {
+			from = capture.FromClient
+		}
+		q.push([]Line{{From: from, Bytes: []byte(line), At: wire}})
+	}
+	q.Close()
+	observe(obs, q)
+	if len(events) == 0 {
+		t.Fatal("no event")
+	}
+	// The card's opening is at the wire time; its ending unknown when the
+	// connection ended (Finish) is at the ending's time.
+	if e := events[0]; !e.At.Equal(wire) {
+		t.Errorf("event %s/%s at %v, want the wire time %v", e.SessionID, e.ToolCallID, e.At, wire)
+	}
+	if e := events[len(events)-1]; e.Status != adapter.ToolStatusUnknown || !e.At.After(wire) {
+		t.Errorf("the ending's event %s at %v, want unknown after %v", e.Status, e.At, wire)
+	}
+}
+
+// While it follows a connection the observer has a Go processor of its
+// own (GOMAXPROCS one more), so that its work never takes one from the
+// pumps; the nice value of its thread gives the cores to them first.
+func TestObserverHasItsOwnProcessor(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	var during int
+	term := view.NewTerminal(io.Discard, false)
+	obs, err := NewObserver(ObserverConfig{View: term, Sink: sink.Func(func(sink.Event) {
+		if during == 0 { // the card's opening, not its ending in Finish
+			during = runtime.GOMAXPROCS(0)
+		}
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := NewQueue(0, 0)
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","title":"ls","status":"pending"}}}`,
+	} {
+		q.push([]Line{{From: capture.FromAgent, Bytes: []byte(line), At: time.Now()}})
+	}
+	q.Close()
+	observe(obs, q)
+	if during != procs+1 {
+		t.Errorf("GOMAXPROCS %d while observing, want %d", during, procs+1)
+	}
+	if got := runtime.GOMAXPROCS(0); got != procs {
+		t.Errorf("GOMAXPROCS %d after the observer, want %d again", got, procs)
 	}
 }

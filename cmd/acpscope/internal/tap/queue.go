@@ -3,6 +3,7 @@ package tap
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 )
@@ -22,6 +23,9 @@ const (
 type Line struct {
 	From  capture.Direction
 	Bytes []byte
+	// At is when the read that completed the line came from its sender:
+	// the line's wire time, which the events it causes carry.
+	At time.Time
 
 	held  int64  // the bytes of the queue's budget the line takes until Done
 	block *block // the block the bytes are in, or nil
@@ -56,7 +60,14 @@ type Queue struct {
 	// Dropped counts lines not observed because the queue was full (or
 	// closed).
 	Dropped atomic.Int64
+	// tooLong counts the lines its pumps did not offer because they were
+	// over the line limit (each pump's TooLong).
+	tooLong atomic.Int64
 }
+
+// lost is how many lines of the connection its observer missed so far:
+// those dropped and those over the line limit.
+func (q *Queue) lost() int64 { return q.Dropped.Load() + q.tooLong.Load() }
 
 // NewQueue returns a queue of at most lines lines and bytes bytes (zero or
 // less: the defaults).
@@ -95,7 +106,7 @@ func (q *Queue) Offer(from capture.Direction, line []byte) bool {
 		q.Dropped.Add(1)
 		return false
 	}
-	batch := []Line{{From: from, Bytes: line, held: int64(len(line))}}
+	batch := []Line{{From: from, Bytes: line, At: time.Now(), held: int64(len(line))}}
 	return q.push(batch) == 1
 }
 

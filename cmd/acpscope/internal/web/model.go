@@ -33,6 +33,11 @@ type SessionRow struct {
 	Status string `json:"status"`
 	// ChildSessions are the subagent sessions its cards launched.
 	ChildSessions []string `json:"child_sessions"`
+	// ObservationIncomplete reports that lines of its connection went by
+	// unobserved (the tap's observer fell behind, or a line was over its
+	// limit): its cards may miss what they said. Unobserved is how many.
+	ObservationIncomplete bool  `json:"observation_incomplete"`
+	Unobserved            int64 `json:"unobserved"`
 }
 
 // Query selects sessions: by agent dialect and by text (see
@@ -68,7 +73,7 @@ func rowOf(m persistence.SessionSummary) SessionRow {
 	return SessionRow{
 		ID: m.ID, Agent: AgentOfAll(m.Executions), Started: timePtr(m.StartedAt), LastUpdate: timePtr(m.LastUpdate),
 		Turns: m.Turns, Cards: m.Cards, Open: m.Open, Failed: m.Failed, Cancelled: m.Cancelled, Unknown: m.Unknown,
-		Status: m.Status, ChildSessions: children,
+		Status: m.Status, ChildSessions: children, ObservationIncomplete: m.ObservationIncomplete, Unobserved: m.Unobserved,
 	}
 }
 

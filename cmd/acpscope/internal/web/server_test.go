@@ -359,3 +359,35 @@ func TestListFilterAndChanges(t *testing.T) {
 		t.Fatalf("view token %q status %q", d.View.Token, d.View.Session.Status)
 	}
 }
+
+// A session whose observation is incomplete says so in the sessions list
+// and on its page; the others do not.
+func TestIncompleteObservationIsShown(t *testing.T) {
+	s := openStoreWith(t, persistence.WithSubagentText(), persistence.WithCardFacts(), persistence.WithObservationGaps())
+	upsert(t, s, persistence.Frame{TaskSessionID: "lossy", ToolCallID: "a", ExecutionID: ExecutionID("claude", "r"), ObservedAt: t0})
+	upsert(t, s, persistence.Frame{TaskSessionID: "whole", ToolCallID: "b", ExecutionID: ExecutionID("claude", "r"), ObservedAt: t0})
+	if err := s.MarkObservationIncomplete(context.Background(), "lossy", 4); err != nil {
+		t.Fatal(err)
+	}
+	h := Handler(s, Options{})
+	var d listData
+	if err := json.Unmarshal([]byte(bodyOf(t, get(t, h, "/api/sessions"))), &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range d.Rows {
+		if want := r.ID == "lossy"; r.ObservationIncomplete != want || (want && r.Unobserved != 4) {
+			t.Errorf("list row %s: incomplete %v (%d), want %v", r.ID, r.ObservationIncomplete, r.Unobserved, want)
+		}
+	}
+	var p sessionData
+	if err := json.Unmarshal([]byte(bodyOf(t, get(t, h, "/api/session?id=lossy"))), &p); err != nil {
+		t.Fatal(err)
+	}
+	if v := p.View; !v.Session.ObservationIncomplete || v.Session.Unobserved != 4 {
+		t.Errorf("session page: incomplete %v (%d), want true (4)", v.Session.ObservationIncomplete, v.Session.Unobserved)
+	}
+	js := bodyOf(t, get(t, h, "/static/app.js"))
+	if !strings.Contains(js, "observation_incomplete") {
+		t.Error("the pages do not show observation_incomplete")
+	}
+}

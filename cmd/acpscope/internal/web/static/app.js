@@ -89,6 +89,14 @@
 
   // --- sessions page -------------------------------------------------------
 
+  // incompleteTag marks a session whose observation lost lines (the
+  // tap's observer fell behind): its cards may miss what they said.
+  function incompleteTag(r) {
+    var tag = el("span", "tag incomplete", "observation incomplete");
+    tag.title = r.unobserved + " lines of its connection were not observed";
+    return tag;
+  }
+
   function renderSessions(d) {
     var t0 = performance.now();
     var tbody = document.querySelector("#sessions tbody");
@@ -114,7 +122,9 @@
       tr.appendChild(el("td", null, fmtTime(r.started)));
       tr.appendChild(el("td", "num", r.turns));
       tr.appendChild(el("td", "num", r.cards));
-      tr.appendChild(el("td", null, r.status)).appendChild(el("span", "dot " + r.status));
+      var st = tr.appendChild(el("td", null, r.status));
+      st.appendChild(el("span", "dot " + r.status));
+      if (r.observation_incomplete) st.appendChild(incompleteTag(r));
       frag.appendChild(tr);
     });
     tbody.replaceChildren(frag);
@@ -243,6 +253,7 @@
       "status " + s.status
     ];
     if (view.family.length > 1) parts.push((view.family.length - 1) + " subagent sessions");
+    if (s.observation_incomplete) parts.push("observation incomplete: " + s.unobserved + " lines not observed");
     document.getElementById("summary").textContent = parts.join(" · ");
     renderPager(view);
   }
