@@ -50,7 +50,10 @@ type MethodHandler func(ctx context.Context, method string, params json.RawMessa
 // request returns only after every notification the peer sent before its
 // response has been handled (the response barrier), so, for example, all
 // session/update notifications sent before a session/prompt result are
-// seen before Prompt returns.
+// seen before Prompt returns. The caller's code after the call runs
+// alongside the handlers of the notifications that followed the response;
+// what must come before them goes in the call's RequestTrace.ResponseInOrder
+// hook, which runs at the response's place in wire order.
 //
 // Memory bound: with the defaults, what the connection holds of its peer's
 // input is at most 1024 running request handlers (their params) plus one
@@ -213,6 +216,9 @@ type pendingCall struct {
 	received bool
 	// watermark is the last notification the response must wait for.
 	watermark uint64
+	// inOrder is the call's RequestTrace.ResponseInOrder hook, or nil;
+	// with one, the response is delivered by runInOrder.
+	inOrder func(error)
 	// result and err are written before done is closed.
 	result json.RawMessage
 	err    *RequestError

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"runtime/debug"
 )
 
 // handleResponse hands a response to the call waiting for it, after the
@@ -32,8 +34,36 @@ func (c *Connection) handleResponse(env *envelope, line []byte) {
 	pc.result = env.result
 	pc.err = env.err
 	c.qmu.Lock()
-	c.stepLocked(orderEvent{kind: evResponseArrived, call: pc})
+	r := c.stepLocked(orderEvent{kind: evResponseArrived, call: pc})
 	c.qmu.Unlock()
+	// Released here, the response is in order before the reader reads on.
+	c.runInOrder(r.inOrder)
+}
+
+// runInOrder delivers released responses whose call has a ResponseInOrder
+// hook: the hook, then the response to the caller. It runs on the
+// goroutine that released them (the reader, or the notification loop
+// between two handlers), without c.qmu, before that goroutine goes on, so
+// the hook comes before any later notification's handler.
+func (c *Connection) runInOrder(pcs []*pendingCall) {
+	for _, pc := range pcs {
+		c.callInOrderHook(pc)
+		close(pc.done)
+	}
+}
+
+// callInOrderHook calls pc's ResponseInOrder hook, recovering a panic.
+func (c *Connection) callInOrderHook(pc *pendingCall) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log().Error("panic in RequestTrace.ResponseInOrder", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		}
+	}()
+	var err error
+	if pc.err != nil {
+		err = pc.err
+	}
+	pc.inOrder(err)
 }
 
 // SendRequest sends a request and decodes its result into T. It returns
@@ -107,7 +137,8 @@ const (
 
 // call sends a request and waits for its (barrier-released) response.
 func (c *Connection) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	wrote := wroteRequestHook(ctx)
+	trace := requestTraceOf(ctx)
+	wrote := trace.wroteRequest()
 	id := c.nextID.Add(1)
 	e := c.free.getEncodeBuffer()
 	if err := encodeMessage(e, id, method, params); err != nil {
@@ -115,7 +146,7 @@ func (c *Connection) call(ctx context.Context, method string, params any) (json.
 		wrote(err)
 		return nil, NewInvalidParams(errorData(err.Error()))
 	}
-	pc := &pendingCall{id: id, done: make(chan struct{})}
+	pc := &pendingCall{id: id, done: make(chan struct{}), inOrder: trace.responseInOrder()}
 	c.mu.Lock()
 	if c.ctx.Err() != nil {
 		c.mu.Unlock()
@@ -131,9 +162,9 @@ func (c *Connection) call(ctx context.Context, method string, params any) (json.
 		// awaits its answer the reader reads past the bounds, as the
 		// handler may be what they wait for.
 		c.qmu.Lock()
-		_, handlerCall := c.stepLocked(orderEvent{kind: evCallStarted, scope: scope, call: pc})
+		r := c.stepLocked(orderEvent{kind: evCallStarted, scope: scope, call: pc})
 		c.qmu.Unlock()
-		if handlerCall {
+		if r.handlerCall {
 			c.mu.Lock()
 			c.requestRoom.Signal()
 			c.mu.Unlock()

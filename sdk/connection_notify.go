@@ -47,7 +47,7 @@ func (c *Connection) enqueueNotification(method string, params json.RawMessage) 
 	}
 	maxCount, _ := c.readAheadCap()
 	c.queuedBytes += len(params)
-	seq, _ := c.stepLocked(orderEvent{kind: evNotificationQueued})
+	seq := c.stepLocked(orderEvent{kind: evNotificationQueued}).seq
 	c.queue.push(queuedNotification{seq: seq, method: method, params: params}, maxCount)
 	c.qcond.Signal()
 	for waited := false; !c.opts.closeOnOverflow && !c.queueClosed && (c.overBoundLocked() || waited && !c.drainedLocked()); {
@@ -128,9 +128,15 @@ func (c *Connection) notificationLoop() {
 	for {
 		c.qmu.Lock()
 		if done != nil {
-			c.stepLocked(orderEvent{kind: evHandlerReturned, scope: done})
+			r := c.stepLocked(orderEvent{kind: evHandlerReturned, scope: done})
 			c.runningBytes = 0
 			c.wakeReaderLocked()
+			if r.inOrder != nil {
+				// Before the next handler starts (see runInOrder).
+				c.qmu.Unlock()
+				c.runInOrder(r.inOrder)
+				c.qmu.Lock()
+			}
 		}
 		for c.queue.len() == 0 && !c.queueClosed {
 			c.qcond.Wait()

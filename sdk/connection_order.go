@@ -123,29 +123,33 @@ type orderEvent struct {
 //     that call's response, and it runs at once (and so does every request
 //     waiting when such a call starts);
 //   - while a running handler's call awaits its response the reader reads
-//     ahead (Connection.readAheadCalls).
+//     ahead (Connection.readAheadCalls);
+//   - a response is released by the goroutine whose event lets it go
+//     (the reader for evResponseArrived, the notification loop for
+//     evHandlerReturned), and one whose call has a ResponseInOrder hook is
+//     handed back in stepResult.inOrder, for that goroutine to deliver
+//     before it reads the next line or runs the next handler: that is the
+//     response's place in wire order.
 //
-// It returns the notification's sequence number for evNotificationQueued
-// and reports for evCallStarted whether the call counts as a handler's.
 // c.qmu is held.
-func (c *Connection) stepLocked(ev orderEvent) (seq uint64, handlerCall bool) {
+func (c *Connection) stepLocked(ev orderEvent) (r stepResult) {
 	o := &c.order
 	switch ev.kind {
 	case evNotificationQueued:
 		o.enqueued++
-		return o.enqueued, false
+		r.seq = o.enqueued
 	case evHandlerStarted:
 		o.running = ev.scope
 	case evHandlerReturned:
 		ev.scope.ended = true
 		if ev.scope.seq == 0 {
-			return 0, false
+			return r
 		}
 		o.running = nil
 		o.completed = ev.scope.seq
 		n := 0
 		for n < len(o.held) && o.held[n].watermark <= o.completed {
-			close(o.held[n].done)
+			r.release(o.held[n])
 			o.held[n] = nil
 			n++
 		}
@@ -158,14 +162,14 @@ func (c *Connection) stepLocked(ev orderEvent) (seq uint64, handlerCall bool) {
 	case evRequestArrived:
 		if o.completed >= o.enqueued || o.running != nil && o.running.calls > 0 {
 			close(ev.call.done)
-			return 0, false
+			return r
 		}
 		ev.call.watermark = o.enqueued
 		o.held = append(o.held, ev.call)
 	case evCallStarted:
 		s := ev.scope
 		if s == nil || s.ended {
-			return 0, false
+			return r
 		}
 		ev.call.scope = s
 		s.calls++
@@ -176,7 +180,7 @@ func (c *Connection) stepLocked(ev orderEvent) (seq uint64, handlerCall bool) {
 		}
 		// The reader may be waiting for room; the response may be behind.
 		c.roomCond.Signal()
-		return 0, true
+		r.handlerCall = true
 	case evResponseArrived, evCallAbandoned:
 		pc := ev.call
 		live := false
@@ -188,16 +192,39 @@ func (c *Connection) stepLocked(ev orderEvent) (seq uint64, handlerCall bool) {
 			c.readAheadCalls.Store(int64(o.handlerCalls))
 		}
 		if ev.kind == evCallAbandoned {
-			return 0, false
+			return r
 		}
 		if live || o.completed >= o.enqueued {
-			close(pc.done)
-			return 0, false
+			r.release(pc)
+			return r
 		}
 		pc.watermark = o.enqueued
 		o.held = append(o.held, pc)
 	}
-	return 0, false
+	return r
+}
+
+// stepResult is what a transition asks of its caller.
+type stepResult struct {
+	// seq is the sequence number evNotificationQueued gave.
+	seq uint64
+	// handlerCall reports for evCallStarted that the call counts as a
+	// handler's.
+	handlerCall bool
+	// inOrder are the released responses whose call has a
+	// ResponseInOrder hook: the caller hands them to runInOrder once it
+	// dropped c.qmu, before it goes on (see runInOrder).
+	inOrder []*pendingCall
+}
+
+// release lets a response (or an ordered request) go: at once, or through
+// r.inOrder when its call has a ResponseInOrder hook.
+func (r *stepResult) release(pc *pendingCall) {
+	if pc.inOrder != nil {
+		r.inOrder = append(r.inOrder, pc)
+		return
+	}
+	close(pc.done)
 }
 
 // releaseHeldRequestsLocked lets every ordered request still waiting for
