@@ -128,11 +128,10 @@ func (c *Connection) notificationLoop() {
 	for {
 		c.mu.Lock()
 		if done != nil {
-			r := c.stepLocked(event{kind: evHandlerReturned, scope: done})
-			if r.inOrder != nil {
+			if inOrder := c.notificationReturnedLocked(done); inOrder != nil {
 				// Before the next handler starts (see runInOrder).
 				c.mu.Unlock()
-				c.runInOrder(r.inOrder)
+				c.runInOrder(inOrder)
 				c.mu.Lock()
 			}
 		}
@@ -147,12 +146,32 @@ func (c *Connection) notificationLoop() {
 			c.notifyCancel(context.Cause(c.ctx))
 			return
 		}
-		r := c.stepLocked(event{kind: evHandlerStarted})
+		scope, method, params := c.nextNotificationLocked()
 		c.mu.Unlock()
 
-		c.handleNotification(r.scope, r.method, r.params)
-		done = r.scope
+		c.handleNotification(scope, method, params)
+		done = scope
 	}
+}
+
+// notificationReturnedLocked steps evHandlerReturned for the notification
+// handler of s and returns the responses to deliver in order. It is kept
+// out of line, as is nextNotificationLocked, so that the transition's
+// event and result are not in the frame of notificationLoop, which an idle
+// connection's goroutine keeps while it waits. c.mu is held.
+//
+//go:noinline
+func (c *Connection) notificationReturnedLocked(s *handlerScope) []*pendingCall {
+	return c.stepLocked(event{kind: evHandlerReturned, scope: s}).inOrder
+}
+
+// nextNotificationLocked steps evHandlerStarted: the queue's first
+// notification, with its handler's scope. c.mu is held.
+//
+//go:noinline
+func (c *Connection) nextNotificationLocked() (*handlerScope, string, json.RawMessage) {
+	r := c.stepLocked(event{kind: evHandlerStarted})
+	return r.scope, r.method, r.params
 }
 
 // handleNotification runs the handler for one notification.
