@@ -50,7 +50,10 @@ type MethodHandler func(ctx context.Context, method string, params json.RawMessa
 // request returns only after every notification the peer sent before its
 // response has been handled (the response barrier), so, for example, all
 // session/update notifications sent before a session/prompt result are
-// seen before Prompt returns.
+// seen before Prompt returns. The caller's code after the call runs
+// alongside the handlers of the notifications that followed the response;
+// what must come before them goes in the call's RequestTrace.ResponseInOrder
+// hook, which runs at the response's place in wire order.
 //
 // Memory bound: with the defaults, what the connection holds of its peer's
 // input is at most 1024 running request handlers (their params) plus one
@@ -151,43 +154,28 @@ type Connection struct {
 	notifyCtx    context.Context
 	notifyCancel context.CancelCauseFunc
 
-	// mu guards pending, inflight, the request backlog, the cancel queue
-	// and goroutine accounting.
-	mu       sync.Mutex
-	pending  map[uint64]*pendingCall
-	inflight map[string]*inflightRequest
-	// runningRequests counts the inbound request handlers holding a slot;
-	// backlog holds, in arrival order, the requests read while every slot
-	// was taken (one, unless the reader reads ahead), and backlogBytes
-	// their params bytes. requestRoom wakes the reader waiting for the
-	// backlog to empty (flow control, see waitForRequestSlotLocked).
-	runningRequests     int
-	backlog             []requestJob
-	backlogBytes        int
+	// mu guards state, the connection's one state (changed only by
+	// stepLocked, see connState), and the cancel queue, goroutine
+	// accounting and drain timer.
+	mu    sync.Mutex
+	state connState
+	// qcond wakes the notification loop; roomCond the reader waiting for
+	// room in the queue, requestRoom the reader waiting for the request
+	// backlog to empty (flow control, see enqueueNotification and
+	// waitForRequestSlotLocked). readerWaiting is set while the reader
+	// waits on roomCond. All wait on mu.
+	qcond               sync.Cond
+	roomCond            sync.Cond
 	requestRoom         sync.Cond
+	readerWaiting       bool
 	cancelQueue         []uint64
 	cancelSenderRunning bool
 	goroutines          int
 	stoppedClosed       bool
 	stopped             chan struct{}
+	drainTimer          *time.Timer
 
-	// qmu guards the notification queue and order, the state of the
-	// ordering guarantees (changed only by stepLocked).
-	qmu   sync.Mutex
-	order orderState
-	// qcond wakes the notification loop; roomCond the reader waiting for
-	// room in the queue (flow control).
-	qcond        sync.Cond
-	roomCond     sync.Cond
-	queue        notificationRing
-	queuedBytes  int // params bytes of the queued notifications
-	runningBytes int // params bytes of the notification in its handler
-	// readerWaiting is set while the reader waits for room (flow control).
-	readerWaiting bool
-	queueClosed   bool
-	drainTimer    *time.Timer
-
-	// readAheadCalls mirrors order.handlerCalls: the calls made by running
+	// readAheadCalls mirrors state.handlerCalls: the calls made by running
 	// handlers (with their ctx) whose response has not arrived. While it is
 	// non-zero the reader reads past the notification and request bounds,
 	// up to the read-ahead caps, since a handler may be waiting for that
@@ -204,15 +192,18 @@ type Connection struct {
 type pendingCall struct {
 	id uint64
 	// scope is the running handler's scope the call was made with, while
-	// it is counted in orderState.handlerCalls (see stepLocked); request
+	// it is counted in connState.handlerCalls (see stepLocked); request
 	// marks an ordered request's barrier. Both are guarded by
-	// Connection.qmu.
+	// Connection.mu.
 	scope   *handlerScope
 	request bool
 	// received is set (under Connection.mu) when the response has arrived.
 	received bool
 	// watermark is the last notification the response must wait for.
 	watermark uint64
+	// inOrder is the call's RequestTrace.ResponseInOrder hook, or nil;
+	// with one, the response is delivered by runInOrder.
+	inOrder func(error)
 	// result and err are written before done is closed.
 	result json.RawMessage
 	err    *RequestError
@@ -236,20 +227,22 @@ type queuedNotification struct {
 // messages to handler. A nil handler answers every request -32601.
 func NewConnection(handler MethodHandler, peerInput io.Writer, peerOutput io.Reader, opts ...ConnectionOption) *Connection {
 	c := &Connection{
-		w:           peerInput,
-		r:           peerOutput,
-		handler:     handler,
-		opts:        applyConnectionOptions(opts),
-		pending:     make(map[uint64]*pendingCall),
-		inflight:    make(map[string]*inflightRequest),
+		w:       peerInput,
+		r:       peerOutput,
+		handler: handler,
+		opts:    applyConnectionOptions(opts),
+		state: connState{
+			pending:  make(map[uint64]*pendingCall),
+			inflight: make(map[string]*inflightRequest),
+		},
 		stopped:     make(chan struct{}),
 		writeSem:    make(chan struct{}, 1),
 		writeLine:   make(chan writeJob),
 		requestJobs: make(chan requestJob),
 		closed:      make(chan struct{}),
 	}
-	c.qcond.L = &c.qmu
-	c.roomCond.L = &c.qmu
+	c.qcond.L = &c.mu
+	c.roomCond.L = &c.mu
 	c.requestRoom.L = &c.mu
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	inbound, inboundCancel := context.WithCancelCause(context.Background())
@@ -356,24 +349,11 @@ func (c *Connection) shutdown(cause error) {
 	c.shutdownOnce.Do(func() {
 		c.cancel(cause)
 
-		c.qmu.Lock()
-		c.queueClosed = true
-		if c.order.completed < c.order.enqueued {
+		c.mu.Lock()
+		if c.stepLocked(event{kind: evClosed}).drain {
 			c.drainTimer = time.AfterFunc(notificationDrainTimeout, func() { c.notifyCancel(cause) })
 		}
-		c.qcond.Broadcast()
-		c.roomCond.Broadcast()
-		c.qmu.Unlock()
-
-		c.mu.Lock()
 		c.cancelQueue = nil
-		// Requests still waiting for a slot are dropped: their replies
-		// could no longer be delivered.
-		for _, job := range c.backlog {
-			c.forgetInflightLocked(job)
-		}
-		c.backlog, c.backlogBytes = nil, 0
-		c.requestRoom.Broadcast()
 		c.mu.Unlock()
 
 		c.log().Info("connection closed", "cause", cause.Error())

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"runtime/debug"
 )
 
 // handleResponse hands a response to the call waiting for it, after the
@@ -20,20 +22,36 @@ func (c *Connection) handleResponse(env *envelope, line []byte) {
 		return
 	}
 	c.mu.Lock()
-	pc := c.pending[id]
-	if pc != nil {
-		c.removePendingLocked(pc)
-		pc.received = true
-	}
+	r := c.stepLocked(event{kind: evResponseArrived, id: id, result: env.result, err: env.err})
 	c.mu.Unlock()
-	if pc == nil {
-		return // unknown or late: dropped, as upstream
+	// Released here, the response is in order before the reader reads on.
+	c.runInOrder(r.inOrder)
+}
+
+// runInOrder delivers released responses whose call has a ResponseInOrder
+// hook: the hook, then the response to the caller. It runs on the
+// goroutine that released them (the reader, or the notification loop
+// between two handlers), without c.mu, before that goroutine goes on, so
+// the hook comes before any later notification's handler.
+func (c *Connection) runInOrder(pcs []*pendingCall) {
+	for _, pc := range pcs {
+		c.callInOrderHook(pc)
+		close(pc.done)
 	}
-	pc.result = env.result
-	pc.err = env.err
-	c.qmu.Lock()
-	c.stepLocked(orderEvent{kind: evResponseArrived, call: pc})
-	c.qmu.Unlock()
+}
+
+// callInOrderHook calls pc's ResponseInOrder hook, recovering a panic.
+func (c *Connection) callInOrderHook(pc *pendingCall) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log().Error("panic in RequestTrace.ResponseInOrder", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		}
+	}()
+	var err error
+	if pc.err != nil {
+		err = pc.err
+	}
+	pc.inOrder(err)
 }
 
 // SendRequest sends a request and decodes its result into T. It returns
@@ -107,7 +125,8 @@ const (
 
 // call sends a request and waits for its (barrier-released) response.
 func (c *Connection) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	wrote := wroteRequestHook(ctx)
+	trace := requestTraceOf(ctx)
+	wrote := trace.wroteRequest()
 	id := c.nextID.Add(1)
 	e := c.free.getEncodeBuffer()
 	if err := encodeMessage(e, id, method, params); err != nil {
@@ -115,29 +134,20 @@ func (c *Connection) call(ctx context.Context, method string, params any) (json.
 		wrote(err)
 		return nil, NewInvalidParams(errorData(err.Error()))
 	}
-	pc := &pendingCall{id: id, done: make(chan struct{})}
+	pc := &pendingCall{id: id, done: make(chan struct{}), inOrder: trace.responseInOrder()}
+	// Pending before the write; a call made with a running handler's ctx
+	// counts as the handler's from here: while it awaits its answer the
+	// reader reads past the bounds, as the handler may be what they wait
+	// for.
+	scope := c.scopeOf(ctx)
 	c.mu.Lock()
-	if c.ctx.Err() != nil {
-		c.mu.Unlock()
+	r := c.stepLocked(event{kind: evCallStarted, scope: scope, call: pc})
+	c.mu.Unlock()
+	if r.ended {
 		c.free.putEncodeBuffer(e)
 		err := c.peerDisconnected(textDisconnectedBeforeResponse)
 		wrote(err)
 		return nil, err
-	}
-	c.pending[id] = pc
-	c.mu.Unlock()
-	if scope := c.scopeOf(ctx); scope != nil {
-		// Registered before the write: while a running handler's call
-		// awaits its answer the reader reads past the bounds, as the
-		// handler may be what they wait for.
-		c.qmu.Lock()
-		_, handlerCall := c.stepLocked(orderEvent{kind: evCallStarted, scope: scope, call: pc})
-		c.qmu.Unlock()
-		if handlerCall {
-			c.mu.Lock()
-			c.requestRoom.Signal()
-			c.mu.Unlock()
-		}
 	}
 
 	busy, err := c.write(ctx, e.buf.Bytes())
@@ -203,28 +213,8 @@ func (pc *pendingCall) response() (json.RawMessage, error) {
 // forgetPending removes a call that will not be answered.
 func (c *Connection) forgetPending(pc *pendingCall) {
 	c.mu.Lock()
-	removed := c.removePendingLocked(pc)
+	c.stepLocked(event{kind: evCallAbandoned, call: pc})
 	c.mu.Unlock()
-	if removed {
-		c.callAbandoned(pc)
-	}
-}
-
-// callAbandoned records that pc ends without its response.
-func (c *Connection) callAbandoned(pc *pendingCall) {
-	c.qmu.Lock()
-	c.stepLocked(orderEvent{kind: evCallAbandoned, call: pc})
-	c.qmu.Unlock()
-}
-
-// removePendingLocked removes pc from the pending calls and reports
-// whether it was there. c.mu is held.
-func (c *Connection) removePendingLocked(pc *pendingCall) bool {
-	if c.pending[pc.id] != pc {
-		return false
-	}
-	delete(c.pending, pc.id)
-	return true
 }
 
 // abandon ends a wait cut short by the connection ending or the caller's
@@ -232,12 +222,8 @@ func (c *Connection) removePendingLocked(pc *pendingCall) bool {
 // caller's ctx.
 func (c *Connection) abandon(pc *pendingCall, ctx context.Context) (json.RawMessage, error) {
 	c.mu.Lock()
-	received := pc.received
-	removed := !received && c.removePendingLocked(pc)
+	received := c.stepLocked(event{kind: evCallAbandoned, call: pc}).received
 	c.mu.Unlock()
-	if removed {
-		c.callAbandoned(pc)
-	}
 	if received {
 		select {
 		case <-pc.done:

@@ -323,7 +323,7 @@ func TestCloseEndsBlockedWrite(t *testing.T) {
 	// blocked write is a pending call like any other.
 	for deadline := time.Now().Add(hangGuard); ; time.Sleep(time.Millisecond) {
 		conn.mu.Lock()
-		pending := len(conn.pending)
+		pending := len(conn.state.pending)
 		conn.mu.Unlock()
 		if pending == 1 {
 			break

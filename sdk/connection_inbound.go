@@ -23,28 +23,14 @@ func (c *Connection) startRequest(rawID json.RawMessage, method string, params j
 	reqCtx, cancel := context.WithCancelCause(c.ctx)
 	entry := &inflightRequest{cancel: cancel}
 	job := requestJob{ctx: reqCtx, entry: entry, idKey: idKey, rawID: rawID, method: method, params: params}
-	if c.opts.orderedRequests {
-		// Registered here, on the reader goroutine, so the watermark is
-		// exactly the notifications that preceded the request on the wire.
-		c.qmu.Lock()
-		if c.order.completed < c.order.enqueued {
-			job.barrier = &pendingCall{request: true, done: make(chan struct{})}
-			c.stepLocked(orderEvent{kind: evRequestArrived, call: job.barrier})
-		}
-		c.qmu.Unlock()
-	}
+	// On the reader goroutine, so an ordered request's watermark is
+	// exactly the notifications that preceded it on the wire.
 	c.mu.Lock()
-	// Registered at once, so a $/cancel_request read later finds it even
-	// while it waits for a slot.
-	c.inflight[idKey] = entry
-	if c.runningRequests < c.opts.maxInflightRequests && len(c.backlog) == 0 {
-		c.runningRequests++
+	if r := c.stepLocked(event{kind: evRequestArrived, job: job}); r.dispatch {
 		c.mu.Unlock()
-		c.dispatchRequest(job)
+		c.dispatchRequest(r.next)
 		return true
 	}
-	c.backlog = append(c.backlog, job)
-	c.backlogBytes += len(params)
 	err = c.waitForRequestSlotLocked()
 	ended := c.ctx.Err() != nil
 	c.mu.Unlock()
@@ -70,15 +56,16 @@ func (c *Connection) startRequest(rawID json.RawMessage, method string, params j
 // returns an error wrapping ErrRequestBacklogOverflow, with which the
 // connection ends rather than hang. c.mu is held.
 func (c *Connection) waitForRequestSlotLocked() error {
-	for len(c.backlog) > 0 && c.ctx.Err() == nil {
+	o := &c.state
+	for len(o.backlog) > 0 && c.ctx.Err() == nil {
 		if c.readAheadCalls.Load() == 0 {
 			c.requestRoom.Wait()
 			continue
 		}
 		maxCount, maxBytes := c.readAheadCap()
-		if len(c.backlog) >= maxCount || c.backlogBytes >= maxBytes {
+		if len(o.backlog) >= maxCount || o.backlogBytes >= maxBytes {
 			return fmt.Errorf("%w: %d requests (%d params bytes) waiting for a slot while a handler awaited a response (read-ahead cap %d requests, %d bytes)",
-				ErrRequestBacklogOverflow, len(c.backlog), c.backlogBytes, maxCount, maxBytes)
+				ErrRequestBacklogOverflow, len(o.backlog), o.backlogBytes, maxCount, maxBytes)
 		}
 		return nil
 	}
@@ -99,35 +86,14 @@ func (c *Connection) dispatchRequest(job requestJob) {
 }
 
 // releaseRequestSlot ends job's hold on its slot and passes the slot to the
-// first request of the backlog, waking the reader once the backlog is empty.
+// first request of the backlog (see evRequestDone).
 func (c *Connection) releaseRequestSlot(job requestJob) {
 	c.mu.Lock()
-	if c.inflight[job.idKey] == job.entry {
-		delete(c.inflight, job.idKey)
-	}
-	if len(c.backlog) == 0 || c.ctx.Err() != nil {
-		c.runningRequests--
-		c.mu.Unlock()
-		return
-	}
-	next := c.backlog[0]
-	c.backlog[0] = requestJob{}
-	c.backlog = c.backlog[1:]
-	c.backlogBytes -= len(next.params)
-	if len(c.backlog) == 0 {
-		c.backlog = nil
-		c.requestRoom.Signal()
-	}
+	r := c.stepLocked(event{kind: evRequestDone, job: job})
 	c.mu.Unlock()
-	c.dispatchRequest(next)
-}
-
-// forgetInflightLocked drops a request that will not run. c.mu is held.
-func (c *Connection) forgetInflightLocked(job requestJob) {
-	if c.inflight[job.idKey] == job.entry {
-		delete(c.inflight, job.idKey)
+	if r.dispatch {
+		c.dispatchRequest(r.next)
 	}
-	job.entry.cancel(nil)
 }
 
 // requestJob is an inbound request handed to a worker goroutine.
@@ -188,9 +154,9 @@ func (c *Connection) runRequest(job requestJob) {
 	} else {
 		scope := &handlerScope{Context: job.ctx, conn: c}
 		result, rerr = c.invoke(scope, job.method, job.params)
-		c.qmu.Lock()
-		c.stepLocked(orderEvent{kind: evHandlerReturned, scope: scope})
-		c.qmu.Unlock()
+		c.mu.Lock()
+		c.stepLocked(event{kind: evHandlerReturned, scope: scope})
+		c.mu.Unlock()
 	}
 	// Free the slot before replying, so a peer that sends its next request
 	// as soon as it sees this reply always finds room.
@@ -217,7 +183,7 @@ func (c *Connection) handleCancelRequest(params json.RawMessage) {
 		idKey = string(requestID)
 	}
 	c.mu.Lock()
-	entry := c.inflight[idKey]
+	entry := c.state.inflight[idKey]
 	c.mu.Unlock()
 	if entry != nil {
 		entry.cancel(context.Canceled)

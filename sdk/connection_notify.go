@@ -30,27 +30,24 @@ import (
 // cap the connection ends with an error wrapping
 // ErrNotificationQueueOverflow that names the cap, rather than hang.
 func (c *Connection) enqueueNotification(method string, params json.RawMessage) bool {
-	c.qmu.Lock()
-	if c.queueClosed {
-		c.qmu.Unlock()
+	c.mu.Lock()
+	o := &c.state
+	if o.closed {
+		c.mu.Unlock()
 		return false
 	}
-	if c.opts.closeOnOverflow && (c.queue.len() >= c.opts.maxQueuedNotifications ||
-		(c.queue.len() > 0 && c.queuedBytes+len(params) > c.opts.maxQueuedNotificationBytes)) {
-		queued, queuedBytes := c.queue.len(), c.queuedBytes
-		c.qmu.Unlock()
+	if c.opts.closeOnOverflow && (o.queue.len() >= c.opts.maxQueuedNotifications ||
+		(o.queue.len() > 0 && o.queuedBytes+len(params) > c.opts.maxQueuedNotificationBytes)) {
+		queued, queuedBytes := o.queue.len(), o.queuedBytes
+		c.mu.Unlock()
 		c.log().Error("failed to queue notification; closing connection",
 			"err", ErrNotificationQueueOverflow, "capacity", c.opts.maxQueuedNotifications, "queued", queued,
 			"queued_bytes", queuedBytes, "max_bytes", c.opts.maxQueuedNotificationBytes)
 		c.shutdown(ErrNotificationQueueOverflow)
 		return false
 	}
-	maxCount, _ := c.readAheadCap()
-	c.queuedBytes += len(params)
-	seq, _ := c.stepLocked(orderEvent{kind: evNotificationQueued})
-	c.queue.push(queuedNotification{seq: seq, method: method, params: params}, maxCount)
-	c.qcond.Signal()
-	for waited := false; !c.opts.closeOnOverflow && !c.queueClosed && (c.overBoundLocked() || waited && !c.drainedLocked()); {
+	c.stepLocked(event{kind: evNotificationQueued, method: method, params: params})
+	for waited := false; !c.opts.closeOnOverflow && !o.closed && (c.overBoundLocked() || waited && !c.drainedLocked()); {
 		if c.readAheadCalls.Load() == 0 {
 			// Once stopped, resume only when the queue has drained to half
 			// its bounds: one wake-up per half queue, not per notification.
@@ -61,15 +58,15 @@ func (c *Connection) enqueueNotification(method string, params json.RawMessage) 
 			continue
 		}
 		if err := c.overReadAheadCapLocked(); err != nil {
-			c.qmu.Unlock()
+			c.mu.Unlock()
 			c.log().Error("notification backlog reached its cap while a notification handler awaited a response; closing connection", "err", err)
 			c.shutdown(err)
 			return false
 		}
 		break
 	}
-	closed := c.queueClosed
-	c.qmu.Unlock()
+	closed := o.closed
+	c.mu.Unlock()
 	return !closed
 }
 
@@ -88,32 +85,35 @@ func (c *Connection) readAheadCap() (int, int) {
 }
 
 // overBoundLocked reports whether the queue is at its bounds, so the reader
-// must not read further (unless a handler's call waits). c.qmu is held.
+// must not read further (unless a handler's call waits). c.mu is held.
 func (c *Connection) overBoundLocked() bool {
-	return c.queue.len() >= c.opts.maxQueuedNotifications ||
-		c.queuedBytes+c.runningBytes >= c.opts.maxQueuedNotificationBytes
+	o := &c.state
+	return o.queue.len() >= c.opts.maxQueuedNotifications ||
+		o.queuedBytes+o.runningBytes >= c.opts.maxQueuedNotificationBytes
 }
 
 // drainedLocked reports whether a reader stopped at the bounds may resume:
-// the queue is down to half its bounds. c.qmu is held.
+// the queue is down to half its bounds. c.mu is held.
 func (c *Connection) drainedLocked() bool {
-	return c.queue.len() <= c.opts.maxQueuedNotifications/2 &&
-		c.queuedBytes+c.runningBytes <= c.opts.maxQueuedNotificationBytes/2
+	o := &c.state
+	return o.queue.len() <= c.opts.maxQueuedNotifications/2 &&
+		o.queuedBytes+o.runningBytes <= c.opts.maxQueuedNotificationBytes/2
 }
 
 // overReadAheadCapLocked returns the error to end the connection with when
-// the queue reached the read-ahead cap, or nil. c.qmu is held.
+// the queue reached the read-ahead cap, or nil. c.mu is held.
 func (c *Connection) overReadAheadCapLocked() error {
+	o := &c.state
 	maxCount, maxBytes := c.readAheadCap()
-	if c.queue.len() < maxCount && c.queuedBytes+c.runningBytes < maxBytes {
+	if o.queue.len() < maxCount && o.queuedBytes+o.runningBytes < maxBytes {
 		return nil
 	}
 	return fmt.Errorf("%w: %d notifications (%d params bytes) waiting while a notification handler awaited a response (read-ahead cap %d notifications, %d bytes)",
-		ErrNotificationQueueOverflow, c.queue.len(), c.queuedBytes+c.runningBytes, maxCount, maxBytes)
+		ErrNotificationQueueOverflow, o.queue.len(), o.queuedBytes+o.runningBytes, maxCount, maxBytes)
 }
 
 // wakeReaderLocked wakes the reader stopped at the bounds once the queue
-// drained enough. c.qmu is held.
+// drained enough. c.mu is held.
 func (c *Connection) wakeReaderLocked() {
 	if c.readerWaiting && c.drainedLocked() {
 		c.roomCond.Signal()
@@ -126,34 +126,52 @@ func (c *Connection) notificationLoop() {
 	defer c.goroutineDone()
 	var done *handlerScope
 	for {
-		c.qmu.Lock()
+		c.mu.Lock()
 		if done != nil {
-			c.stepLocked(orderEvent{kind: evHandlerReturned, scope: done})
-			c.runningBytes = 0
-			c.wakeReaderLocked()
+			if inOrder := c.notificationReturnedLocked(done); inOrder != nil {
+				// Before the next handler starts (see runInOrder).
+				c.mu.Unlock()
+				c.runInOrder(inOrder)
+				c.mu.Lock()
+			}
 		}
-		for c.queue.len() == 0 && !c.queueClosed {
+		for c.state.queue.len() == 0 && !c.state.closed {
 			c.qcond.Wait()
 		}
-		if c.queue.len() == 0 {
+		if c.state.queue.len() == 0 {
 			if c.drainTimer != nil {
 				c.drainTimer.Stop()
 			}
-			c.qmu.Unlock()
+			c.mu.Unlock()
 			c.notifyCancel(context.Cause(c.ctx))
 			return
 		}
-		item := c.queue.pop()
-		c.queuedBytes -= len(item.params)
-		c.runningBytes = len(item.params)
-		scope := &handlerScope{Context: c.notifyCtx, conn: c, seq: item.seq}
-		c.stepLocked(orderEvent{kind: evHandlerStarted, scope: scope})
-		c.wakeReaderLocked()
-		c.qmu.Unlock()
+		scope, method, params := c.nextNotificationLocked()
+		c.mu.Unlock()
 
-		c.handleNotification(scope, item.method, item.params)
+		c.handleNotification(scope, method, params)
 		done = scope
 	}
+}
+
+// notificationReturnedLocked steps evHandlerReturned for the notification
+// handler of s and returns the responses to deliver in order. It is kept
+// out of line, as is nextNotificationLocked, so that the transition's
+// event and result are not in the frame of notificationLoop, which an idle
+// connection's goroutine keeps while it waits. c.mu is held.
+//
+//go:noinline
+func (c *Connection) notificationReturnedLocked(s *handlerScope) []*pendingCall {
+	return c.stepLocked(event{kind: evHandlerReturned, scope: s}).inOrder
+}
+
+// nextNotificationLocked steps evHandlerStarted: the queue's first
+// notification, with its handler's scope. c.mu is held.
+//
+//go:noinline
+func (c *Connection) nextNotificationLocked() (*handlerScope, string, json.RawMessage) {
+	r := c.stepLocked(event{kind: evHandlerStarted})
+	return r.scope, r.method, r.params
 }
 
 // handleNotification runs the handler for one notification.

@@ -1052,7 +1052,7 @@ func TestWriteWaitHonoursContextAndClose(t *testing.T) {
 		}
 	}
 	conn.mu.Lock()
-	pending := len(conn.pending)
+	pending := len(conn.state.pending)
 	conn.mu.Unlock()
 	if pending != 0 {
 		t.Fatalf("%d pending calls left behind", pending)
@@ -1076,10 +1076,10 @@ func TestLargeQueueBoundAllocatesNothingUpFront(t *testing.T) {
 	defer w.Close()
 	conn := NewConnection(nil, io.Discard, r, WithMaxQueuedNotifications(131072))
 	defer conn.Close()
-	conn.qmu.Lock()
-	defer conn.qmu.Unlock()
-	if conn.queue.buf != nil || conn.opts.maxQueuedNotifications != 131072 {
-		t.Fatalf("queue preallocated %d slots (bound %d)", len(conn.queue.buf), conn.opts.maxQueuedNotifications)
+	conn.mu.Lock()
+	defer conn.mu.Unlock()
+	if conn.state.queue.buf != nil || conn.opts.maxQueuedNotifications != 131072 {
+		t.Fatalf("queue preallocated %d slots (bound %d)", len(conn.state.queue.buf), conn.opts.maxQueuedNotifications)
 	}
 	if WithMaxQueuedNotifications(0) == nil || applyConnectionOptions([]ConnectionOption{nil, WithMaxQueuedNotifications(-1)}).maxQueuedNotifications != defaultMaxQueuedNotifications {
 		t.Fatal("n <= 0 must select the default; nil options are skipped")

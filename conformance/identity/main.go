@@ -253,10 +253,14 @@ func drive(ctx context.Context, c *capture.Capture, conn *acp.ClientSideConnecti
 			_ = json.Unmarshal(m.Params, &req)
 			// The Tracker's contract: loading starts when the request is
 			// sent (what the agent replays meanwhile is history) and ends
-			// with the response.
+			// with the response, where it is on the wire: the SDK's
+			// in-order hook runs before the frames after it are handled.
 			t.SessionLoaded(string(req.SessionId))
-			resp, err := conn.LoadSession(ctx, req)
-			t.SessionLoadFinished(string(req.SessionId), err == nil)
+			var ended sync.Once
+			end := func(ok bool) { ended.Do(func() { t.SessionLoadFinished(string(req.SessionId), ok) }) }
+			traced := acp.WithRequestTrace(ctx, &acp.RequestTrace{ResponseInOrder: func(err error) { end(err == nil) }})
+			resp, err := conn.LoadSession(traced, req)
+			end(false)
 			record(m.Method, resp, err)
 		case acp.AgentMethodSessionPrompt:
 			var req acp.PromptRequest

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -528,17 +529,31 @@ func openSession(stop context.Context, conn *acp.ClientSideConnection, tracker *
 		sid := acp.SessionId(req.SessionID)
 		tracker.SessionLoaded(req.SessionID)
 		cfg.Term.Note(fmt.Sprintf("── history of session %s (%s) ──", req.SessionID, method))
+		// The load ends where its response is on the wire, as replay
+		// sees it: the SDK's in-order hook runs before any frame the
+		// agent sent after the response is handled (the code after the
+		// call runs alongside those handlers). A load that got no
+		// response ends, failed, once the call returned.
+		var ended sync.Once
+		end := func(ok bool) {
+			ended.Do(func() {
+				tracker.SessionLoadFinished(req.SessionID, ok)
+				tracker.Flush()
+				cfg.Term.Note("── end of history ──")
+			})
+		}
+		traced := func(ctx context.Context) context.Context {
+			return acp.WithRequestTrace(ctx, &acp.RequestTrace{ResponseInOrder: func(err error) { end(err == nil) }})
+		}
 		err := call(stop, method, func(ctx context.Context) (err error) {
 			if method == acp.AgentMethodSessionLoad {
-				_, err = conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: sid, Cwd: req.Cwd, McpServers: []acp.McpServer{}})
+				_, err = conn.LoadSession(traced(ctx), acp.LoadSessionRequest{SessionId: sid, Cwd: req.Cwd, McpServers: []acp.McpServer{}})
 			} else {
-				_, err = conn.ResumeSession(ctx, acp.ResumeSessionRequest{SessionId: sid, Cwd: req.Cwd, McpServers: []acp.McpServer{}})
+				_, err = conn.ResumeSession(traced(ctx), acp.ResumeSessionRequest{SessionId: sid, Cwd: req.Cwd, McpServers: []acp.McpServer{}})
 			}
 			return err
 		})
-		tracker.SessionLoadFinished(req.SessionID, err == nil)
-		tracker.Flush()
-		cfg.Term.Note("── end of history ──")
+		end(false)
 		if err != nil {
 			return err
 		}
