@@ -225,6 +225,64 @@ func BenchmarkNotificationEndToEnd(b *testing.B) {
 	client.waitUpdates(int64(b.N))
 }
 
+// mixedStreamJSON is one agent turn's worth of session/update payloads in
+// the proportions a coding agent sends them: mostly message and thought
+// chunks, tool calls with their updates (one carrying output), and a plan.
+var mixedStreamJSON = []string{
+	`{"sessionId":"sess-0001","update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"The failing test is in the store package; read the writer first."}}}`,
+	messageChunkJSON,
+	messageChunkJSON,
+	`{"sessionId":"sess-0001","update":{"sessionUpdate":"plan","entries":[{"content":"Read the writer","priority":"high","status":"completed"},{"content":"Fix the retry","priority":"high","status":"in_progress"},{"content":"Run the tests","priority":"medium","status":"pending"}]}}`,
+	`{"sessionId":"sess-0001","update":{"sessionUpdate":"tool_call","toolCallId":"call_42","title":"Read persistence/writer.go","kind":"read","status":"pending","locations":[{"path":"/work/project/persistence/writer.go","line":120}],"rawInput":{"path":"persistence/writer.go","offset":120,"limit":80}}}`,
+	`{"sessionId":"sess-0001","update":{"sessionUpdate":"tool_call_update","toolCallId":"call_42","status":"in_progress"}}`,
+	toolCallUpdateJSON,
+	messageChunkJSON,
+	`{"sessionId":"sess-0001","update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"The retry loop never resets its backoff after a success."}}}`,
+	messageChunkJSON,
+}
+
+// mixedStream decodes mixedStreamJSON with the SDK under test and returns
+// the notifications and their total wire size.
+func mixedStream(b *testing.B) ([]acp.SessionNotification, int64) {
+	out := make([]acp.SessionNotification, len(mixedStreamJSON))
+	var size int64
+	for i, s := range mixedStreamJSON {
+		if err := json.Unmarshal([]byte(s), &out[i]); err != nil {
+			b.Fatalf("payload %d: %v", i, err)
+		}
+		size += int64(len(s))
+	}
+	return out, size
+}
+
+// BenchmarkMixedStream is BenchmarkNotificationEndToEnd over a mixed turn
+// (chunks, thoughts, a plan, tool calls and updates): one op is the whole
+// turn of ten notifications, sent and handled end to end.
+func BenchmarkMixedStream(b *testing.B) {
+	client := newBenchClient()
+	ac, _, closePair := connectedPair(client, benchAgent{})
+	defer closePair()
+	stream, size := mixedStream(b)
+	ctx := context.Background()
+	const window = 512 // see BenchmarkNotificationEndToEnd
+	b.SetBytes(size)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var sent int64
+	for i := 0; i < b.N; i++ {
+		for _, n := range stream {
+			if err := ac.SessionUpdate(ctx, n); err != nil {
+				b.Fatal(err)
+			}
+			sent++
+			if sent%window == 0 {
+				client.waitUpdates(sent - window/2)
+			}
+		}
+	}
+	client.waitUpdates(sent)
+}
+
 // BenchmarkRequestRoundTrip sends session/new from the client side and
 // waits for the agent's response.
 func BenchmarkRequestRoundTrip(b *testing.B) {

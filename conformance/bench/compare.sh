@@ -8,6 +8,8 @@
 #   BENCHTIME  -benchtime per benchmark (default 1s)
 #   BENCH      benchmark regexp (default .)
 #   BENCHSTAT  benchstat binary (default <repo>/.tools/benchstat, then PATH)
+#   BASE_SDK   an SDK directory to compare the fork against instead of
+#              upstream (say a worktree of an earlier commit's sdk/)
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -25,9 +27,19 @@ out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
 cd "$here"
+base_mod=upstream.mod
+if [[ -n "${BASE_SDK:-}" ]]; then
+  # The same harness against another SDK directory, named "upstream" in
+  # benchstat's table.
+  base_mod="$out/base.mod"
+  sed "s#=> ../../sdk#=> $(cd "$BASE_SDK" && pwd)#" fork.mod >"$base_mod"
+  cp fork.sum "$out/base.sum"
+fi
 for build in upstream fork; do
-  echo "== building the harness against $build ($build.mod)" >&2
-  go test -c -modfile="$build.mod" -o "$out/$build.test" .
+  mod="$build.mod"
+  [[ $build == upstream ]] && mod="$base_mod"
+  echo "== building the harness against $build ($mod)" >&2
+  go test -c -modfile="$mod" -o "$out/$build.test" .
 done
 
 for ((i = 1; i <= count; i++)); do
