@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,9 +28,17 @@ type nextClient struct {
 	completed   *acp.CompleteElicitationNotification
 	authUpdate  *acp.UnstableAuthStatusUpdateNotification
 	mcp         *acp.UnstableMessageMcpRequest
+	// held is closed when the TypeScript agent says (a "holding" notice)
+	// that it holds the session/set_title the test then cancels.
+	held     chan struct{}
+	heldOnce sync.Once
 }
 
 func (c *nextClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
+	if u := n.Update.Notice; u != nil && u.Title == "holding" {
+		c.heldOnce.Do(func() { close(c.held) })
+		return nil
+	}
 	c.mu.Lock()
 	c.updates = append(c.updates, n.Update)
 	c.mu.Unlock()
@@ -93,7 +102,7 @@ func TestTSAgentNextProtocol(t *testing.T) {
 		_ = cmd.Wait()
 	}()
 
-	client := &nextClient{}
+	client := &nextClient{held: make(chan struct{})}
 	conn := acp.NewClientSideConnection(client, stdin, stdout)
 	init, err := conn.Initialize(ctx, acp.InitializeRequest{
 		ProtocolVersion: acp.ProtocolVersionNumber,
@@ -135,6 +144,21 @@ func TestTSAgentNextProtocol(t *testing.T) {
 	if _, err := conn.UnstableSetSessionTitle(ctx, acp.UnstableSetSessionTitleRequest{SessionId: acp.SessionId(sid), Title: "Explore"}); err != nil {
 		t.Fatalf("session/set_title: %v", err)
 	}
+	// $/cancel_request: a call the agent holds, cancelled once it says so.
+	holdCtx, holdCancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-client.held:
+			holdCancel()
+		case <-holdCtx.Done():
+		}
+	}()
+	_, err = conn.UnstableSetSessionTitle(holdCtx, acp.UnstableSetSessionTitleRequest{SessionId: acp.SessionId(sid), Title: "hold"})
+	holdCancel()
+	var rerr *acp.RequestError
+	if !errors.As(err, &rerr) || rerr.Code != -32800 {
+		t.Fatalf("held session/set_title ended with %v, want the SDK's -32800 for a cancelled call", err)
+	}
 	auth, err := conn.UnstableAuthStatus(ctx, acp.UnstableAuthStatusRequest{})
 	if err != nil || auth.State != acp.UnstableAuthStateAuthenticated || len(auth.Accounts) != 1 || auth.Accounts[0].Label != "work" ||
 		auth.Accounts[0].Active == nil || !*auth.Accounts[0].Active {
@@ -165,6 +189,7 @@ func TestTSAgentNextProtocol(t *testing.T) {
 		"session/set_title": {"sessionId": sid, "title": "Explore"},
 		"auth/status":       {},
 		"mcp/message":       {"serverId": "go-mcp", "requestId": "go-req-1", "method": "notifications/cancelled"},
+		"$/cancel_request":  {"title": "hold", "code": float64(-32800)},
 	}
 	for m, want := range wantSeen {
 		if got := ts.Seen[m]; !reflect.DeepEqual(got, want) {
@@ -273,7 +298,7 @@ func TestTSClientNextProtocol(t *testing.T) {
 		t.Errorf("the Go agent's checks failed: %v", problems)
 	}
 	seen, _ := meta["seen"].(map[string]any)
-	for _, m := range []string{"initialize", "session/new", "session/delete", "session/archive", "session/unarchive", "session/status", "session/set_title", "auth/status", "mcp/message"} {
+	for _, m := range []string{"initialize", "session/new", "session/delete", "session/archive", "session/unarchive", "session/status", "session/set_title", "auth/status", "mcp/message", "$/cancel_request"} {
 		if _, ok := seen[m]; !ok {
 			t.Errorf("the Go agent never handled %s (seen %v)", m, seen)
 		}
@@ -287,6 +312,12 @@ func TestTSClientNextProtocol(t *testing.T) {
 		if _, ok := sc[k]; !ok {
 			t.Errorf("sessionCapabilities lack %s: %v", k, sc)
 		}
+	}
+	if c := got.Results["$/cancel_request"]; c["code"] != float64(-32800) {
+		t.Errorf("the held session/set_title, cancelled by the TypeScript client, ended with %v, want the Go agent's -32800", c)
+	}
+	if c, _ := seen["$/cancel_request"].(map[string]any); c["err"] != context.Canceled.Error() {
+		t.Errorf("the Go agent's handler of the held call saw %v, want its context cancelled", seen["$/cancel_request"])
 	}
 	if got.Results["session/status"]["status"] != "open" {
 		t.Errorf("session/status = %v", got.Results["session/status"])

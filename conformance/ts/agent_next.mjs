@@ -6,6 +6,7 @@
 // client with each newer agent-to-client method and update, and answers
 // with everything it saw (its own inbound params and the client's results)
 // in the response's _meta, for the Go test to check on this side's terms.
+// A session/set_title titled "hold" waits for the client's $/cancel_request.
 import { Readable, Writable } from "node:stream";
 import { agent, ndJsonStream } from "@agentclientprotocol/sdk/unstable";
 
@@ -48,9 +49,24 @@ const app = agent({ name: "ts-next-agent" })
     keep("session/status", params);
     return { status: "saved" };
   })
-  .onRequest("session/set_title", ({ params }) => {
-    keep("session/set_title", params);
-    return {};
+  .onRequest("session/set_title", ({ params, client, signal }) => {
+    if (params.title !== "hold") {
+      keep("session/set_title", params);
+      return {};
+    }
+    // $/cancel_request: hold the request, tell the client it is held (a
+    // notice), and end it when the client's cancellation aborts it.
+    return new Promise((_, reject) => {
+      const aborted = () => {
+        keep("$/cancel_request", { title: params.title, code: signal.reason?.code ?? null });
+        reject(signal.reason);
+      };
+      signal.addEventListener("abort", aborted, { once: true });
+      client.notify("session/update", {
+        sessionId: params.sessionId,
+        update: { sessionUpdate: "notice", severity: "info", title: "holding" },
+      });
+    });
   })
   .onRequest("auth/status", ({ params }) => {
     keep("auth/status", params);

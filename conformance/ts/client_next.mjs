@@ -2,7 +2,8 @@
 // 2.4.0, unstable entry point) for the methods and updates newer than
 // schema 0.13.5. It spawns the Go agent named on the command line
 // (conformance/internal/peeragent/cmd/nextagent), calls every newer
-// client-to-agent method, prompts once (the agent then calls every newer
+// client-to-agent method (one session/set_title cancelled with
+// $/cancel_request while the agent holds it), prompts once (the agent then calls every newer
 // agent-to-client method and sends every newer update, each validated by
 // this SDK's schema), and prints a JSON summary on stdout for the Go test.
 import { spawn } from "node:child_process";
@@ -17,8 +18,15 @@ if (!bin) {
 const child = spawn(bin, args, { stdio: ["pipe", "pipe", "inherit"] });
 
 const seen = { updates: [] };
+// The cancellation of the held session/set_title: aborted when the Go
+// agent says (a "holding" notice) that it holds the request.
+const hold = new AbortController();
 const app = client({ name: "ts-next-client" })
   .onNotification("session/update", ({ params }) => {
+    if (params.update.sessionUpdate === "notice" && params.update.title === "holding") {
+      hold.abort();
+      return;
+    }
     seen.updates.push(params.update);
   })
   .onRequest("elicitation/create", ({ params }) => {
@@ -57,6 +65,13 @@ try {
     results["session/status"] = await ctx.request("session/status", { sessionId: sid });
     results["session/set_title"] = await ctx.request("session/set_title", { sessionId: sid, title: "Refactor" });
     results["auth/status"] = await ctx.request("auth/status", {});
+    // $/cancel_request: the agent holds this call until it is cancelled,
+    // then answers it (this SDK waits for that answer).
+    try {
+      results["$/cancel_request"] = { answered: await ctx.request("session/set_title", { sessionId: sid, title: "hold" }, { cancellationSignal: hold.signal }) };
+    } catch (err) {
+      results["$/cancel_request"] = { code: err.code ?? null, message: String(err.message ?? err) };
+    }
     await ctx.notify("mcp/message", { serverId: "ts-mcp", requestId: "ts-req-9", method: "notifications/progress", params: { progress: 1 } });
     results.prompt = await ctx.request("session/prompt", { sessionId: sid, prompt: [{ type: "text", text: "go" }] });
     return { sessionId: sid, results };

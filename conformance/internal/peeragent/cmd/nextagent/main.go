@@ -115,10 +115,29 @@ func (a *agent) UnstableSessionStatus(_ context.Context, p acp.UnstableSessionSt
 	return acp.UnstableSessionStatusResponse{Status: acp.UnstableSessionStatusOpen}, nil
 }
 
-func (a *agent) UnstableSetSessionTitle(_ context.Context, p acp.UnstableSetSessionTitleRequest) (acp.UnstableSetSessionTitleResponse, error) {
+func (a *agent) UnstableSetSessionTitle(ctx context.Context, p acp.UnstableSetSessionTitleRequest) (acp.UnstableSetSessionTitleResponse, error) {
+	if p.Title == "hold" {
+		return acp.UnstableSetSessionTitleResponse{}, a.hold(ctx, p.SessionId)
+	}
 	a.keep("session/set_title", p)
 	a.check(p.Title == "Refactor", "session/set_title title = %q", p.Title)
 	return acp.UnstableSetSessionTitleResponse{}, nil
+}
+
+// hold serves the client's $/cancel_request check: it tells the client it
+// holds the request (a "holding" notice) and waits for the cancellation to
+// end the handler's context, which the SDK answers with -32800.
+func (a *agent) hold(ctx context.Context, sid acp.SessionId) error {
+	a.mu.Lock()
+	c := a.conn
+	a.mu.Unlock()
+	if err := c.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid,
+		Update: acp.SessionUpdate{Notice: &acp.SessionUpdateNotice{Severity: acp.NoticeSeverityInfo, Title: "holding"}}}); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	a.keep("$/cancel_request", map[string]any{"err": ctx.Err().Error()})
+	return ctx.Err()
 }
 
 func (a *agent) UnstableAuthStatus(_ context.Context, p acp.UnstableAuthStatusRequest) (acp.UnstableAuthStatusResponse, error) {
