@@ -51,14 +51,14 @@ type Pump struct {
 	// TooLong counts lines longer than MaxLineBytes, not observed.
 	TooLong atomic.Int64
 
-	pending    []byte      // the start of a line whose newline has not come yet
-	reserved   int64       // bytes of the queue's budget taken by pending
-	skipping   bool        // the rest of a line not observed is going by
-	skippedLen int64       // the length of that line so far
-	block      *block      // where short lines are copied (copyLine)
-	spare      chan *block // blocks whose lines are all Done
-	batch      []Line      // the lines completed by the current read
-	at         time.Time   // when the current read came: its lines' wire time
+	pending    []byte    // the start of a line whose newline has not come yet
+	reserved   int64     // bytes of the queue's budget taken by pending: its capacity
+	skipping   bool      // the rest of a line not observed is going by
+	skippedLen int64     // the length of that line so far
+	block      *block    // where short lines are copied (copyLine)
+	blockAsked bool      // the queue had no memory for a block: asked for
+	batch      []Line    // the lines completed by the current read
+	at         time.Time // when the current read came: its lines' wire time
 }
 
 // Copy forwards everything src yields to dst until src ends (nil on
@@ -144,21 +144,21 @@ func (p *Pump) complete(part []byte, limit int) {
 	case p.Queue == nil:
 		p.release()
 	case len(p.pending) == 0:
-		// The whole line came in one read: copied into the pump's block
-		// when the queue has room for it.
-		if !p.Queue.reserve(int64(n)) {
+		// The whole line came in one read: copied when the queue has
+		// room and memory for it.
+		if l, ok := p.copyLine(part); ok {
+			p.batch = append(p.batch, l)
+		} else {
 			p.Queue.Dropped.Add(1)
-			return
 		}
-		line, b := p.copyLine(part)
-		p.batch = append(p.batch, Line{From: p.From, Bytes: line, At: p.at, held: int64(n), block: b})
 	case !p.grow(n):
 		p.Queue.Dropped.Add(1)
 		p.release()
 	default:
 		// The pending buffer, its bytes already reserved in the queue,
-		// becomes the line: no copy, and its memory leaves the pump.
-		p.batch = append(p.batch, Line{From: p.From, Bytes: append(p.pending, part...), At: p.at, held: p.reserved})
+		// becomes the line: no copy, and its memory leaves the pump until
+		// the line is Done, when the queue keeps it for another line.
+		p.batch = append(p.batch, Line{From: p.From, Bytes: append(p.pending, part...), At: p.at, held: p.reserved, kept: true})
 		p.pending, p.reserved = nil, 0
 	}
 }
@@ -200,32 +200,33 @@ func (p *Pump) hold(part []byte, limit int) {
 	p.pending = append(p.pending, part...)
 }
 
-// minPending is the smallest pending buffer.
-const minPending = 1 << 10
-
-// grow makes room for n bytes in the pending buffer, reserving the memory
-// in the queue's byte budget first; false when the queue has no room.
-// The buffer doubles, but never past the line limit, so that a line's
-// buffer is at most twice the line and at most the limit.
+// grow makes room for n bytes in the pending buffer, and reports whether
+// the queue had room for it. The buffer doubles, but never past the line
+// limit, so that a line's buffer is at most twice the line and at most
+// the limit; its sizes are the queue's buffer sizes (bufferSize), so that
+// a buffer the queue kept is written again rather than memory taken
+// fresh. While the line moves to the bigger buffer both are reserved: the
+// smaller one goes back to the queue.
 func (p *Pump) grow(n int) bool {
 	if n <= cap(p.pending) {
 		return true
 	}
-	size := min(max(2*cap(p.pending), n, minPending), p.limit())
-	if !p.Queue.reserve(int64(size - cap(p.pending))) {
+	size := min(bufferSize(max(2*cap(p.pending), n)), p.limit())
+	b := p.Queue.buffer(size)
+	if b == nil {
 		return false
 	}
-	p.reserved += int64(size - cap(p.pending))
-	b := make([]byte, len(p.pending), size)
-	copy(b, p.pending)
-	p.pending = b
+	b = append(b, p.pending...)
+	p.release()
+	p.pending, p.reserved = b, int64(size)
 	return true
 }
 
-// release drops the pending line and gives its reservation back.
+// release drops the pending line; its buffer, with its reservation, goes
+// back to the queue.
 func (p *Pump) release() {
 	if p.reserved > 0 {
-		p.Queue.release(p.reserved)
+		p.Queue.keep(p.pending)
 	}
 	p.pending, p.reserved = nil, 0
 }
@@ -242,68 +243,83 @@ func (p *Pump) flush() {
 
 // blockSize is the size of the blocks a pump copies short lines into, so
 // that a line costs no allocation of its own; lines over maxBlockLine get
-// their own. A block goes back to its pump once every line in it is Done,
-// and is written again: fresh memory (the kernel's page faults, the
-// runtime's zeroing) cost the pump more than the copy. A pump keeps at most
-// keptBlocks spare blocks.
+// their own. A block goes back to its queue once every line in it is Done
+// (Queue.keep), and is written again: fresh memory (the kernel's page
+// faults, the runtime's zeroing) cost the pump more than the copy.
 const (
 	blockSize    = 256 << 10
 	maxBlockLine = blockSize / 8
-	keptBlocks   = 4
 )
 
 // block is memory that short lines are copied into. refs counts its lines
 // not yet Done, plus one while it is its pump's current block.
 type block struct {
-	buf  []byte
-	refs atomic.Int32
-	pool chan *block
+	buf   []byte
+	refs  atomic.Int32
+	queue *Queue
 }
 
-// unref drops one reference; the last one sends the block back to its
-// pump (or to the collector, when the pump keeps enough).
+// unref drops one reference; the last one gives the block's memory back
+// to its queue, which keeps it for another block if its budget has room.
 func (b *block) unref() {
 	if b.refs.Add(-1) != 0 {
 		return
 	}
-	b.buf = b.buf[:0]
-	select {
-	case b.pool <- b:
-	default:
+	if b.queue.reserve(blockSize) {
+		b.queue.keep(b.buf[:0])
 	}
+	b.buf = nil
 }
 
-// copyLine copies a complete line for the queue, and returns the block it
-// is in (nil: its own memory).
-func (p *Pump) copyLine(part []byte) ([]byte, *block) {
-	if len(part) > maxBlockLine {
-		return append([]byte(nil), part...), nil
+// copyLine copies a complete line for the queue, and reports whether the
+// queue had room and memory for it: a short line goes into the pump's
+// block, a longer one into a buffer of its own.
+func (p *Pump) copyLine(part []byte) (Line, bool) {
+	n := len(part)
+	if n > maxBlockLine {
+		buf := p.Queue.buffer(bufferSize(n))
+		if buf == nil {
+			return Line{}, false
+		}
+		return Line{From: p.From, Bytes: append(buf, part...), At: p.at, held: int64(cap(buf)), kept: true}, true
 	}
-	if p.block == nil || cap(p.block.buf)-len(p.block.buf) < len(part) {
+	if p.block == nil && p.blockAsked && p.Queue.wanting.Load() {
+		return Line{}, false // no memory until the observer's goroutine makes it
+	}
+	if !p.Queue.reserveRoom(int64(n)) {
+		return Line{}, false
+	}
+	if p.block == nil || cap(p.block.buf)-len(p.block.buf) < n {
 		if p.block != nil {
 			p.block.unref()
 		}
 		p.block = p.newBlock()
+		if p.blockAsked = p.block == nil; p.blockAsked {
+			p.Queue.release(int64(n))
+			return Line{}, false
+		}
 	}
 	b := p.block
 	start := len(b.buf)
 	b.buf = append(b.buf, part...)
 	b.refs.Add(1)
-	return b.buf[start:len(b.buf):len(b.buf)], b
+	return Line{From: p.From, Bytes: b.buf[start:len(b.buf):len(b.buf)], At: p.at, held: int64(n), block: b}, true
 }
 
-// newBlock returns a spare block, or a new one.
+// newBlock returns a new current block, or nil when the queue has no
+// memory for one (see Queue.keptOrFresh). The lines copied into it
+// reserve their own bytes: a kept block's reservation is given back.
 func (p *Pump) newBlock() *block {
-	if p.spare == nil {
-		p.spare = make(chan *block, keptBlocks)
-	}
-	select {
-	case b := <-p.spare:
-		b.refs.Store(1)
-		return b
+	buf, fresh := p.Queue.keptOrFresh(blockSize)
+	switch {
+	case fresh:
+		buf = make([]byte, 0, blockSize)
+	case buf == nil:
+		return nil
 	default:
+		p.Queue.release(blockSize)
 	}
-	b := &block{buf: make([]byte, 0, blockSize), pool: p.spare}
+	b := &block{buf: buf, queue: p.Queue}
 	b.refs.Store(1)
 	return b
 }

@@ -35,8 +35,8 @@ func TestPendingLineTakesQueueBudget(t *testing.T) {
 		t.Fatalf("next line %q, want {}", l.Bytes)
 	}
 	q.Done(l)
-	if q.held.Load() != 0 {
-		t.Errorf("the queue holds %d bytes once every line is done, want 0", q.held.Load())
+	if q.inUse() != 0 {
+		t.Errorf("the queue's lines take %d bytes once every line is done, want 0", q.inUse())
 	}
 }
 
@@ -59,8 +59,8 @@ func TestPendingNeverPastLimit(t *testing.T) {
 		t.Errorf("line of %d bytes, copied: %v", len(l.Bytes), &l.Bytes[0] != &pending[0])
 	}
 	q.Done(l)
-	if q.held.Load() != 0 || p.reserved != 0 {
-		t.Errorf("held %d, reserved %d after the line, want 0", q.held.Load(), p.reserved)
+	if q.inUse() != 0 || p.reserved != 0 {
+		t.Errorf("in use %d, reserved %d after the line, want 0", q.inUse(), p.reserved)
 	}
 }
 
@@ -78,6 +78,118 @@ func TestShortLinesShareABlock(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(100, func() { p.scan([]byte("{}\n")); l, _ := q.Next(); q.Done(l) }); allocs > 0.1 {
 		t.Errorf("%.2f allocations per short line, want none", allocs)
+	}
+}
+
+// freshBytes is the memory the runtime hands out while f runs.
+func freshBytes(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// A backlog's memory is written again once the observer has taken it: the
+// short lines of a later backlog as big as the first go into the blocks
+// of the first, and a long line into the buffers of the one before, not
+// into fresh memory (page faults and zeroing that slow the pump), and
+// none is dropped for it.
+func TestBacklogMemoryIsReused(t *testing.T) {
+	q := NewQueue(0, 0)
+	p := &Pump{From: capture.FromAgent, Queue: q}
+	short := append(bytes.Repeat([]byte("s"), 1000), '\n')
+	chunk := bytes.Repeat(short, 60) // ~60 KiB of short lines a read
+	long := bytes.Repeat([]byte("l"), 1<<20)
+	backlog := func() {
+		for range 40 { // ~10 blocks of lines queued before the observer takes any
+			p.scan(chunk)
+		}
+		for i := 0; i < len(long); i += readChunk { // a long line over many reads
+			p.scan(long[i : i+readChunk])
+		}
+		p.scan([]byte("\n"))
+	}
+	drain := func() {
+		for q.Len() > 0 {
+			l, _ := q.Next()
+			q.Done(l)
+		}
+	}
+	// Warm-up: the observer's goroutine makes the memory the pumps asked
+	// for, and the queue's two slices of lines (Next) grow to a backlog's
+	// length, until a backlog drops nothing.
+	for round := 0; ; round++ {
+		dropped := q.Dropped.Load()
+		backlog()
+		drain()
+		if q.Dropped.Load() == dropped {
+			break
+		}
+		if round == 10 {
+			t.Fatalf("a backlog still drops %d lines after %d rounds", q.Dropped.Load()-dropped, round)
+		}
+	}
+	backlog()
+	drain()
+	dropped := q.Dropped.Load()
+	if fresh := freshBytes(backlog); fresh > blockSize {
+		t.Errorf("a later backlog took %d bytes of fresh memory, want at most %d", fresh, blockSize)
+	}
+	if d := q.Dropped.Load() - dropped; d != 0 {
+		t.Errorf("%d lines of a later backlog dropped, want none", d)
+	}
+	drain()
+	if q.inUse() != 0 {
+		t.Errorf("the queue's lines take %d bytes once every line is done, want 0", q.inUse())
+	}
+}
+
+// With a backlog past its share of the budget a pump writes no fresh
+// memory: a line that finds no kept memory is not observed (counted), and
+// the observer's goroutine makes the memory, so that the next line fits.
+func TestBacklogNeverTakesFreshMemoryInThePump(t *testing.T) {
+	q := NewQueue(0, 16*blockSize)
+	p := &Pump{From: capture.FromAgent, Queue: q}
+	full := append(bytes.Repeat([]byte("f"), blockSize/8), '\n')
+	for q.inUse() < 16*blockSize/freshShare { // the backlog: lines not yet taken
+		p.scan(full)
+	}
+	if q.Dropped.Load() != 0 {
+		t.Fatalf("%d lines dropped within the fresh share", q.Dropped.Load())
+	}
+	var fresh uint64
+	for range 16 { // past the current block
+		fresh += freshBytes(func() { p.scan(full) })
+	}
+	if fresh > 4096 {
+		t.Errorf("the pump took %d bytes of fresh memory with a backlog", fresh)
+	}
+	if q.Dropped.Load() == 0 {
+		t.Fatalf("no line dropped for want of memory")
+	}
+	dropped := q.Dropped.Load()
+	l, _ := q.Next() // the observer's goroutine makes the memory asked for
+	q.Done(l)
+	p.scan(full)
+	if q.Dropped.Load() != dropped {
+		t.Errorf("the line after the observer made memory was dropped")
+	}
+}
+
+// The memory a queue keeps for later lines stays within its byte budget,
+// and gives way to a line that needs the room.
+func TestKeptMemoryGivesWay(t *testing.T) {
+	q := NewQueue(0, 64<<10)
+	p := &Pump{From: capture.FromAgent, Queue: q, MaxLineBytes: 64 << 10}
+	p.scan(append(bytes.Repeat([]byte("a"), 3<<10), '\n')) // a line over three buffers
+	l, _ := q.Next()
+	q.Done(l)
+	if q.held.Load() > 64<<10/keptShare {
+		t.Errorf("the queue keeps %d bytes, more than its share %d", q.held.Load(), 64<<10/keptShare)
+	}
+	if !q.reserveRoom(60 << 10) {
+		t.Errorf("the kept memory did not give way to a reservation that fits the budget")
 	}
 }
 

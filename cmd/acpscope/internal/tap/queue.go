@@ -29,6 +29,7 @@ type Line struct {
 
 	held  int64  // the bytes of the queue's budget the line takes until Done
 	block *block // the block the bytes are in, or nil
+	kept  bool   // Bytes is a buffer of held bytes that the queue keeps once Done
 }
 
 // Queue hands lines from the two pumps to the observer. It is bounded in
@@ -63,6 +64,39 @@ type Queue struct {
 	// tooLong counts the lines its pumps did not offer because they were
 	// over the line limit (each pump's TooLong).
 	tooLong atomic.Int64
+
+	// The memory of lines that are Done, kept for the pumps' next lines
+	// (takeBuffer, keep): by capacity, and how many bytes in all. Its
+	// bytes stay reserved in the budget while kept, at most a keptShare
+	// of it; a reservation that finds no room takes them back first.
+	keptMu    sync.Mutex
+	kept      map[int][][]byte
+	keptBytes atomic.Int64 // written under keptMu
+	// wanted counts, by size, the buffers a pump found neither kept nor
+	// allowed to make while the observer had a backlog; the observer's
+	// goroutine makes them (Next, stock). wanting says there are some.
+	wanted  map[int]int
+	wanting atomic.Bool
+}
+
+// keptShare is the part of the byte budget (one in keptShare) that a queue
+// keeps of its lines' memory once they are Done: enough for the blocks and
+// the buffers of a backlog's turnover, without holding the whole budget
+// after a burst.
+const keptShare = 4
+
+// minBuffer is the smallest buffer a line still being read is held in.
+const minBuffer = 1 << 10
+
+// bufferSize is the size of the buffer that holds n bytes: the next power
+// of two from minBuffer, so that buffers come in few sizes and one kept
+// fits the next line of its size.
+func bufferSize(n int) int {
+	size := minBuffer
+	for size < n {
+		size <<= 1
+	}
+	return size
 }
 
 // lost is how many lines of the connection its observer missed so far:
@@ -99,10 +133,185 @@ func (q *Queue) reserve(n int64) bool {
 // release gives back n reserved bytes.
 func (q *Queue) release(n int64) { q.held.Add(-n) }
 
+// reserveRoom is reserve, which first gives back the memory kept for
+// later lines when the budget has no room without it.
+func (q *Queue) reserveRoom(n int64) bool {
+	if q.reserve(n) {
+		return true
+	}
+	q.keptMu.Lock()
+	freed := q.keptBytes.Load()
+	clear(q.kept)
+	q.keptBytes.Store(0)
+	q.keptMu.Unlock()
+	if freed == 0 {
+		return false
+	}
+	q.release(freed)
+	return q.reserve(n)
+}
+
+// keep takes back the memory of buf, whose capacity is reserved in the
+// budget, for a later line: it stays reserved while kept. What does not
+// fit in the kept share, or comes once the queue is closed, is given back
+// to the collector.
+func (q *Queue) keep(buf []byte) {
+	size := cap(buf)
+	q.keptMu.Lock()
+	if q.shut.Load() || q.keptBytes.Load()+int64(size) > q.maxBytes/keptShare {
+		q.keptMu.Unlock()
+		q.release(int64(size))
+		return
+	}
+	if q.kept == nil {
+		q.kept = map[int][][]byte{}
+	}
+	q.kept[size] = append(q.kept[size], buf[:0])
+	q.keptBytes.Add(int64(size))
+	q.keptMu.Unlock()
+}
+
+// buffer returns an empty buffer of capacity size for a pump, its bytes
+// reserved in the budget, or nil when there is no room or no memory for
+// it (see kept).
+func (q *Queue) buffer(size int) []byte {
+	buf, fresh := q.keptOrFresh(size)
+	if !fresh {
+		return buf
+	}
+	if !q.reserveRoom(int64(size)) {
+		return nil
+	}
+	return make([]byte, 0, size)
+}
+
+// keptOrFresh returns an empty kept buffer of capacity size, its
+// reservation now the caller's; or fresh, when the caller may make new
+// memory; or neither. A pump makes new memory only while the lines held
+// take less than a freshShare of the budget: past it, a backlog's memory
+// is what the queue kept and what the observer's goroutine makes, at the
+// observer's priority, when a pump asks (stock), for the kernel's page
+// faults and the runtime's zeroing on the pumps' threads would make the
+// observer set the pace; the line it was asked for is not observed.
+func (q *Queue) keptOrFresh(size int) (buf []byte, fresh bool) {
+	if buf := q.takeBuffer(size); buf != nil {
+		return buf, false
+	}
+	if q.held.Load()-q.keptBytes.Load() < q.maxBytes/freshShare {
+		return nil, true
+	}
+	q.keptMu.Lock()
+	if q.wanted == nil {
+		q.wanted = map[int]int{}
+	}
+	if q.wanted[size] < wantedMax {
+		q.wanted[size]++
+	}
+	q.keptMu.Unlock()
+	q.wanting.Store(true)
+	q.signal()
+	return nil, false
+}
+
+// freshShare is the part of the byte budget (one in freshShare) that the
+// lines a pump holds may take in memory it makes itself (keptOrFresh):
+// the start of a connection, a short burst.
+const freshShare = 8
+
+// wantedMax bounds the buffers of one size asked for at once (4 MiB of
+// blocks).
+const wantedMax = 16
+
+// stock makes the buffers the pumps asked for (buffer), as far as the
+// budget has room, writes them so that their pages are the process's
+// before a pump writes a line into them, and keeps them. It runs on the
+// observer's goroutine (Next), and holds the lock only to take the
+// requests and to keep the buffers.
+func (q *Queue) stock() {
+	q.keptMu.Lock()
+	wanted := q.wanted
+	q.wanted = nil
+	q.wanting.Store(false)
+	q.keptMu.Unlock()
+	var made [][]byte
+	makeOne := func(size int) bool {
+		if !q.reserve(int64(size)) {
+			return false
+		}
+		buf := make([]byte, size)
+		for i := 0; i < size; i += 4096 {
+			buf[i] = 1 // fault the page in here, not in the pump
+		}
+		made = append(made, buf[:0])
+		return true
+	}
+	for size, n := range wanted {
+		for range n {
+			if !makeOne(size) {
+				break
+			}
+		}
+		// A line still being read grows through the sizes below: one
+		// of each not kept, so that the next such line is not dropped
+		// at each of them in turn.
+		for smaller := bufferSize(size) / 2; smaller >= minBuffer; smaller /= 2 {
+			q.keptMu.Lock()
+			kept := len(q.kept[smaller])
+			q.keptMu.Unlock()
+			if kept == 0 && !makeOne(smaller) {
+				break
+			}
+		}
+	}
+	if len(made) == 0 {
+		return
+	}
+	q.keptMu.Lock()
+	if q.shut.Load() {
+		q.keptMu.Unlock()
+		for _, buf := range made {
+			q.release(int64(cap(buf)))
+		}
+		return
+	}
+	if q.kept == nil {
+		q.kept = map[int][][]byte{}
+	}
+	for _, buf := range made {
+		q.kept[cap(buf)] = append(q.kept[cap(buf)], buf)
+		q.keptBytes.Add(int64(cap(buf)))
+	}
+	q.keptMu.Unlock()
+}
+
+// takeBuffer returns an empty kept buffer of capacity size, its
+// reservation now the caller's, or nil when none is kept.
+func (q *Queue) takeBuffer(size int) []byte {
+	q.keptMu.Lock()
+	defer q.keptMu.Unlock()
+	free := q.kept[size]
+	if len(free) == 0 {
+		return nil
+	}
+	buf := free[len(free)-1]
+	free[len(free)-1] = nil
+	q.kept[size] = free[:len(free)-1]
+	q.keptBytes.Add(-int64(size))
+	return buf
+}
+
+// inUse is the budget's bytes taken by lines (queued, being observed, or
+// still being read), not counting the memory kept for later lines.
+func (q *Queue) inUse() int64 {
+	q.keptMu.Lock()
+	defer q.keptMu.Unlock()
+	return q.held.Load() - q.keptBytes.Load()
+}
+
 // Offer queues line (which the queue now owns) if it fits, and reports
 // whether it did.
 func (q *Queue) Offer(from capture.Direction, line []byte) bool {
-	if !q.reserve(int64(len(line))) {
+	if !q.reserveRoom(int64(len(line))) {
 		q.Dropped.Add(1)
 		return false
 	}
@@ -148,6 +357,9 @@ func (q *Queue) signal() {
 // empty. Only one goroutine may call it.
 func (q *Queue) Next() (l Line, ok bool) {
 	for {
+		if q.wanting.Load() {
+			q.stock()
+		}
 		if q.next < len(q.out) {
 			l = q.out[q.next]
 			q.out[q.next] = Line{}
@@ -176,6 +388,10 @@ func (q *Queue) Len() int { return int(q.count.Load()) }
 // Done tells the queue that a line read with Next has been observed, so
 // its bytes are free again.
 func (q *Queue) Done(l Line) {
+	if l.kept {
+		q.keep(l.Bytes)
+		return
+	}
 	q.release(l.held)
 	if l.block != nil {
 		l.block.unref()
@@ -190,5 +406,11 @@ func (q *Queue) Close() {
 	q.closed = true
 	q.shut.Store(true)
 	q.mu.Unlock()
+	q.keptMu.Lock()
+	freed := q.keptBytes.Load()
+	q.kept = nil
+	q.keptBytes.Store(0)
+	q.keptMu.Unlock()
+	q.release(freed)
 	q.signal()
 }
