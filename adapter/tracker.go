@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -263,6 +264,74 @@ func (t *Tracker) ChildMessage(n acp.SessionNotification) (toolCallID string, ch
 		}
 	})
 	return toolCallID, child
+}
+
+// HoldText reports whether agent text arriving now in sessionID should be
+// held rather than shown: a background subagent of the session is live
+// and its answer not known yet, and the agent may send that answer as the
+// session's own untagged agent_message_chunk (Copilot). A consumer that
+// shows agent text holds such chunks, bounded (bytes and time), and
+// releases them when HoldText turns false (the answer was read), at the
+// turn's end or past its bound, having HeldChildText judge them. Dialects
+// without such agents always answer false.
+func (t *Tracker) HoldText(sessionID string) (hold bool) {
+	t.do(func(tx *Tx) {
+		t.ensureDialect()
+		if h, ok := t.dialect.(ChildTextHolder); ok {
+			hold = h.HoldText(tx, sessionID)
+		}
+	})
+	return hold
+}
+
+// HeldChildText judges the agent text chunks a consumer held in sessionID
+// (HoldText), in arrival order: it returns, per chunk, the tool call id of
+// the subagent whose answer it is, "" for the session's own text. A
+// contiguous run of chunks whose concatenation, whitespace-trimmed, equals
+// a known answer of a background subagent (trimmed) is that subagent's
+// (its card shows it as the result); each answer claims at most one run,
+// the earliest and shortest; everything else is the session's.
+func (t *Tracker) HeldChildText(sessionID string, chunks []string) []string {
+	var answers []ChildAnswer
+	t.do(func(tx *Tx) {
+		t.ensureDialect()
+		if h, ok := t.dialect.(ChildTextHolder); ok {
+			answers = h.ChildAnswers(tx, sessionID)
+		}
+	})
+	owners := make([]string, len(chunks))
+	for _, a := range answers {
+		claimAnswerRun(owners, chunks, a)
+	}
+	return owners
+}
+
+// claimAnswerRun marks the earliest, shortest contiguous run of unclaimed
+// chunks whose concatenation, whitespace-trimmed, equals the answer's
+// trimmed text as the answer's card.
+func claimAnswerRun(owners, chunks []string, a ChildAnswer) {
+	want := strings.TrimSpace(a.Text)
+	if want == "" {
+		return
+	}
+	for i := range chunks {
+		var run strings.Builder
+		for j := i; j < len(chunks) && owners[j] == ""; j++ {
+			run.WriteString(chunks[j])
+			got := strings.TrimSpace(run.String())
+			if got == want {
+				for k := i; k <= j; k++ {
+					owners[k] = a.ToolCallID
+				}
+				return
+			}
+			// The trimmed run only grows: past the answer's length or
+			// off its prefix it cannot match any more.
+			if len(got) > len(want) || !strings.HasPrefix(want, got) {
+				break
+			}
+		}
+	}
 }
 
 // OpenedSessions returns the sessions the client opened (SessionStarted,
