@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -308,29 +309,43 @@ func (t *Tracker) HeldChildText(sessionID string, chunks []string) []string {
 
 // claimAnswerRun marks the earliest, shortest contiguous run of unclaimed
 // chunks whose concatenation, whitespace-trimmed, equals the answer's
-// trimmed text as the answer's card.
+// trimmed text as the answer's card. A run starts at a chunk's first
+// non-space byte and ends in whitespace up to a chunk's end, so each
+// start costs one comparison of the answer's length.
 func claimAnswerRun(owners, chunks []string, a ChildAnswer) {
 	want := strings.TrimSpace(a.Text)
 	if want == "" {
 		return
 	}
-	for i := range chunks {
-		var run strings.Builder
-		for j := i; j < len(chunks) && owners[j] == ""; j++ {
-			run.WriteString(chunks[j])
-			got := strings.TrimSpace(run.String())
-			if got == want {
-				for k := i; k <= j; k++ {
-					owners[k] = a.ToolCallID
-				}
-				return
-			}
-			// The trimmed run only grows: past the answer's length or
-			// off its prefix it cannot match any more.
-			if len(got) > len(want) || !strings.HasPrefix(want, got) {
-				break
-			}
+	all := strings.Join(chunks, "")
+	if len(want) > len(all) {
+		return
+	}
+	ends := make([]int, len(chunks)) // ends[k]: chunk k's end offset in all
+	n := 0
+	for k, c := range chunks {
+		n += len(c)
+		ends[k] = n
+	}
+	start := 0
+	for i, c := range chunks {
+		p := start + len(c) - len(strings.TrimLeftFunc(c, unicode.IsSpace))
+		start = ends[i]
+		if owners[i] != "" || p == ends[i] || !strings.HasPrefix(all[p:], want) {
+			continue
 		}
+		end := p + len(want)
+		j := i
+		for ends[j] < end {
+			j++
+		}
+		if strings.TrimSpace(all[end:ends[j]]) != "" || slices.ContainsFunc(owners[i:j+1], func(o string) bool { return o != "" }) {
+			continue
+		}
+		for k := i; k <= j; k++ {
+			owners[k] = a.ToolCallID
+		}
+		return
 	}
 }
 

@@ -11,8 +11,10 @@ import (
 // (adapter.Tracker.HoldText): past either, what a session holds is
 // released (judged and shown) at once.
 const (
-	// maxHeldTextBytes bounds the text held per session.
+	// maxHeldTextBytes and maxHeldChunks bound the text held per session
+	// (and so the judgement's work, adapter.Tracker.HeldChildText).
 	maxHeldTextBytes = 64 << 10
+	maxHeldChunks    = 4096
 	// maxHeldTextAge bounds how long a session's first held chunk waits.
 	maxHeldTextAge = 30 * time.Second
 	// maxHeldSessions bounds the sessions holding text at once: a chunk
@@ -90,7 +92,7 @@ func (h *heldText) agentText(sessionID, messageID, text string) {
 	}
 	r.chunks = append(r.chunks, heldChunk{messageID, text})
 	r.bytes += len(text)
-	if r.bytes > maxHeldTextBytes || h.now().Sub(r.since) > maxHeldTextAge {
+	if r.bytes > maxHeldTextBytes || len(r.chunks) > maxHeldChunks || h.now().Sub(r.since) > maxHeldTextAge {
 		h.releaseLocked(sessionID)
 	}
 }

@@ -90,6 +90,20 @@ func TestHeldTextRelease(t *testing.T) {
 			t.Fatalf("over the byte bound, %d chunks shown", len(out.chunks))
 		}
 	})
+	t.Run("chunks", func(t *testing.T) {
+		var out shownText
+		h := newHeldText(copilotBackground(t), &out, func() time.Time { return time.Unix(0, 0) })
+		for range maxHeldChunks {
+			h.agentText("s", "", "x")
+		}
+		if len(out.chunks) != 0 {
+			t.Fatal("released at the chunk bound")
+		}
+		h.agentText("s", "", "x")
+		if len(out.chunks) != maxHeldChunks+1 {
+			t.Fatalf("over the chunk bound, %d chunks shown", len(out.chunks))
+		}
+	})
 	t.Run("age", func(t *testing.T) {
 		var out shownText
 		now := time.Unix(0, 0)
