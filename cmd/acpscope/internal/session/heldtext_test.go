@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -120,4 +121,37 @@ func TestHeldTextRelease(t *testing.T) {
 			t.Fatalf("past the age bound, shown %q", out.chunks)
 		}
 	})
+}
+
+// discardText is a textSink that drops everything.
+type discardText struct{}
+
+func (discardText) AgentMessage(string, string, string) {}
+func (discardText) Permission(string, string)           {}
+
+// BenchmarkAgentTextChunk is the client's cost per agent_message_chunk on
+// a Copilot connection with no background child (the common case): shown
+// at once ("direct", the path before the holder) and through the holder,
+// which asks the tracker whether to hold.
+func BenchmarkAgentTextChunk(b *testing.B) {
+	var n acp.SessionNotification
+	if err := json.Unmarshal([]byte(`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a line of the parent's answer\n"}}}`), &n); err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []string{"direct", "holder"} {
+		b.Run(mode, func(b *testing.B) {
+			tr, err := adapter.NewTracker(adapter.Config{DialectName: adapter.DialectCopilot})
+			if err != nil {
+				b.Fatal(err)
+			}
+			c := &scopeClient{tracker: tr, out: discardText{}}
+			if mode == "holder" {
+				c.held = newHeldText(tr, discardText{}, nil)
+			}
+			ctx := context.Background()
+			for b.Loop() {
+				_ = c.SessionUpdate(ctx, n)
+			}
+		})
+	}
 }
