@@ -83,6 +83,29 @@ type ChildUpdateTexter interface {
 	ChildUpdateText(tx *Tx, n *acp.SessionNotification) (toolCallID string, child bool)
 }
 
+// ChildTextHolder is implemented by a dialect whose agent may send a
+// background subagent's text as the parent's own agent_message_chunk,
+// untagged, at a moment nothing on the wire tells it from the parent's
+// (Copilot). A consumer that shows agent text holds it while HoldText says
+// so and has the held chunks judged (Tracker.HeldChildText) once it
+// releases them. The Tracker asks it with the lock held.
+type ChildTextHolder interface {
+	// HoldText reports whether agent text arriving now in sessionID may be
+	// a background subagent's whose answer is not known yet.
+	HoldText(tx *Tx, sessionID string) bool
+	// ChildAnswers returns the background subagents' answers the dialect
+	// learned in sessionID, oldest first.
+	ChildAnswers(tx *Tx, sessionID string) []ChildAnswer
+}
+
+// ChildAnswer is one answer of a subagent, as its card holds it.
+type ChildAnswer struct {
+	// ToolCallID is the subagent card's tool call id.
+	ToolCallID string
+	// Text is the answer's text.
+	Text string
+}
+
 // Traits are the fixed properties of a dialect.
 type Traits struct {
 	// BackgroundWork adds Payload.BackgroundWork to subagent payloads

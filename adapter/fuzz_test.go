@@ -31,6 +31,18 @@ func FuzzNormalize(f *testing.F) {
 	f.Add([]byte(`{"sessionId":"p","update":{"sessionUpdate":"session_message_chunk","messageId":"m","content":{"type":"text","text":"y"}}}`))
 	f.Add([]byte(`{"sessionId":"p","update":{"sessionUpdate":"subagent_update","sessionId":"p:subagent:t","state":{"state":"idle","stopReason":"error","error":{"code":-32603,"message":"x"}},"capabilities":null}}`))
 	f.Add([]byte(`{"sessionId":"p","update":{"sessionUpdate":"tool_call","toolCallId":"w","title":"wait","rawInput":{"senderThreadId":"p","agentsStates":{"t":{"status":"completed","message":"m"}}}}}`))
+	// Copilot's read_agent call and its completion (content in rawOutput
+	// or only in the content list).
+	f.Add([]byte(`{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"r","title":"read_agent","kind":"read","status":"pending","rawInput":{"agent_id":"a","since_turn":0.0}}}`))
+	f.Add([]byte(`{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"r","status":"completed","rawOutput":{"content":"Agent is idle (waiting for messages). agent_id: a, status: idle
+
+[Turn 0]
+x
+[Turn 1]
+y"}}}`))
+	f.Add([]byte(`{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"r","status":"completed","content":[{"type":"content","content":{"type":"text","text":"agent_id: a, status: failed
+[Turn 99999999999]
+z"}}]}}`))
 	f.Fuzz(func(t *testing.T, params []byte) {
 		var n acp.SessionNotification
 		if json.Unmarshal(params, &n) != nil {
@@ -172,8 +184,10 @@ func FuzzNormalizeSequence(f *testing.F) {
 				}
 				tr.ChildText(string(n.SessionId))
 				tr.ChildMessage(n)
+				tr.HoldText(string(n.SessionId))
 				tr.SessionUpdate(n)
 			}
+			checkHeldChildText(t, tr, frames)
 			tr.SessionLoaded(string(frames[0].SessionId))
 			for _, n := range frames {
 				tr.SessionUpdate(n)
@@ -181,6 +195,51 @@ func FuzzNormalizeSequence(f *testing.F) {
 			tr.SessionLoadFinished(string(frames[0].SessionId), false)
 			if p := tr.Counters()[adapter.CounterRecoveredPanics]; p != 0 {
 				t.Fatalf("%s: %d panics while normalising", name, p)
+			}
+		}
+	})
+}
+
+// checkHeldChildText judges the frames' agent text as held text: one
+// owner per chunk, each a run of whole chunks.
+func checkHeldChildText(t *testing.T, tr *adapter.Tracker, frames []acp.SessionNotification) {
+	t.Helper()
+	var chunks []string
+	for _, n := range frames {
+		if c := n.Update.AgentMessageChunk; c != nil && c.Content.Text != nil {
+			chunks = append(chunks, c.Content.Text.Text)
+		}
+	}
+	if owners := tr.HeldChildText(string(frames[0].SessionId), chunks); len(owners) != len(chunks) {
+		t.Fatalf("%d owners for %d chunks", len(owners), len(chunks))
+	}
+}
+
+// FuzzParseCopilotAgentRead checks the read_agent content reader on any
+// text: an agent id only with ok, ids and status words without spaces,
+// every turn's text trimmed and inside the text.
+func FuzzParseCopilotAgentRead(f *testing.F) {
+	for _, s := range []string{
+		"Agent is idle (waiting for messages). agent_id: c0399ce9-60df-4713-8b1f-8ac4654beeb1, agent_type: general-purpose, status: idle, description: Inspect alpha, elapsed: 0s, total_turns: 1\n\n[Turn 0]\nANSWER-ALPHA",
+		"agent_id: a, status: completed\n[Turn 0]\nx\n[Turn 1]\n y \n", "agent_id: \n[Turn 0]\nx", "status: idle", "[Turn 1]", "",
+		"agent_id: a\n[Turn 99999999999]\nx", "agent_id: a\n [Turn 2] \n\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		read, ok := adapter.ParseCopilotAgentRead(text)
+		if ok != (read.AgentID != "") {
+			t.Fatalf("%q: ok %t with agent id %q", text, ok, read.AgentID)
+		}
+		if strings.ContainsAny(read.AgentID+read.Status, " \t\n") || !strings.Contains(text, read.AgentID) || !strings.Contains(text, read.Status) {
+			t.Fatalf("%q: bad id %q or status %q", text, read.AgentID, read.Status)
+		}
+		if !ok && len(read.Turns) > 0 {
+			t.Fatalf("%q: turns without an agent", text)
+		}
+		for _, turn := range read.Turns {
+			if turn.N < 0 || turn.Text != strings.TrimSpace(turn.Text) {
+				t.Fatalf("%q: bad turn %+v", text, turn)
 			}
 		}
 	})

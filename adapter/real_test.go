@@ -76,10 +76,12 @@ func TestRealAgentCaptures(t *testing.T) {
 		},
 		{
 			// A background launch (rawInput.mode "background") completes at
-			// once with a receipt naming the agent id: async, no result.
+			// once with a receipt naming the agent id: async; the parent's
+			// read_agent call naming that id reads the answer (its last
+			// "[Turn N]") and the agent's status word.
 			name: "CopilotBackground", capture: "real/copilot/background", dialect: adapter.DialectCopilot,
 			payloads: map[string]string{
-				"call_launch_alpha": `{"kind":"subagent_task","subagent_task":{"description":"Inspect alpha","prompt":"You are subagent alpha. Reply with the single word ANSWER-ALPHA.","subagent_type":"general-purpose","agent_id":"c0399ce9-60df-4713-8b1f-8ac4654beeb1","is_async":true}}`,
+				"call_launch_alpha": `{"kind":"subagent_task","subagent_task":{"description":"Inspect alpha","prompt":"You are subagent alpha. Reply with the single word ANSWER-ALPHA.","subagent_type":"general-purpose","status":"idle","agent_id":"c0399ce9-60df-4713-8b1f-8ac4654beeb1","result_text":"ANSWER-ALPHA","is_async":true}}`,
 			},
 			cards: []string{"call_launch_alpha"},
 		},

@@ -762,12 +762,8 @@ func (d *sessionForm) applyAnswer(tx *Tx, card *Card, task *SubagentTask) bool {
 		return false
 	}
 	owner, _ := card.Value(valueResultAnswer).(uint64)
-	if owner != a.serial && task.ResultText != "" && task.ResultText != a.text {
-		task.EarlierResults = append(task.EarlierResults, task.ResultText)
-		if n := len(task.EarlierResults) - MaxEarlierResults; n > 0 {
-			task.EarlierResults = slices.Delete(task.EarlierResults, 0, n)
-			tx.Count(CounterEarlierResultsDropped, int64(n))
-		}
+	if owner != a.serial {
+		replaceResult(tx, task, a.text)
 	}
 	card.SetValue(valueResultAnswer, a.serial)
 	full := int64(0)
@@ -777,6 +773,21 @@ func (d *sessionForm) applyAnswer(tx *Tx, card *Card, task *SubagentTask) bool {
 	cut := task.ResultBytes != full
 	task.ResultBytes = full
 	return OverwriteString(&task.ResultText, a.text) || owner != a.serial || cut
+}
+
+// replaceResult keeps the card's result in EarlierResults (at most
+// MaxEarlierResults, the oldest dropped and counted) when a new answer
+// other than it is about to replace it: the one rule for a child that
+// answers more than once (a follow-up message, a new run, a later turn).
+func replaceResult(tx *Tx, task *SubagentTask, next string) {
+	if task.ResultText == "" || task.ResultText == next {
+		return
+	}
+	task.EarlierResults = append(task.EarlierResults, task.ResultText)
+	if n := len(task.EarlierResults) - MaxEarlierResults; n > 0 {
+		task.EarlierResults = slices.Delete(task.EarlierResults, 0, n)
+		tx.Count(CounterEarlierResultsDropped, int64(n))
+	}
 }
 
 // follow fills *field from the view when empty, and keeps following the

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
+	"unicode"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -263,6 +265,88 @@ func (t *Tracker) ChildMessage(n acp.SessionNotification) (toolCallID string, ch
 		}
 	})
 	return toolCallID, child
+}
+
+// HoldText reports whether agent text arriving now in sessionID should be
+// held rather than shown: a background subagent of the session is live
+// and its answer not known yet, and the agent may send that answer as the
+// session's own untagged agent_message_chunk (Copilot). A consumer that
+// shows agent text holds such chunks, bounded (bytes and time), and
+// releases them when HoldText turns false (the answer was read), at the
+// turn's end or past its bound, having HeldChildText judge them. Dialects
+// without such agents always answer false.
+func (t *Tracker) HoldText(sessionID string) (hold bool) {
+	t.do(func(tx *Tx) {
+		t.ensureDialect()
+		if h, ok := t.dialect.(ChildTextHolder); ok {
+			hold = h.HoldText(tx, sessionID)
+		}
+	})
+	return hold
+}
+
+// HeldChildText judges the agent text chunks a consumer held in sessionID
+// (HoldText), in arrival order: it returns, per chunk, the tool call id of
+// the subagent whose answer it is, "" for the session's own text. A
+// contiguous run of chunks whose concatenation, whitespace-trimmed, equals
+// a known answer of a background subagent (trimmed) is that subagent's
+// (its card shows it as the result); each answer claims at most one run,
+// the earliest and shortest; everything else is the session's.
+func (t *Tracker) HeldChildText(sessionID string, chunks []string) []string {
+	var answers []ChildAnswer
+	t.do(func(tx *Tx) {
+		t.ensureDialect()
+		if h, ok := t.dialect.(ChildTextHolder); ok {
+			answers = h.ChildAnswers(tx, sessionID)
+		}
+	})
+	owners := make([]string, len(chunks))
+	for _, a := range answers {
+		claimAnswerRun(owners, chunks, a)
+	}
+	return owners
+}
+
+// claimAnswerRun marks the earliest, shortest contiguous run of unclaimed
+// chunks whose concatenation, whitespace-trimmed, equals the answer's
+// trimmed text as the answer's card. A run starts at a chunk's first
+// non-space byte and ends in whitespace up to a chunk's end, so each
+// start costs one comparison of the answer's length.
+func claimAnswerRun(owners, chunks []string, a ChildAnswer) {
+	want := strings.TrimSpace(a.Text)
+	if want == "" {
+		return
+	}
+	all := strings.Join(chunks, "")
+	if len(want) > len(all) {
+		return
+	}
+	ends := make([]int, len(chunks)) // ends[k]: chunk k's end offset in all
+	n := 0
+	for k, c := range chunks {
+		n += len(c)
+		ends[k] = n
+	}
+	start := 0
+	for i, c := range chunks {
+		p := start + len(c) - len(strings.TrimLeftFunc(c, unicode.IsSpace))
+		start = ends[i]
+		if owners[i] != "" || p == ends[i] || !strings.HasPrefix(all[p:], want) {
+			continue
+		}
+		end := p + len(want)
+		j := i
+		for ends[j] < end {
+			j++
+		}
+		if strings.TrimSpace(all[end:ends[j]]) != "" || slices.ContainsFunc(owners[i:j+1], func(o string) bool { return o != "" }) {
+			continue
+		}
+		for k := i; k <= j; k++ {
+			owners[k] = a.ToolCallID
+		}
+		return
+	}
 }
 
 // OpenedSessions returns the sessions the client opened (SessionStarted,

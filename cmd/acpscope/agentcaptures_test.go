@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,4 +96,102 @@ func TestQwenChildTextStaysOnItsCard(t *testing.T) {
 			}
 		})
 	}
+}
+
+// No child's text is shown as the parent agent's message, in any form
+// (issue 32): replaying every capture the published-agent harness
+// recorded, no answer a stored card holds (the golden cards' result_text)
+// is inside an "agent:" line of the plain output, and no --json line that
+// is not that card's carries it (--json prints cards only: agent text is
+// never an event of its own there).
+func TestNoChildAnswerAsParentText(t *testing.T) {
+	captures, err := filepath.Glob(filepath.Join(agentCaptures, "*", "*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, capture := range captures {
+		if strings.HasSuffix(capture, ".cards.jsonl") {
+			continue
+		}
+		base := strings.TrimSuffix(capture, ".jsonl")
+		answers := goldenAnswers(t, base+".cards.jsonl")
+		if len(answers) == 0 {
+			continue
+		}
+		n++
+		name := filepath.Base(filepath.Dir(capture)) + "/" + filepath.Base(base)
+		t.Run(name, func(t *testing.T) {
+			var flags []string
+			if b, err := os.ReadFile(base + ".args"); err == nil {
+				flags = strings.Fields(string(b))
+			}
+			code, out, errOut := acpscope(t, "", append(append([]string{"replay", "--no-db", "--plain"}, flags...), capture)...)
+			if code != exitOK {
+				t.Fatalf("plain: exit %d: %s", code, errOut)
+			}
+			for _, line := range strings.Split(out, "\n") {
+				if !strings.HasPrefix(strings.TrimSpace(line), "agent:") {
+					continue
+				}
+				for card, answer := range answers {
+					if strings.Contains(line, answer) {
+						t.Errorf("the answer of card %s is shown as the parent's text: %q", card, line)
+					}
+				}
+			}
+			code, out, errOut = acpscope(t, "", append(append([]string{"replay", "--no-db", "--json"}, flags...), capture)...)
+			if code != exitOK {
+				t.Fatalf("json: exit %d: %s", code, errOut)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+				var card struct {
+					ToolCallID string `json:"tool_call_id"`
+				}
+				if err := json.Unmarshal([]byte(line), &card); err != nil || card.ToolCallID == "" {
+					t.Errorf("a --json line that is not a card: %q", line)
+					continue
+				}
+				for owner, answer := range answers {
+					if owner != card.ToolCallID && strings.Contains(line, answer) && !strings.Contains(line, `"subagent_task"`) {
+						t.Errorf("the answer of card %s is in another line: %q", owner, line)
+					}
+				}
+			}
+		})
+	}
+	if n == 0 {
+		t.Skip("no agent capture with an answer recorded yet")
+	}
+}
+
+// goldenAnswers returns the non-empty result_text of each card in a golden
+// cards file, by tool call id.
+func goldenAnswers(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if line == "" {
+			continue
+		}
+		var card struct {
+			ToolCallID string `json:"tool_call_id"`
+			Normalized struct {
+				SubagentTask struct {
+					ResultText string `json:"result_text"`
+				} `json:"subagent_task"`
+			} `json:"normalized"`
+		}
+		if err := json.Unmarshal([]byte(line), &card); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if r := strings.TrimSpace(card.Normalized.SubagentTask.ResultText); r != "" {
+			answers[card.ToolCallID] = r
+		}
+	}
+	return answers
 }

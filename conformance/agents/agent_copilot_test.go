@@ -79,9 +79,10 @@ func copilotScenario(name, mode string, flags []string, gap string, children ...
 	for _, c := range children {
 		w := WantCard{Description: c.Description, Type: "general-purpose", Result: c.Answer()}
 		if mode == "background" {
-			// The task's result is the launch receipt; the answer comes
-			// later (a read_agent call, the child's own message).
-			w.Async, w.Result = ptr(true), ""
+			// The task's completion is the launch receipt; the answer
+			// comes later, as the parent's untagged text and in the
+			// read_agent call Copilot makes, which gives it to the card.
+			w.Async = ptr(true)
 		}
 		sc.Want = append(sc.Want, w)
 	}

@@ -25,8 +25,11 @@ const (
 // the configured policies and hands every session update to the tracker and
 // the terminal view. It never writes to the connection itself.
 type scopeClient struct {
-	tracker   *adapter.Tracker
-	out       textSink
+	tracker *adapter.Tracker
+	out     textSink
+	// held holds agent text that may be a background subagent's (see
+	// heldText); nil shows every chunk that is not a child's at once.
+	held      *heldText
 	policy    string
 	root      string // fs requests are served only below this directory
 	extension acp.ExtensionMethodHandler
@@ -49,21 +52,30 @@ var _ acp.Client = (*scopeClient)(nil)
 // SessionUpdate feeds the tracker (which emits card events) and shows agent
 // message text, except a running subagent's text sent as the session's own
 // (Copilot; Qwen Code tags it with the child), which its card shows as the
-// result.
+// result. Text that may be a background subagent's (Copilot) is held until
+// the tracker can tell (heldText).
 func (c *scopeClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
+	sessionID := string(n.SessionId)
 	if chunk := n.Update.AgentMessageChunk; chunk != nil && chunk.Content.Text != nil {
 		if _, child := c.tracker.ChildMessage(n); !child {
 			messageID := ""
 			if chunk.MessageId != nil {
 				messageID = string(*chunk.MessageId)
 			}
-			c.out.AgentMessage(string(n.SessionId), messageID, chunk.Content.Text.Text)
+			if c.held != nil {
+				c.held.agentText(sessionID, messageID, chunk.Content.Text.Text)
+			} else {
+				c.out.AgentMessage(sessionID, messageID, chunk.Content.Text.Text)
+			}
 		}
 	}
 	if c.onUpdate != nil {
 		c.onUpdate()
 	}
 	c.tracker.SessionUpdate(n)
+	if c.held != nil {
+		c.held.updated(sessionID)
+	}
 	return nil
 }
 

@@ -136,6 +136,9 @@ type Config struct {
 	// changed, when set, is signalled after each event (without
 	// blocking).
 	changed chan struct{}
+	// held is the connection's held agent text (NewClientStack makes it),
+	// released at each turn's end and at the connection's end.
+	held *heldText
 	// ClientVersion is sent as clientInfo.version.
 	ClientVersion string
 	// ReopenWith is the method a MethodReopen request uses
@@ -232,7 +235,8 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 	}
 
 	cfg.changed = make(chan struct{}, 1)
-	tracker, conn, err := NewClientStack(cfg, toAgent, fromAgent)
+	tracker, conn, held, err := newClientStack(cfg, toAgent, fromAgent)
+	cfg.held = held
 	if err != nil {
 		return res, err
 	}
@@ -279,6 +283,7 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 		// prompt is open any more: a cut-short turn ended above.
 		tracker.EndConnection(nil)
 		tracker.Flush()
+		held.releaseAll()
 	}()
 
 	// call runs one Request to the agent; when stop ends before it
@@ -391,6 +396,7 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 				err = fmt.Errorf("%w: not sent: the prompt before it was not written to the agent", ErrCancelled)
 			case stop:
 				ans, err = abandonPrompt(tracker, p)
+				cfg.held.release(p.req.SessionID)
 			default:
 				stop, ans, err = awaitPrompt(ctx, conn, tracker, cfg, p, from, abort)
 			}
@@ -672,6 +678,7 @@ func awaitPrompt(ctx context.Context, conn *acp.ClientSideConnection, tracker *a
 	// answer, so the turn's cards are complete here.
 	tracker.PromptEnded(p.req.SessionID)
 	tracker.Flush() // cursor/task was answered before its events were delivered
+	cfg.held.release(p.req.SessionID)
 	stop = ctx.Err() != nil || aborted
 	if cancelled != "" {
 		return stop, ans, fmt.Errorf("%w: %s", ErrCancelled, cancelled)
@@ -703,6 +710,13 @@ func abandonPrompt(tracker *adapter.Tracker, p openPrompt) (promptAnswer, error)
 // tracker, whose events go to cfg.Sink (else cfg.Term), and the client
 // connection over the agent's stdio that feeds it.
 func NewClientStack(cfg Config, toAgent io.Writer, fromAgent io.Reader) (*adapter.Tracker, *acp.ClientSideConnection, error) {
+	tracker, conn, _, err := newClientStack(cfg, toAgent, fromAgent)
+	return tracker, conn, err
+}
+
+// newClientStack is NewClientStack, with the connection's held agent text
+// (released by the caller at each turn's end and at the connection's).
+func newClientStack(cfg Config, toAgent io.Writer, fromAgent io.Reader) (*adapter.Tracker, *acp.ClientSideConnection, *heldText, error) {
 	out := cfg.Sink
 	if out == nil {
 		out = cfg.Term
@@ -721,11 +735,13 @@ func NewClientStack(cfg Config, toAgent io.Writer, fromAgent io.Reader) (*adapte
 		},
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	held := newHeldText(tracker, cfg.Term, cfg.Clock)
 	client := &scopeClient{
 		tracker:   tracker,
 		out:       cfg.Term,
+		held:      held,
 		policy:    cfg.Policy,
 		root:      cfg.Cwd,
 		extension: cursor.NewHandler(tracker),
@@ -737,7 +753,7 @@ func NewClientStack(cfg Config, toAgent io.Writer, fromAgent io.Reader) (*adapte
 	// live log follow the wire order.
 	conn := acp.NewClientSideConnection(client, toAgent, fromAgent, acp.WithOrderedRequests())
 	conn.SetLogger(cfg.Log)
-	return tracker, conn, nil
+	return tracker, conn, held, nil
 }
 
 // endInput closes the agent's input, if it can be closed: an ACP agent ends
