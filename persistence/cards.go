@@ -49,28 +49,53 @@ func collapsedSQL(e engine, cond string, columns []string) string {
 	// The rows' columns the windows order and partition by, then those
 	// the wanted columns are made of (the times come canonical, below).
 	base := []string{"task_session_id", "tool_call_id", "agent_execution_id", "turn_id"}
-	for i, c := range columns {
-		switch c {
-		case "turn_id":
-			cols[i] = "FIRST_VALUE(turn_id) OVER earliest"
-		case "parent_tool_call_id", "subagent_type", "description", "agent_id", "child_session_id", "model",
-			"total_tokens", "tool_use_count", "duration_ms":
-			cols[i] = "COALESCE(" + c + ", MAX(" + c + ") OVER whole)"
-		case "is_async":
-			cols[i] = "MAX(is_async) OVER whole"
-		case "observed_at":
-			cols[i] = "MIN(observed_c) OVER whole"
-		case "settled_at":
-			cols[i] = "MIN(settled_c) OVER whole"
-		case "updated_at":
-			cols[i] = "MAX(updated_c) OVER whole"
-		default: // the status row's own
-			cols[i] = c
-		}
-		cols[i] += " AS " + c
+	need := func(c string) {
 		if !slices.Contains(base, c) && !slices.Contains([]string{"observed_at", "settled_at", "updated_at"}, c) {
 			base = append(base, c)
 		}
+	}
+	for i, c := range columns {
+		// The merged cards' keys (merged_cards.go): the rows counted, the
+		// status row's own settlement and observation, its own facts
+		// (status_*) and the greatest of each (max_*), the turn row's key.
+		fact, own := strings.CutPrefix(c, "status_")
+		greatest, isMax := strings.CutPrefix(c, "max_")
+		switch {
+		case c == "row_count":
+			cols[i] = "COUNT(*) OVER whole"
+		case c == "status_settled":
+			cols[i] = "CASE WHEN settled_c IS NULL THEN 0 ELSE 1 END"
+		case c == "status_observed":
+			cols[i] = "observed_c"
+		case c == "turn_observed":
+			cols[i] = "FIRST_VALUE(CASE WHEN turn_id IS NULL THEN NULL ELSE observed_c END) OVER earliest"
+		case c == "turn_execution":
+			cols[i] = "FIRST_VALUE(CASE WHEN turn_id IS NULL THEN NULL ELSE agent_execution_id END) OVER earliest"
+		case own && slices.Contains(cardFacts, fact):
+			cols[i] = fact
+			need(fact)
+		case isMax && slices.Contains(cardFacts, greatest):
+			cols[i] = "MAX(" + greatest + ") OVER whole"
+			need(greatest)
+		case c == "turn_id":
+			cols[i] = "FIRST_VALUE(turn_id) OVER earliest"
+		case slices.Contains(cardFacts, c):
+			cols[i] = "COALESCE(" + c + ", MAX(" + c + ") OVER whole)"
+			need(c)
+		case c == "is_async":
+			cols[i] = "MAX(is_async) OVER whole"
+			need(c)
+		case c == "observed_at":
+			cols[i] = "MIN(observed_c) OVER whole"
+		case c == "settled_at":
+			cols[i] = "MIN(settled_c) OVER whole"
+		case c == "updated_at":
+			cols[i] = "MAX(updated_c) OVER whole"
+		default: // the status row's own
+			cols[i] = c
+			need(c)
+		}
+		cols[i] += " AS " + c
 	}
 	exec := e.binary("agent_execution_id")
 	// Three windows only: each ordered one costs a sort of the rows.
@@ -101,8 +126,16 @@ ORDER BY observed_at, ` + e.binary("tool_call_id") + `, ` + e.binary("agent_exec
 // A session that one execution wrote (the common case) has one row per
 // card already, and is read as ListBySession reads it: the collapse's
 // window sorts are paid only by sessions that several executions wrote.
+//
+// A store with the merged cards (StepMergedCards) reads them as they are
+// kept, through the table's key: the cost is the session's cards.
 func (s *Store) ListCards(ctx context.Context, sessionID string) ([]SubagentContext, error) {
 	id := encodeID(sessionID)
+	if merged, err := s.mergedCards(ctx, s.reader); err != nil {
+		return nil, err
+	} else if merged {
+		return s.query(ctx, s.eng.rebind(mergedCardsSQL(s.eng)), id)
+	}
 	var one sql.NullBool
 	err := s.reader.QueryRowContext(ctx, s.eng.rebind(`SELECT `+oneExecutionSQL("?")), id, id).Scan(&one)
 	if err == nil && (!one.Valid || one.Bool) {

@@ -356,8 +356,10 @@ WHERE t.task_session_id IN (%s)`
 // ListCardFacts returns, in one query, the facts summaries of every row of
 // the given sessions that has facts, in no particular order: what a page
 // of those sessions' cards shows beside them (ListCards and ListFamily
-// return the cards; a card's facts are its AgentExecutionID row's). It
-// returns ErrNoFactStore (wrapped) when the database keeps no card facts.
+// return the cards; a card's facts are its AgentExecutionID row's). With
+// the merged cards (StepMergedCards) only the rows cards are read by (each
+// card's status row) are read: the cost is the cards'. It returns
+// ErrNoFactStore (wrapped) when the database keeps no card facts.
 func (s *Store) ListCardFacts(ctx context.Context, sessionIDs ...string) ([]CardFactsSummary, error) {
 	refs, err := s.factsReferences(ctx)
 	if err != nil {
@@ -370,7 +372,13 @@ func (s *Store) ListCardFacts(ctx context.Context, sessionIDs ...string) ([]Card
 	for i, id := range sessionIDs {
 		args[i] = encodeID(id)
 	}
-	q := s.eng.rebind(fmt.Sprintf(listCardFactsSQL, refs, placeholders(len(sessionIDs))))
+	query := listCardFactsSQL
+	if merged, err := s.mergedCards(ctx, s.reader); err != nil {
+		return nil, err
+	} else if merged {
+		query = mergedCardFactsSQL
+	}
+	q := s.eng.rebind(fmt.Sprintf(query, refs, placeholders(len(sessionIDs))))
 	rows, err := s.reader.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err

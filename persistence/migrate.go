@@ -215,6 +215,7 @@ func (s *Store) Migrate(ctx context.Context) MigrationReport {
 	if s.gapsOn {
 		run(StepObservationGaps, func() (bool, string, error) { return s.migrateGaps(ctx) })
 	}
+	run(StepMergedCards, func() (bool, string, error) { return s.migrateMergedCards(ctx, amended) })
 	return rep
 }
 

@@ -138,11 +138,13 @@ WHERE n.nspname = current_schema() AND c.relkind = 'r' AND a.attnum > 0 AND NOT 
 }
 
 // hostOwned is the part of a catalog that the host made: the layer's own
-// objects (kandev_meta, its indexes and functions) appear after the first
-// open and are left out of the comparison.
+// objects (kandev_meta, its indexes and functions, the merged cards with
+// their index, triggers and function) appear after the first open and are
+// left out of the comparison.
 func hostOwned(cat []string) []string {
 	return slices.DeleteFunc(slices.Clone(cat), func(s string) bool {
-		for _, own := range []string{"kandev_meta", "idx_subagents_", "subagent_context_", "idx_task_session_messages_created_at"} {
+		for _, own := range []string{"kandev_meta", "idx_subagents_", "subagent_context_", "idx_task_session_messages_created_at",
+			cardsTable} {
 			if strings.Contains(s, own) {
 				return true
 			}

@@ -159,6 +159,16 @@ func (s *Store) Plan(ctx context.Context) (MigrationPlan, error) {
 		}
 		add(StepObservationGaps, ddl...)
 	}
+	if amended {
+		ddl, refusal, err := s.planMergedCards(ctx, q)
+		if err != nil {
+			return p, err
+		}
+		if refusal != nil {
+			p.Refusals = append(p.Refusals, StepResult{Name: StepMergedCards, Err: refusal})
+		}
+		add(StepMergedCards, ddl...)
+	}
 	return p, nil
 }
 

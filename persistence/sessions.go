@@ -190,8 +190,16 @@ func (s *Store) readSummaries(ctx context.Context, where []string, args []any, l
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	merged, err := s.mergedCards(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
 	if len(single)+len(multi) > 0 {
-		rows, err := tx.QueryContext(ctx, e.rebind(summaryCountsSQL(e, len(multi), len(single))), append(multi, single...)...)
+		q := summaryCountsSQL(e, len(multi), len(single))
+		if merged {
+			q = mergedCountsSQL(len(multi) + len(single))
+		}
+		rows, err := tx.QueryContext(ctx, e.rebind(q), append(multi, single...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -218,8 +226,7 @@ func (s *Store) readSummaries(ctx context.Context, where []string, args []any, l
 		return out, nil
 	}
 	ids := slices.Sorted(maps.Keys(index))
-	err = eachPair(ctx, tx, e, `SELECT DISTINCT task_session_id, agent_execution_id FROM task_session_subagents
-WHERE task_session_id IN (%s)`, ids, func(session, value string) {
+	err = eachPair(ctx, tx, e, executionsSQL, ids, func(session, value string) {
 		out[index[session]].Executions = append(out[index[session]].Executions, decodeID(value))
 	})
 	if err != nil {
@@ -292,6 +299,25 @@ func summaryCountsSQL(e engine, multi, single int) string {
 	FROM task_session_subagents
 	WHERE task_session_id IN (`+placeholders(single)+`)`)
 	}
+	return summaryAggregateSQL(parts...)
+}
+
+// mergedCountsSQL is summaryCountsSQL read from the merged cards of n
+// sessions (n placeholders), whose rows are the cards as the collapse
+// gives them (times canonical): the cost is the sessions' cards, through
+// the table's key.
+func mergedCountsSQL(n int) string {
+	return summaryAggregateSQL(`SELECT task_session_id, turn_id, tool_status,
+		observed_at AS observed_c, settled_at AS settled_c, updated_at AS updated_c
+	FROM ` + cardsTable + `
+	WHERE task_session_id IN (` + placeholders(n) + `)`)
+}
+
+// summaryAggregateSQL counts, per session, the cards the parts select
+// (each gives task_session_id, turn_id, tool_status and the canonical
+// observed_c, settled_c and updated_c of one card per row): the columns
+// summaryCountsSQL documents.
+func summaryAggregateSQL(parts ...string) string {
 	return `SELECT task_session_id, MIN(observed_c), MAX(updated_c), COUNT(*), COUNT(DISTINCT turn_id),
 	SUM(CASE WHEN settled_c IS NULL AND COALESCE(tool_status, '') <> 'unknown' THEN 1 ELSE 0 END),
 	SUM(CASE WHEN tool_status IN ('error', 'failed') THEN 1 ELSE 0 END),
@@ -347,6 +373,21 @@ func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, "
 func likeEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
+
+// executionsSQL reads the distinct executions of the sessions its %s
+// lists (pairs of session and execution) by skipping through the key's
+// index (task_session_id, then agent_execution_id): one seek per
+// execution, whatever the number of rows each wrote.
+const executionsSQL = `WITH RECURSIVE executions (task_session_id, agent_execution_id) AS (
+	SELECT s.id, (SELECT MIN(agent_execution_id) FROM task_session_subagents WHERE task_session_id = s.id)
+	FROM task_sessions s
+	WHERE s.id IN (%s)
+	UNION ALL
+	SELECT x.task_session_id, (SELECT MIN(t.agent_execution_id) FROM task_session_subagents t
+		WHERE t.task_session_id = x.task_session_id AND t.agent_execution_id > x.agent_execution_id)
+	FROM executions x
+	WHERE x.agent_execution_id IS NOT NULL)
+SELECT task_session_id, agent_execution_id FROM executions WHERE agent_execution_id IS NOT NULL`
 
 // childSessionsSQL reads the child sessions of the sessions its %s lists
 // (pairs of session and child), through childIndex.
@@ -427,10 +468,31 @@ func changesSQL(e engine, n int) string {
 	(SELECT MAX(` + e.canon("updated_at") + `) FROM task_session_subagents` + cond + `)`
 }
 
+// mergedChangesSQL is changesSQL read from the merged cards: the rows
+// counted as each card keeps their number (row_count, the same count as
+// the rows'), and the latest update through
+// idx_task_session_subagent_cards_updated (one seek for one session).
+func mergedChangesSQL(n int) string {
+	cond := ""
+	if n > 0 {
+		cond = ` WHERE task_session_id IN (` + placeholders(n) + `)`
+	}
+	return `SELECT (SELECT CAST(COALESCE(SUM(row_count), 0) AS BIGINT) FROM ` + cardsTable + cond + `),
+	(SELECT MAX(updated_at) FROM ` + cardsTable + cond + `)`
+}
+
 // Changes returns the change mark of the given sessions' cards (through the
 // session index), or of the whole table when sessionIDs is empty (a scan).
+//
+// A store with the merged cards reads the same mark from them
+// (mergedChangesSQL): the cost is the sessions' cards, not their rows.
 func (s *Store) Changes(ctx context.Context, sessionIDs ...string) (ChangeMark, error) {
 	q := changesSQL(s.eng, len(sessionIDs))
+	if merged, err := s.mergedCards(ctx, s.reader); err != nil {
+		return ChangeMark{}, err
+	} else if merged {
+		q = mergedChangesSQL(len(sessionIDs))
+	}
 	args := make([]any, 2*len(sessionIDs))
 	for i, id := range sessionIDs {
 		args[i], args[len(sessionIDs)+i] = encodeID(id), encodeID(id)

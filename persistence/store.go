@@ -56,6 +56,9 @@ type Store struct {
 	gapsOn    bool
 	gapsReady atomic.Bool
 	gapsFound atomic.Bool
+	// cardsFound: the merged cards table exists (merged_cards.go), so
+	// card reads take it instead of collapsing the rows.
+	cardsFound atomic.Bool
 }
 
 // hooks are test failpoints. Production code leaves them nil.

@@ -1,10 +1,12 @@
 package persistence
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -603,7 +605,15 @@ func (s *Store) writeBatch(ctx context.Context, b batch) error {
 	if b.journal != "" {
 		stmts = append(stmts, batchStatement{s.eng.rebind(journalSQL), []any{b.journal, "running since " + keyText(time.Now())}})
 	}
-	for _, q := range b.entries {
+	// In the order of the merged cards' key: two writers whose batches
+	// share cards (two executions of one session) lock those cards (the
+	// merged cards' triggers) in one order, so neither waits for the other
+	// in a cycle (a deadlock, on PostgreSQL).
+	entries := slices.SortedFunc(slices.Values(b.entries), func(x, y *queued) int {
+		return cmp.Or(strings.Compare(x.r.sessionID, y.r.sessionID), strings.Compare(x.r.toolCallID, y.r.toolCallID),
+			strings.Compare(x.r.executionID, y.r.executionID))
+	})
+	for _, q := range entries {
 		args := s.upsertArgs(q.r)
 		switch {
 		case !s.writesTexts(q.r):

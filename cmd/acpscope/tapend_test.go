@@ -49,6 +49,17 @@ func tapMidTurn(t *testing.T, db string) (*exec.Cmd, io.WriteCloser, <-chan erro
 
 // sessionStatus is the stored status of the fake agent's session and the
 // tool status of each of its cards.
+// migrated reports whether the store at db opens for reading: it exists
+// and its schema is made.
+func migrated(db string) bool {
+	s, err := persistence.OpenReadOnly(context.Background(), db)
+	if err != nil {
+		return false
+	}
+	s.Close()
+	return true
+}
+
 func sessionStatus(t *testing.T, db string) (string, map[string]string) {
 	t.Helper()
 	s, err := persistence.OpenReadOnly(context.Background(), db)
@@ -118,10 +129,9 @@ func TestTapKilledMidTurnIsNotHealthy(t *testing.T) {
 	cmd, _, exited := tapMidTurn(t, db)
 	deadline := time.Now().Add(hangGuard)
 	for { // the open card is stored
-		// The file exists before the tap's migration ends: only a store
-		// that opens is read.
-		if s, err := persistence.OpenReadOnly(context.Background(), db); err == nil {
-			s.Close()
+		// The file exists before the tap's migration made its tables: a
+		// read then is refused as needing migration, which is not yet.
+		if migrated(db) {
 			if _, cards := sessionStatus(t, db); len(cards) > 0 {
 				break
 			}
