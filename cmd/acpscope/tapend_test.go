@@ -47,8 +47,6 @@ func tapMidTurn(t *testing.T, db string) (*exec.Cmd, io.WriteCloser, <-chan erro
 	return cmd, stdin, exited
 }
 
-// sessionStatus is the stored status of the fake agent's session and the
-// tool status of each of its cards.
 // migrated reports whether the store at db opens for reading: it exists
 // and its schema is made.
 func migrated(db string) bool {
@@ -60,6 +58,8 @@ func migrated(db string) bool {
 	return true
 }
 
+// sessionStatus is the stored status of the fake agent's session and the
+// tool status of each of its cards.
 func sessionStatus(t *testing.T, db string) (string, map[string]string) {
 	t.Helper()
 	s, err := persistence.OpenReadOnly(context.Background(), db)
