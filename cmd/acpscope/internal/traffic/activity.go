@@ -98,7 +98,7 @@ func activityOf(frames []Frame) Activity {
 	a := Activity{Calls: []ActivityCall{}, Permissions: []ActivityPermission{}}
 	var msg strings.Builder
 	msgID, lastUpdate := "", ""
-	calls := map[string]int{} // id → index in a.Calls
+	calls := map[string]int{}   // id → index in a.Calls
 	pending := map[string]int{} // raw request id → index in a.Permissions
 	var answered []bool
 	for i := range frames {

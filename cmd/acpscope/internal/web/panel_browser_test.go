@@ -123,4 +123,3 @@ const layoutProblems = `(function () {
 	});
 	return out;
 })()`
-
