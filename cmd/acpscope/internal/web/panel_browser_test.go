@@ -1,13 +1,17 @@
 package web
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"net/http/httptest"
 	"net/url"
 	"testing"
 	"time"
 
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/traffic"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web/webtest"
+	"github.com/kdlbs/acp-go-sdk/internal/capture"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
 
@@ -39,7 +43,9 @@ func TestBrowserStatusPanelLayout(t *testing.T) {
 	s := openStore(t)
 	seedLongAndShortTurns(t, s)
 	now := t0.Add(time.Hour + 12*time.Second)
-	srv := httptest.NewServer(Handler(s, Options{Now: func() time.Time { return now }, PollInterval: time.Hour}))
+	log, can := hostileActivity(len(xssCorpus) - 2)
+	srv := httptest.NewServer(Handler(s, Options{Now: func() time.Time { return now }, PollInterval: time.Hour,
+		Traffic: log, Stop: &fakeStopper{can: can}}))
 	t.Cleanup(srv.Close)
 	page := srv.URL + "/session?id=" + url.QueryEscape("S")
 	type zoom struct {
@@ -53,6 +59,7 @@ func TestBrowserStatusPanelLayout(t *testing.T) {
 			if z.css != "" {
 				b.Eval(`document.documentElement.style.zoom = "`+z.css+`"; window.dispatchEvent(new Event("resize")); true`, nil)
 			}
+			b.WaitFor(`document.body.dataset.live === "read"`)
 			var problems []string
 			b.Eval(layoutProblems, &problems)
 			for _, p := range problems {
@@ -60,6 +67,8 @@ func TestBrowserStatusPanelLayout(t *testing.T) {
 			}
 			var got struct {
 				Labels, Running int
+				Stops, Calls    int
+				Perms           int
 				Axis            string
 				BarReach        float64
 				XSS             string
@@ -71,12 +80,16 @@ func TestBrowserStatusPanelLayout(t *testing.T) {
 				document.querySelectorAll("#timeline .bar.open").forEach(function (b) {
 					reach = Math.max(reach, (b.getBoundingClientRect().right - tl.left) / tl.width);
 				});
-				return { Labels: document.querySelectorAll("#turn-labels .turn-label:not([hidden])").length,
+				return { Stops: document.querySelectorAll("#running button.stop").length,
+					Calls: document.querySelectorAll("#running .call").length,
+					Perms: document.querySelectorAll("#running .perm").length,
+					Labels: document.querySelectorAll("#turn-labels .turn-label:not([hidden])").length,
 					Running: document.querySelectorAll("#running li.run-card").length,
 					Axis: document.querySelector("#axis .end").textContent, BarReach: reach,
 					XSS: document.body.dataset.xss || "", Injected: document.body.dataset.injected };
 			})()`, &got)
-			if got.Labels < 2 || got.Running != len(xssCorpus)-2 || got.XSS != "" || got.Injected != "0" {
+			n := len(xssCorpus) - 2
+			if got.Labels < 2 || got.Running != n || got.XSS != "" || got.Injected != "0" || got.Stops != n/2 || got.Calls != n || got.Perms != n {
 				t.Errorf("%s: %+v", name, got)
 			}
 			// The present is 1 h 12 s after the origin: the axis says so and
@@ -86,6 +99,28 @@ func TestBrowserStatusPanelLayout(t *testing.T) {
 			}
 		}
 	}
+}
+
+// hostileActivity is a traffic log in which each of n running children
+// (child-run-0…) said a corpus text as its message, a tool call's title
+// and a pending permission's title, and the children that hold the
+// cancel capability (every other one).
+func hostileActivity(n int) (*traffic.Log, map[string]bool) {
+	log := traffic.New(traffic.Options{})
+	can := map[string]bool{}
+	for i := range n {
+		child := fmt.Sprintf("child-run-%d", i)
+		p, _ := json.Marshal(xssCorpus[2+i] + strings.Repeat(" long", i*20))
+		for _, m := range []string{
+			`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"` + child + `","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":` + string(p) + `}}}}`,
+			`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"` + child + `","update":{"sessionUpdate":"tool_call","toolCallId":"t","title":` + string(p) + `,"status":"in_progress"}}}`,
+			`{"jsonrpc":"2.0","id":` + fmt.Sprint(i) + `,"method":"session/request_permission","params":{"sessionId":"` + child + `","toolCall":{"toolCallId":"t","title":` + string(p) + `}}}`,
+		} {
+			log.Add(capture.FromAgent, []byte(m), t0)
+		}
+		can[child] = i%2 == 0
+	}
+	return log, can
 }
 
 // layoutProblems lists, in the page, every turn label outside its strip
@@ -123,3 +158,44 @@ const layoutProblems = `(function () {
 	});
 	return out;
 })()`
+
+// Clicking Stop on a child that holds the cancel capability sends one
+// stop for that child, through the page's token and Origin; the page says
+// so, and the server's refusals reach the page as refusals.
+func TestBrowserStopClick(t *testing.T) {
+	b := webtest.OpenBrowser(t)
+	s := openStore(t)
+	seedRunningChildren(t, s)
+	st := &fakeStopper{can: map[string]bool{"granted": true}}
+	srv := httptest.NewServer(Handler(s, Options{Stop: st, PollInterval: time.Hour}))
+	t.Cleanup(srv.Close)
+	b.Open(srv.URL+"/session?id=P", 1024, 800, 1)
+	b.WaitFor(`document.body.dataset.live === "read"`)
+	var buttons []string
+	b.Eval(`Array.prototype.map.call(document.querySelectorAll("#running button.stop"), function (b) { return b.dataset.child; })`, &buttons)
+	if len(buttons) != 1 || buttons[0] != "granted" {
+		t.Fatalf("Stop buttons for %v, want [granted] only", buttons)
+	}
+	b.Eval(`document.querySelector("#running button.stop").click(); true`, nil)
+	b.WaitFor(`document.body.dataset.stop === "202"`)
+	st.mu.Lock()
+	stopped := append([]string(nil), st.stopped...)
+	st.mu.Unlock()
+	if len(stopped) != 1 || stopped[0] != "granted" {
+		t.Fatalf("stopped %v", stopped)
+	}
+	// The capability is gone (the child finished): the server refuses,
+	// and the page shows the refusal on the button.
+	st.mu.Lock()
+	st.can["granted"] = false
+	st.mu.Unlock()
+	b.Eval(`document.body.dataset.stop = ""; var s = document.querySelector("#running button.stop"); s.disabled = false; s.click(); true`, nil)
+	b.WaitFor(`document.body.dataset.stop === "409"`)
+	// A forged request from the page's script without the token is
+	// refused too.
+	var status int
+	b.Eval(`fetch("/api/stop", {method: "POST", body: new URLSearchParams({session: "P", child: "granted"})}).then(function (r) { return r.status; })`, &status)
+	if status != 403 {
+		t.Errorf("a stop without the token: %d, want 403", status)
+	}
+}

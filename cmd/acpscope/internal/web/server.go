@@ -80,6 +80,9 @@ type Options struct {
 	// their own clock by it (ServerTimeHeader), so a running child's bar
 	// grows with the server's time.
 	Now func() time.Time
+	// Stop, when set, lets the session page stop a running child that
+	// holds the ACP cancel capability (stop.go).
+	Stop Stopper
 }
 
 // ServerTimeHeader is on every answer: the server's time when it
@@ -97,6 +100,8 @@ type server struct {
 	gate   *gate
 	tokens *tokenCache
 	views  *viewCache
+	// stop is set with Options.Stop.
+	stop *stopControl
 }
 
 // Handler serves the pages, the JSON API and the embedded assets from s:
@@ -152,6 +157,7 @@ func Handler(s *persistence.Store, opts Options) http.Handler {
 	srv.mux.HandleFunc("GET /api/changes", srv.changesJSON)
 	srv.mux.HandleFunc("GET /api/card", srv.cardJSON)
 	srv.routeTraffic()
+	srv.routeLive()
 	return srv
 }
 
@@ -299,6 +305,10 @@ type sessionData struct {
 	// Now is the server's time of the page (ms since the Unix epoch);
 	// the JSON answers carry it in ServerTimeHeader instead.
 	Now int64 `json:"now_ms,omitempty"`
+	// Live reports that /api/live serves (Options.Traffic or Stop), and
+	// StopToken is the token a stop must carry (only with Options.Stop).
+	Live      bool   `json:"live,omitempty"`
+	StopToken string `json:"stop_token,omitempty"`
 }
 
 // loadSession returns the cached view of the requested session (read
@@ -326,7 +336,11 @@ func (s *server) sessionPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d := sessionData{View: e.view.Window(offset, limit), Poll: s.opts.PollInterval.Milliseconds(), Now: s.opts.Now().UnixMilli()}
+	d := sessionData{View: e.view.Window(offset, limit), Poll: s.opts.PollInterval.Milliseconds(), Now: s.opts.Now().UnixMilli(),
+		Live: s.opts.Traffic != nil || s.stop != nil}
+	if s.stop != nil {
+		d.StopToken = s.stop.token
+	}
 	s.render(w, r, "session.html", pageData{Title: "session " + d.View.Session.ID, Page: "session",
 		Data: d, Session: &d.View.Session}, start)
 }

@@ -389,7 +389,7 @@
       act.dataset.updated = c.updated_at;
       fact(dl, "Last activity", act);
       var l = live && c.child_session_id ? live.children[c.child_session_id] : null;
-      if (l) {
+      if (l && l.seen) {
         var last = el("dd", "activity");
         last.dataset.updated = l.last_activity;
         fact(dl, "Last message seen", last);
@@ -407,15 +407,17 @@
         if (!l.permissions.length) perms.textContent = "none";
         l.permissions.forEach(function (p) { perms.appendChild(el("div", "perm", p.title || p.id)); });
         fact(dl, "Pending permissions", perms);
-        if (l.can_stop && live.stop) {
-          var stop = el("button", "stop", "Stop");
-          stop.type = "button";
-          stop.dataset.child = c.child_session_id;
-          stop.title = "send session/cancel for this child";
-          head.appendChild(stop);
-        }
-        if (l.stop_sent) head.appendChild(el("span", "tag", "stop sent"));
+      } else if (l) {
+        fact(dl, "Connection", "no message of this child kept");
       }
+      if (l && l.can_stop && live.stop) {
+        var stop = el("button", "stop", l.stop_sent ? "Stop again" : "Stop");
+        stop.type = "button";
+        stop.dataset.child = c.child_session_id;
+        stop.title = "send session/cancel for this child";
+        head.appendChild(stop);
+      }
+      if (l && l.stop_sent) head.appendChild(el("span", "tag", "stop sent"));
       li.appendChild(dl);
       frag.appendChild(li);
     });
@@ -699,6 +701,37 @@
     });
   }
 
+  // loadLive reads what the connection says of the running children
+  // (/api/live) and redraws the panel; only while a card runs.
+  var liveBusy = false;
+  function loadLive(id) {
+    if (liveBusy || !current || !current.cards.some(running)) return;
+    liveBusy = true;
+    timedFetch("/api/live?id=" + id)
+      .then(function (r) { if (!r.ok) throw new Error(String(r.status)); return r.json(); })
+      .then(function (d) { live = d; renderRunning(current); body.dataset.live = "read"; })
+      .catch(function () { body.dataset.live = "error"; })
+      .then(function () { liveBusy = false; });
+  }
+
+  // stopChild asks the server to send session/cancel for a child: a POST
+  // with the page's token (the server checks it, the Origin and the Host).
+  function stopChild(button, token) {
+    var child = button.dataset.child;
+    button.disabled = true;
+    var form = new URLSearchParams();
+    form.set("token", token);
+    form.set("session", current.session.id);
+    form.set("child", child);
+    fetch("/api/stop", { method: "POST", body: form, credentials: "same-origin", cache: "no-store" })
+      .then(function (r) {
+        body.dataset.stop = String(r.status);
+        if (!r.ok) return r.text().then(function (t) { button.title = t; button.disabled = false; });
+        button.textContent = "Stop sent";
+      })
+      .catch(function () { body.dataset.stop = "error"; button.disabled = false; });
+  }
+
   function sessionPage(d) {
     var m = /^#card-(\d+)$/.exec(location.hash);
     if (m) selected = Number(m[1]);
@@ -718,6 +751,8 @@
     }
     window.addEventListener("resize", function () { if (current) layoutTimeline(current); });
     document.querySelector("main").addEventListener("click", function (ev) {
+      var stop = ev.target.closest("button.stop");
+      if (stop) { if (!stop.disabled) stopChild(stop, d.stop_token); return; }
       var t = ev.target.closest("[data-i]");
       if (t) showDetails(Number(t.dataset.i));
     });
@@ -727,6 +762,10 @@
         .then(function (r) { return r.json(); })
         .then(renderSession);
     }, d.poll_ms);
+    if (d.live) {
+      loadLive(id);
+      setInterval(function () { if (!document.hidden) loadLive(id); }, d.poll_ms);
+    }
   }
 
   var data = readData();
