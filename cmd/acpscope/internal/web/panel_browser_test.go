@@ -3,9 +3,9 @@ package web
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
