@@ -166,23 +166,35 @@ func TestBrowserStopClick(t *testing.T) {
 	b := webtest.OpenBrowser(t)
 	s := openStore(t)
 	seedRunningChildren(t, s)
-	st := &fakeStopper{can: map[string]bool{"granted": true}}
+	// A hostile child session id, granted too: its button stops exactly it.
+	hostile := xssCorpus[1] + "\u202e"
+	upsert(t, s, persistence.Frame{TaskSessionID: "P", ToolCallID: "call-hostile", ExecutionID: ExecutionID("claude", "r"),
+		ChildSessionID: hostile, Description: xssCorpus[0], ToolStatus: "in_progress", ObservedAt: t0.Add(5 * time.Second)})
+	st := &fakeStopper{can: map[string]bool{"granted": true, hostile: true}}
 	srv := httptest.NewServer(Handler(s, Options{Stop: st, PollInterval: time.Hour}))
 	t.Cleanup(srv.Close)
 	b.Open(srv.URL+"/session?id=P", 1024, 800, 1)
 	b.WaitFor(`document.body.dataset.live === "read"`)
 	var buttons []string
 	b.Eval(`Array.prototype.map.call(document.querySelectorAll("#running button.stop"), function (b) { return b.dataset.child; })`, &buttons)
-	if len(buttons) != 1 || buttons[0] != "granted" {
-		t.Fatalf("Stop buttons for %v, want [granted] only", buttons)
+	if len(buttons) != 2 || buttons[0] != "granted" || buttons[1] != hostile {
+		t.Fatalf("Stop buttons for %q, want granted and the hostile child only", buttons)
 	}
-	b.Eval(`document.querySelector("#running button.stop").click(); true`, nil)
+	b.Eval(`document.querySelectorAll("#running button.stop")[1].click(); true`, nil)
+	b.WaitFor(`document.body.dataset.stop === "202"`)
+	b.Eval(`document.body.dataset.stop = ""; document.querySelector("#running button.stop").click(); true`, nil)
 	b.WaitFor(`document.body.dataset.stop === "202"`)
 	st.mu.Lock()
 	stopped := append([]string(nil), st.stopped...)
 	st.mu.Unlock()
-	if len(stopped) != 1 || stopped[0] != "granted" {
-		t.Fatalf("stopped %v", stopped)
+	if len(stopped) != 2 || stopped[0] != hostile || stopped[1] != "granted" {
+		t.Fatalf("stopped %q", stopped)
+	}
+	var xss, injected string
+	b.Eval(`document.body.dataset.xss || ""`, &xss)
+	b.Eval(`String(document.querySelectorAll("main script, main img, main svg, main iframe").length)`, &injected)
+	if xss != "" || injected != "0" {
+		t.Errorf("the corpus ran: xss %q, %s injected elements", xss, injected)
 	}
 	// The capability is gone (the child finished): the server refuses,
 	// and the page shows the refusal on the button.
