@@ -101,12 +101,25 @@ func activityOf(frames []Frame) Activity {
 	calls := map[string]int{}   // id → index in a.Calls
 	pending := map[string]int{} // raw request id → index in a.Permissions
 	var answered []bool
+	// Only the messages that can change what is shown are decoded: the
+	// tool calls, the permission requests, and the message updates of the
+	// latest run of them (its start found from the routing facts alone).
+	latestRun := len(frames)
+	for latestRun > 0 && !messageUpdate(&frames[latestRun-1]) {
+		latestRun--
+	}
+	for latestRun > 0 && messageUpdate(&frames[latestRun-1]) {
+		latestRun--
+	}
 	for i := range frames {
 		f := &frames[i]
 		a.Seen, a.Last = true, f.At
+		if f.Kind == "invalid" {
+			continue // not JSON-RPC: only its time counts
+		}
 		var m activityMessage
-		if f.Kind == "invalid" || json.Unmarshal([]byte(f.Text), &m) != nil {
-			continue // cut or not JSON-RPC: only its time counts
+		if worthDecoding(f, i >= latestRun) && json.Unmarshal([]byte(f.Text), &m) != nil {
+			continue // cut: only its time counts
 		}
 		switch {
 		case f.Method == "session/update" && f.Kind == "notification":
@@ -184,6 +197,30 @@ func activityOf(frames []Frame) Activity {
 		a.Calls = a.Calls[n-MaxActivityCalls:]
 	}
 	return a
+}
+
+// messageUpdate reports whether f is a session/update of a message
+// (agent_message_chunk, session_message, session_message_chunk).
+func messageUpdate(f *Frame) bool {
+	switch f.Update {
+	case "agent_message_chunk", "session_message", "session_message_chunk":
+		return f.Method == "session/update"
+	}
+	return false
+}
+
+// worthDecoding reports whether f can change an Activity: a tool call
+// update, a permission request from the agent, or (inLatestRun) a message
+// update of the latest run of them. The others count by their routing
+// facts alone (their time, an answer's id, a cancel).
+func worthDecoding(f *Frame, inLatestRun bool) bool {
+	switch {
+	case f.Method == "session/update":
+		return f.Update == "tool_call" || f.Update == "tool_call_update" || inLatestRun && messageUpdate(f)
+	case f.Method == "session/request_permission":
+		return f.Kind == "request"
+	}
+	return false
 }
 
 // keepEnd is at most the last n bytes of s, cut at a rune boundary.

@@ -76,3 +76,24 @@ func FuzzActivity(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkActivity reads one running child's activity from a full log
+// (10,000 messages of 20 sessions, each a tool call update or a message
+// chunk): what /api/live does per running child and poll.
+func BenchmarkActivity(b *testing.B) {
+	l := New(Options{})
+	for i := range DefaultMaxFrames {
+		s := "c" + string(rune('a'+i%20))
+		msg := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"` + s + `","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"some words of the answer "}}}}`
+		if i%3 == 0 {
+			msg = `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"` + s + `","update":{"sessionUpdate":"tool_call_update","toolCallId":"t` + string(rune('0'+i%10)) + `","status":"in_progress","title":"Read main.go"}}}`
+		}
+		l.Add(capture.FromAgent, []byte(msg), t0)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if a := l.Activity("ca"); !a.Seen {
+			b.Fatal("no activity")
+		}
+	}
+}
