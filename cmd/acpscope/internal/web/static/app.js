@@ -320,12 +320,17 @@
     // never placed narrower than it is.
     var width = strip.clientWidth, rowEnds = [], rowHeight = 0, hidden = 0;
     var onScreen = strip.getBoundingClientRect().width, factor = onScreen > 0 && width > 0 ? width / onScreen : 1;
+    // Measured first, all at once (every write after every read would lay
+    // the page out again per label).
+    drawn.labels.forEach(function (lab) { lab.hidden = false; });
+    var sizes = drawn.labels.map(function (lab) {
+      var box = lab.getBoundingClientRect();
+      return [Math.ceil(box.width * factor), Math.ceil(box.height * factor)];
+    });
     (view.turns || []).forEach(function (t, k) {
       var lab = drawn.labels[k];
-      lab.hidden = false;
-      var box = lab.getBoundingClientRect();
-      var w = Math.ceil(box.width * factor), x = width * t.start / span;
-      rowHeight = Math.max(rowHeight, Math.ceil(box.height * factor));
+      var w = sizes[k][0], x = width * t.start / span;
+      rowHeight = Math.max(rowHeight, sizes[k][1]);
       var left = x + 2;
       if (left + w > width) left = x - 2 - w;
       left = Math.max(0, Math.min(left, width - w));
@@ -709,7 +714,14 @@
     liveBusy = true;
     timedFetch("/api/live?id=" + id)
       .then(function (r) { if (!r.ok) throw new Error(String(r.status)); return r.json(); })
-      .then(function (d) { live = d; renderRunning(current); body.dataset.live = "read"; })
+      .then(function (d) {
+        live = d;
+        renderRunning(current);
+        // The panel's new height may bring or take a scroll bar: the
+        // labels are placed again now, not a frame later.
+        placeTurnLabels(current, timelineSpan(current));
+        body.dataset.live = "read";
+      })
       .catch(function () { body.dataset.live = "error"; })
       .then(function () { liveBusy = false; });
   }
