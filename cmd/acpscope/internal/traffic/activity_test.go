@@ -50,8 +50,8 @@ func FuzzActivity(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"c","update":{"sessionUpdate":"session_message","messageId":"m","content":[{"type":"text","text":"a\u0000"}]}}}`),
 		[]byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"c","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","status":5}}}`))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		l := New(Options{})
-		for i := 0; i < 30; i++ {
+		l := New(Options{MaxFrames: 64})
+		for i := 0; i < 25; i++ {
 			l.Add(capture.FromAgent, a, t0)
 			l.Add(capture.FromClient, b, t0)
 			l.Add(capture.FromAgent, b, t0)
