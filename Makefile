@@ -99,9 +99,10 @@ publish-check:
 
 ## web-test: acpscope web in a real headless Chromium (Debian's package,
 ## installed only when /usr/bin/chromium is missing): the demo, the XSS
-## capture, live updates and the 5,000-subagent measurement.
+## capture, live updates, the status panel's layout and Stop, and the
+## 5,000-subagent measurement.
 web-test: /usr/bin/chromium
-	ACPSCOPE_BROWSER_TESTS=1 $(GO) test -race -count=1 -run '^TestBrowser' -v ./cmd/acpscope/
+	ACPSCOPE_BROWSER_TESTS=1 $(GO) test -race -count=1 -run '^TestBrowser' -v ./cmd/acpscope/ ./cmd/acpscope/internal/web/
 
 ## web-bench: the 5,000-subagent browser measurement without the race
 ## detector, the server-side benchmark, and the 100,000-card figures

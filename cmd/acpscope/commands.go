@@ -266,8 +266,10 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	}
 	defer sink.close()
 	var tv trafficView
+	stopper := &runStop{}
 	if *webFlags.addr != "" {
 		tv = liveTraffic("run's connection")
+		tv.stop = stopper
 	}
 	stopWeb, err := startRunWeb(ctx, webFlags, sink.store, tv, e.stderr)
 	if err != nil {
@@ -314,6 +316,7 @@ func cmdRun(ctx context.Context, e env, args []string) (runErr error) {
 	cfg := o.sessionConfig(term, sink, log)
 	cfg.Requests, cfg.Cwd, cfg.Abort, cfg.ReopenWith = session.Turns(open, turns), dir, agent.Kill, reopen
 	cfg.AwaitChildren = true
+	cfg.Connected = stopper.connected
 	stored := cfg.TurnEnded // the store's flush of the turn's cards
 	switch {
 	case interactive:

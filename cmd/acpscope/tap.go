@@ -46,6 +46,7 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 	record := fs.String("record", "", "record the connection to this capture file (acpscope replay FILE shows its cards)")
 	allow := allowHostFlag(fs)
 	webAddr := fs.String("web", "", "serve the store's read-only pages on this address while the tap runs (e.g. 127.0.0.1:8765; a non-loopback address exposes the store)")
+	allowStop := fs.Bool("allow-stop", false, "with --web, the session page's Stop sends session/cancel for a child that holds the cancel capability: the one message the tap ever originates (written into the agent's input between the editor's lines)")
 	logPath := fs.String("log", "", "write the tap's messages (cards, web address, the closing report) to this file, appended, instead of standard error")
 	o.otel.register(fs, false)
 	grace := fs.Duration("grace", 3*time.Second, "how long the agent may take to exit once the editor closed its side before it is stopped (SIGTERM, SIGHUP or SIGQUIT stop it at once)")
@@ -64,6 +65,9 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 	}
 	if *grace <= 0 {
 		return fmt.Errorf("--grace must be positive")
+	}
+	if *allowStop && *webAddr == "" {
+		return fmt.Errorf("--allow-stop is the web page's Stop: it needs --web")
 	}
 	if *webAddr != "" && o.noDB {
 		return fmt.Errorf("--web serves the tap's store: it cannot go with --no-db")
@@ -128,9 +132,20 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 	} else {
 		o.traces = x
 	}
+	// With --allow-stop the agent's input has one writer shared by the
+	// pass-through and the Stop's session/cancel, which goes between the
+	// editor's lines; without it the pass-through writes alone.
+	var agentIn io.WriteCloser = agent.Stdin
 	var tv trafficView
+	var stopper *tapStop
 	if *webAddr != "" {
 		tv = liveTraffic("the tap's connection")
+		if *allowStop {
+			shared := tap.NewAgentInput(agent.Stdin)
+			agentIn = shared
+			stopper = &tapStop{input: shared, log: tv.log}
+			tv.stop = stopper
+		}
 	}
 	store := openTapStore(ctx, o, *webAddr, *allow, tv, logw, parts)
 	defer store.close()
@@ -152,6 +167,11 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 	})
 	if err != nil {
 		return err
+	}
+	if stopper != nil {
+		stopper.mu.Lock()
+		stopper.obs = obs
+		stopper.mu.Unlock()
 	}
 
 	// Once the observation is complete, and before the tap waits for the
@@ -193,7 +213,7 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 	st, _ := tap.Run(context.WithoutCancel(ctx), tap.Config{
 		EditorIn: e.stdin, EditorOut: editorOut, Observer: obs, Signals: sigs, Grace: *grace, Observed: observed, Ended: ended,
 	}, tap.Agent{
-		Stdin: agent.Stdin, Stdout: agent.Stdout, Exited: proc.Exited(),
+		Stdin: agentIn, Stdout: agent.Stdout, Exited: proc.Exited(),
 		Signal: proc.Signal, Stop: proc.Terminate,
 	}, func() bool { return interruptRead(e.stdin) })
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/traffic"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/web"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 	"github.com/kdlbs/acp-go-sdk/persistence"
 )
@@ -19,6 +20,9 @@ import (
 type trafficView struct {
 	log    *traffic.Log
 	source string
+	// stop, when set, lets the pages stop a child (run --web, tap --web
+	// --allow-stop).
+	stop web.Stopper
 }
 
 // liveTraffic is the view of a connection acpscope watches (run --web,

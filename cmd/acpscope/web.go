@@ -82,7 +82,7 @@ func allowHostFlag(fs *flag.FlagSet) *[]string {
 // its log is set, adds the traffic view. `acpscope web`, `acpscope run
 // --web` and `acpscope tap --web` all serve through it.
 func serveWeb(ctx context.Context, out io.Writer, name, stops string, s *persistence.Store, ln net.Listener, allow []string, poll time.Duration, tv trafficView) error {
-	opts := web.Options{AllowHosts: allow, PollInterval: poll, Traffic: tv.log, TrafficSource: tv.source}
+	opts := web.Options{AllowHosts: allow, PollInterval: poll, Traffic: tv.log, TrafficSource: tv.source, Stop: tv.stop}
 	loopback, wildcard := isLoopbackAddr(ln.Addr()), isWildcardAddr(ln.Addr())
 	if !loopback {
 		// The bound address itself passes; on a specific non-loopback

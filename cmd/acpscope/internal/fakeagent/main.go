@@ -15,6 +15,9 @@
 //	               answers
 //	-mode air      an AIR child that outlives its turn (see air.go)
 //	-mode air-open an AIR child that outlives its turn and never ends
+//	-mode stop     two ACP child sessions, one granted cancel; the turn
+//	               ends once session/cancel for that one arrived (see
+//	               stop.go; each cancel's session id goes to -state FILE)
 //	-mode turns    one subagent per prompt, remembered in -state FILE and
 //	               replayed as history by session/load or session/resume
 //	               (-reopen load, resume, both or none: what the agent offers;
@@ -99,7 +102,7 @@ func main() {
 		_, _ = os.Stdout.WriteString(junk)
 		return
 	}
-	a := &agent{mode: *mode, ready: *ready, start: *start, updates: *updates, per: *per, state: *state, reopen: *reopen, loadError: *loadError, sid: *sid, cancelled: make(chan struct{})}
+	a := &agent{mode: *mode, ready: *ready, start: *start, updates: *updates, per: *per, state: *state, reopen: *reopen, loadError: *loadError, sid: *sid, cancelled: make(chan struct{}), stop: childStop{cancelled: make(chan struct{})}}
 	in := io.Reader(os.Stdin)
 	out := io.Writer(os.Stdout)
 	if *hold > 0 {
@@ -143,6 +146,7 @@ type agent struct {
 	sessions  atomic.Int64 // sessions opened so far
 	sid       string       // -sid, for the traced mode
 	tracedN   atomic.Int64 // the traced mode's prompts so far
+	stop      childStop    // the stop mode's
 }
 
 // openCard sends a subagent card that stays in progress, then marks the
@@ -158,6 +162,16 @@ func openCard(ctx context.Context, conn *acp.AgentSideConnection, sid acp.Sessio
 	}
 	markReady(ready)
 	return nil
+}
+
+// waitGo waits until the -go file exists ("" waits for nothing).
+func waitGo(path string) {
+	for path != "" {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // markReady creates the -ready file, if one was asked for.
@@ -206,12 +220,7 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
 	case "burst":
 		markReady(a.ready)
-		for a.start != "" {
-			if _, err := os.Stat(a.start); err == nil {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitGo(a.start)
 		if err := burst(ctx, a.conn, req.SessionId, a.updates, a.per); err != nil {
 			return acp.PromptResponse{}, err
 		}
@@ -224,6 +233,8 @@ func (a *agent) Prompt(ctx context.Context, req acp.PromptRequest) (acp.PromptRe
 		return foreign(ctx, a.conn, req.SessionId)
 	case "air", "air-open":
 		return a.airPrompt(ctx, req.SessionId, a.mode == "air")
+	case "stop":
+		return a.stopPrompt(ctx, req.SessionId)
 	}
 	sid := req.SessionId
 	claude := func(tool string, extra map[string]any) map[string]any {
@@ -311,7 +322,11 @@ func (a *agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.Auth
 	return acp.AuthenticateResponse{}, nil
 }
 
-func (a *agent) Cancel(context.Context, acp.CancelNotification) error {
+func (a *agent) Cancel(_ context.Context, n acp.CancelNotification) error {
+	if a.mode == "stop" {
+		a.stopCancel(n)
+		return nil
+	}
 	select {
 	case <-a.cancelled:
 	default:

@@ -150,6 +150,28 @@ type Config struct {
 	// turn's traceparent out of the prompts' _meta.
 	Traces        *traces.Exporter
 	NoTraceparent bool
+	// Connected, when set, is handed what may cancel a child session on
+	// the connection once it is up, and nil once the session ended (run
+	// --web's Stop).
+	Connected func(*ChildCanceller)
+}
+
+// ChildCanceller sends session/cancel for a child session on one
+// connection, which only a child holding the cancel capability may get
+// (adapter.Tracker.CanCancelChild).
+type ChildCanceller struct {
+	tracker *adapter.Tracker
+	conn    *acp.ClientSideConnection
+}
+
+// CanCancel reports whether the child session holds the ACP cancel
+// capability now.
+func (c *ChildCanceller) CanCancel(child string) bool { return c.tracker.CanCancelChild(child) }
+
+// Cancel sends session/cancel for the child session, whether or not it
+// holds the capability: the caller checks CanCancel first.
+func (c *ChildCanceller) Cancel(ctx context.Context, child string) error {
+	return c.conn.Cancel(ctx, acp.CancelNotification{SessionId: acp.SessionId(child)})
 }
 
 // Result is what a finished session reports.
@@ -239,6 +261,10 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 	cfg.held = held
 	if err != nil {
 		return res, err
+	}
+	if cfg.Connected != nil {
+		cfg.Connected(&ChildCanceller{tracker: tracker, conn: conn})
+		defer cfg.Connected(nil)
 	}
 	stopTicker := startTicker(cfg.Term)
 	// cancelOpen are the sessions whose cancelled turn left cards open

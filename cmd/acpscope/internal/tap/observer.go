@@ -141,6 +141,11 @@ func NewObserver(cfg ObserverConfig) (*Observer, error) {
 // Dialect is the connection's dialect so far ("" before initialize).
 func (o *Observer) Dialect() string { return o.tracker.Dialect() }
 
+// CanCancelChild reports whether the observed connection's child session
+// holds the ACP cancel capability now (adapter.Tracker.CanCancelChild):
+// tap --web --allow-stop may then send it session/cancel.
+func (o *Observer) CanCancelChild(child string) bool { return o.tracker.CanCancelChild(child) }
+
 // extension takes the agent's extension messages: cursor/task merges its
 // metadata into the card, as run's client does; the editor answers it.
 func (o *Observer) extension(method string, id, params json.RawMessage) {

@@ -76,7 +76,20 @@ type Options struct {
 	// (traffic.go); TrafficSource says on the page where they come from.
 	Traffic       *traffic.Log
 	TrafficSource string
+	// Now is the server's clock (default time.Now): the pages correct
+	// their own clock by it (ServerTimeHeader), so a running child's bar
+	// grows with the server's time.
+	Now func() time.Time
+	// Stop, when set, lets the session page stop a running child that
+	// holds the ACP cancel capability (stop.go).
+	Stop Stopper
 }
+
+// ServerTimeHeader is on every answer: the server's time when it
+// answered, in milliseconds since the Unix epoch. The pages set their
+// clock by it (a browser's clock may be off), as by the session page
+// data's now_ms.
+const ServerTimeHeader = "Acpscope-Server-Time"
 
 type server struct {
 	store *persistence.Store
@@ -87,6 +100,8 @@ type server struct {
 	gate   *gate
 	tokens *tokenCache
 	views  *viewCache
+	// stop is set with Options.Stop.
+	stop *stopControl
 }
 
 // Handler serves the pages, the JSON API and the embedded assets from s:
@@ -118,6 +133,9 @@ func Handler(s *persistence.Store, opts Options) http.Handler {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	opts.MaxHeavy = orDefault(opts.MaxHeavy, DefaultMaxHeavy)
 	opts.MaxWaiting = orDefault(opts.MaxWaiting, DefaultMaxWaiting)
 	opts.HeavyWait = orDefault(opts.HeavyWait, DefaultHeavyWait)
@@ -139,6 +157,7 @@ func Handler(s *persistence.Store, opts Options) http.Handler {
 	srv.mux.HandleFunc("GET /api/changes", srv.changesJSON)
 	srv.mux.HandleFunc("GET /api/card", srv.cardJSON)
 	srv.routeTraffic()
+	srv.routeLive()
 	return srv
 }
 
@@ -159,6 +178,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	h.Set(ServerTimeHeader, strconv.FormatInt(s.opts.Now().UnixMilli(), 10))
 	if !s.allowedHost(r.Host) {
 		http.Error(w, "acpscope web answers only requests to the hosts it was started for (--allow-host)", http.StatusMisdirectedRequest)
 		return
@@ -282,6 +302,13 @@ func (s *server) listJSON(w http.ResponseWriter, r *http.Request) {
 type sessionData struct {
 	View SessionView `json:"view"`
 	Poll int64       `json:"poll_ms"`
+	// Now is the server's time of the page (ms since the Unix epoch);
+	// the JSON answers carry it in ServerTimeHeader instead.
+	Now int64 `json:"now_ms,omitempty"`
+	// Live reports that /api/live serves (Options.Traffic or Stop), and
+	// StopToken is the token a stop must carry (only with Options.Stop).
+	Live      bool   `json:"live,omitempty"`
+	StopToken string `json:"stop_token,omitempty"`
 }
 
 // loadSession returns the cached view of the requested session (read
@@ -309,7 +336,11 @@ func (s *server) sessionPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d := sessionData{View: e.view.Window(offset, limit), Poll: s.opts.PollInterval.Milliseconds()}
+	d := sessionData{View: e.view.Window(offset, limit), Poll: s.opts.PollInterval.Milliseconds(), Now: s.opts.Now().UnixMilli(),
+		Live: s.opts.Traffic != nil || s.stop != nil}
+	if s.stop != nil {
+		d.StopToken = s.stop.token
+	}
 	s.render(w, r, "session.html", pageData{Title: "session " + d.View.Session.ID, Page: "session",
 		Data: d, Session: &d.View.Session}, start)
 }

@@ -62,6 +62,8 @@ type Card struct {
 
 	Observed time.Time  `json:"observed_at"`
 	Settled  *time.Time `json:"settled_at"`
+	// Updated is the card's last activity: when the store last changed it.
+	Updated time.Time `json:"updated_at"`
 	// Start and End delimit the timeline bar: first seen to terminal status,
 	// or to the session's latest update while the card is open.
 	Start int64 `json:"start"`
@@ -224,7 +226,7 @@ func cardOf(r persistence.SubagentContext, origin, last time.Time) Card {
 		AgentStatus: safetext.Text(str(r.AgentStatus)), ToolStatus: str(r.ToolStatus),
 		ChildSessionID: str(r.ChildSessionID), IsAsync: r.IsAsync,
 		TotalTokens: r.TotalTokens, ToolUseCount: r.ToolUseCount, DurationMs: r.DurationMs,
-		Source: r.Source, Observed: r.ObservedAt.UTC(), Parent: -1, turnID: str(r.TurnID),
+		Source: r.Source, Observed: r.ObservedAt.UTC(), Updated: r.UpdatedAt.UTC(), Parent: -1, turnID: str(r.TurnID),
 	}
 	end := last
 	c.Status = statusClass(c.ToolStatus, r.SettledAt != nil)

@@ -65,10 +65,27 @@
     ds.selfcheck = "done";
   }
 
+  // skew is the server's clock minus this browser's (ms): the running
+  // bars and the elapsed times go by the server's time. It is set from
+  // the page data's now_ms and from the server-time header of each answer
+  // (taken at the middle of the request).
+  var skew = 0;
+  function serverNow() { return Date.now() + skew; }
+  function setSkew(serverMs, sentAt, receivedAt) {
+    if (serverMs > 0) skew = serverMs - (sentAt + receivedAt) / 2;
+  }
+  function timedFetch(url) {
+    var sent = Date.now();
+    return fetch(url, { credentials: "same-origin", cache: "no-store" }).then(function (r) {
+      setSkew(Number(r.headers.get("Acpscope-Server-Time")), sent, Date.now());
+      return r;
+    });
+  }
+
   function poll(url, token, onChange, interval) {
     function tick() {
       if (document.hidden) { setTimeout(tick, interval); return; } // no reads for a hidden tab
-      fetch(url, { credentials: "same-origin", cache: "no-store" })
+      timedFetch(url)
         .then(function (r) { return r.ok ? r.json() : null; })
         .then(function (d) {
           var live = document.getElementById("live");
@@ -215,31 +232,217 @@
   }
 
   var LANE = 16; // px per lane
+  // MAX_LABEL_ROWS bounds the rows of turn labels above the bars: a label
+  // that fits in none of them (turns packed into a few pixels) is not
+  // drawn; its mark stays, named by its title.
+  var MAX_LABEL_ROWS = 3;
+  var LABEL_GAP = 4; // px between two labels of a row
+
+  // running reports whether a card is running: open (not settled, still
+  // tracked). Its bar grows with the server's clock.
+  function running(c) { return c.status === "open"; }
+
+  // liveMs is the time since the view's origin by the server's clock, or
+  // 0 when the view has no origin.
+  function liveMs(view) {
+    var origin = view.origin ? Date.parse(view.origin) : NaN;
+    return isNaN(origin) ? 0 : Math.max(0, serverNow() - origin);
+  }
+
+  // timelineSpan is the axis' length: the stored span, or, while a card
+  // runs, the time until now (server clock).
+  function timelineSpan(view) {
+    var span = view.span;
+    if (view.cards.some(running)) span = Math.max(span, liveMs(view));
+    return Math.max(span, 1);
+  }
+
+  var drawn = { bars: [], marks: [], labels: [] };
 
   function renderTimeline(view) {
     var tl = document.getElementById("timeline");
-    var span = Math.max(view.span, 1);
-    var frag = document.createDocumentFragment();
+    var strip = document.getElementById("turn-labels");
+    var frag = document.createDocumentFragment(), labels = document.createDocumentFragment();
+    drawn = { bars: [], marks: [], labels: [] };
     view.cards.forEach(function (c, i) {
       var bar = el("div", "bar " + c.status + (c.is_async ? " async" : ""));
       bar.dataset.i = String(i);
       bar.title = label(c) + " — " + c.tool_call_id;
-      bar.style.left = (100 * c.start / span) + "%";
-      bar.style.width = "max(3px, " + (100 * (c.end - c.start) / span) + "%)";
       bar.style.top = (c.lane * LANE) + "px";
+      drawn.bars.push(bar);
       frag.appendChild(bar);
     });
     (view.turns || []).forEach(function (t) {
       var mark = el("div", "turn-mark");
       mark.title = "turn " + t.n + " began";
-      mark.style.left = (100 * t.start / span) + "%";
-      mark.appendChild(el("span", "turn-label", "turn " + t.n));
+      drawn.marks.push(mark);
       frag.appendChild(mark);
+      var lab = el("span", "turn-label", "turn " + t.n);
+      lab.title = "turn " + t.n + " began";
+      drawn.labels.push(lab);
+      labels.appendChild(lab);
     });
     tl.replaceChildren(frag);
+    if (strip) strip.replaceChildren(labels);
     tl.style.height = (Math.max(view.lanes, 1) * LANE) + "px";
+    layoutTimeline(view);
+  }
+
+  // layoutTimeline places the bars, marks and turn labels on the axis as
+  // it is now: a running card's bar ends at the server's present.
+  function layoutTimeline(view) {
+    var span = timelineSpan(view), now = liveMs(view);
+    view.cards.forEach(function (c, i) {
+      var bar = drawn.bars[i];
+      if (!bar) return;
+      var end = running(c) ? Math.max(c.end, now) : c.end;
+      // A bar never passes the right edge, even at its 3 px minimum.
+      bar.style.left = "min(" + (100 * c.start / span) + "%, calc(100% - 3px))";
+      bar.style.width = "max(3px, " + (100 * (end - c.start) / span) + "%)";
+    });
+    (view.turns || []).forEach(function (t, k) {
+      if (drawn.marks[k]) drawn.marks[k].style.left = (100 * t.start / span) + "%";
+    });
+    placeTurnLabels(view, span);
     var axis = document.getElementById("axis");
-    axis.replaceChildren(el("span", null, "0"), el("span", "end", fmtMs(view.span)));
+    axis.replaceChildren(el("span", null, "0"), el("span", "end", fmtMs(Math.round(span))));
+  }
+
+  // placeTurnLabels puts each turn label beside its mark, inside the
+  // strip (to the mark's left when it would pass the right edge), in the
+  // first row where it overlaps no other label; one that fits in no row
+  // is hidden.
+  function placeTurnLabels(view, span) {
+    var strip = document.getElementById("turn-labels");
+    if (!strip) return;
+    // Widths are measured on screen and converted to the strip's own
+    // pixels (a CSS zoom makes them differ), rounded up: a label is
+    // never placed narrower than it is.
+    var width = strip.clientWidth, rowEnds = [], rowHeight = 0, hidden = 0;
+    var onScreen = strip.getBoundingClientRect().width, factor = onScreen > 0 && width > 0 ? width / onScreen : 1;
+    // Measured first, all at once (every write after every read would lay
+    // the page out again per label).
+    drawn.labels.forEach(function (lab) { lab.hidden = false; });
+    var sizes = drawn.labels.map(function (lab) {
+      var box = lab.getBoundingClientRect();
+      return [Math.ceil(box.width * factor), Math.ceil(box.height * factor)];
+    });
+    (view.turns || []).forEach(function (t, k) {
+      var lab = drawn.labels[k];
+      var w = sizes[k][0], x = width * t.start / span;
+      rowHeight = Math.max(rowHeight, sizes[k][1]);
+      var left = x + 2;
+      if (left + w > width) left = x - 2 - w;
+      left = Math.max(0, Math.min(left, width - w));
+      var row = 0;
+      while (row < rowEnds.length && left < rowEnds[row] + LABEL_GAP) row++;
+      if (row >= MAX_LABEL_ROWS || w > width) { lab.hidden = true; hidden++; return; }
+      rowEnds[row] = left + w;
+      lab.style.left = left + "px";
+      lab.dataset.row = String(row);
+    });
+    drawn.labels.forEach(function (lab) {
+      if (!lab.hidden) lab.style.top = (Number(lab.dataset.row) * rowHeight) + "px";
+    });
+    strip.style.height = (rowEnds.length * rowHeight) + "px";
+    body.dataset.turnLabelsHidden = String(hidden);
+  }
+
+  // --- status panel: the running children ---------------------------------
+
+  // MAX_RUNNING bounds the running cards the panel lists (the first ones).
+  var MAX_RUNNING = 50;
+  // live holds /api/live's answer: what the connection said of each
+  // running child session (null when the server serves no live facts).
+  var live = null;
+
+  function ago(ms) { return ms < 1000 ? "just now" : fmtMs(Math.round(ms / 1000) * 1000) + " ago"; }
+
+  function fact(dl, name, value) {
+    var row = el("div", "fact");
+    row.appendChild(el("dt", null, name));
+    row.appendChild(value instanceof Node ? value : el("dd", null, value));
+    dl.appendChild(row);
+    return row;
+  }
+
+  // renderRunning lists the running cards of this window with their
+  // elapsed time (server clock), last activity and, from the connection
+  // (when the server watches it), the child's latest message, its tool
+  // calls and its pending permission requests, and a Stop button for a
+  // child that holds the cancel capability.
+  function renderRunning(view) {
+    var box = document.getElementById("running");
+    if (!box) return;
+    var list = document.getElementById("running-list");
+    var frag = document.createDocumentFragment(), shown = 0, more = 0;
+    view.cards.forEach(function (c, i) {
+      if (!running(c)) return;
+      if (shown >= MAX_RUNNING) { more++; return; }
+      shown++;
+      var li = el("li", "run-card");
+      li.dataset.i = String(i);
+      var head = el("div", "run-head");
+      head.appendChild(el("span", "dot open"));
+      head.appendChild(el("span", "run-label", label(c)));
+      li.appendChild(head);
+      var dl = el("dl", "run-facts");
+      var elapsed = el("dd", "elapsed");
+      elapsed.dataset.observed = c.observed_at;
+      fact(dl, "Elapsed", elapsed);
+      var act = el("dd", "activity");
+      act.dataset.updated = c.updated_at;
+      fact(dl, "Last activity", act);
+      var l = live && c.child_session_id ? live.children[c.child_session_id] : null;
+      if (l && l.seen) {
+        var last = el("dd", "activity");
+        last.dataset.updated = l.last_activity;
+        fact(dl, "Last message seen", last);
+        fact(dl, "Latest message", l.latest_message ? el("dd", "text", l.latest_message) : "–");
+        var calls = el("dd", "calls");
+        if (!l.tool_calls.length) calls.textContent = "none seen";
+        l.tool_calls.forEach(function (t) {
+          var row = el("div", "call");
+          row.appendChild(el("span", "call-title", t.title || t.id));
+          row.appendChild(el("span", "meta", t.status || "pending"));
+          calls.appendChild(row);
+        });
+        fact(dl, "Tool calls", calls);
+        var perms = el("dd", "perms");
+        if (!l.permissions.length) perms.textContent = "none";
+        l.permissions.forEach(function (p) { perms.appendChild(el("div", "perm", p.title || p.id)); });
+        fact(dl, "Pending permissions", perms);
+      } else if (l) {
+        fact(dl, "Connection", "no message of this child kept");
+      }
+      if (l && l.can_stop && live.stop) {
+        var stop = el("button", "stop", l.stop_sent ? "Stop again" : "Stop");
+        stop.type = "button";
+        stop.dataset.child = c.child_session_id;
+        stop.title = "send session/cancel for this child";
+        head.appendChild(stop);
+      }
+      if (l && l.stop_sent) head.appendChild(el("span", "tag", "stop sent"));
+      li.appendChild(dl);
+      frag.appendChild(li);
+    });
+    if (more) frag.appendChild(el("li", "note", "and " + more + " more running"));
+    list.replaceChildren(frag);
+    box.hidden = shown === 0;
+    tickRunning();
+  }
+
+  // tickRunning updates the elapsed times and the times since the last
+  // activity by the server's clock.
+  function tickRunning() {
+    var now = serverNow();
+    document.querySelectorAll("#running dd.elapsed").forEach(function (dd) {
+      dd.textContent = fmtMs(Math.max(0, Math.round((now - Date.parse(dd.dataset.observed)) / 1000) * 1000));
+    });
+    document.querySelectorAll("#running dd.activity").forEach(function (dd) {
+      var t = Date.parse(dd.dataset.updated);
+      dd.textContent = isNaN(t) ? "–" : ago(Math.max(0, now - t)) + " (" + fmtTime(dd.dataset.updated) + ")";
+    });
   }
 
   function renderSummary(view) {
@@ -485,6 +688,7 @@
     current = d.view;
     renderSummary(current);
     renderTree(current);
+    renderRunning(current);
     renderTimeline(current);
     if (selected >= 0) showDetails(selected);
     recordCheck({
@@ -494,6 +698,7 @@
       cards: current.cards.length,
       total: current.total,
       turnMarks: document.querySelectorAll("#timeline .turn-mark").length,
+      running: document.querySelectorAll("#running li.run-card").length,
       unknown: document.querySelectorAll("#tree li.st-unknown").length,
       reasons: document.querySelectorAll("#tree .reason").length,
       referenced: document.querySelectorAll("#tree .tag.ref").length,
@@ -501,11 +706,65 @@
     });
   }
 
+  // loadLive reads what the connection says of the running children
+  // (/api/live) and redraws the panel; only while a card runs.
+  var liveBusy = false;
+  function loadLive(id) {
+    if (liveBusy || !current || !current.cards.some(running)) return;
+    liveBusy = true;
+    timedFetch("/api/live?id=" + id)
+      .then(function (r) { if (!r.ok) throw new Error(String(r.status)); return r.json(); })
+      .then(function (d) {
+        live = d;
+        renderRunning(current);
+        // The panel's new height may bring or take a scroll bar: the
+        // labels are placed again now, not a frame later.
+        placeTurnLabels(current, timelineSpan(current));
+        body.dataset.live = "read";
+      })
+      .catch(function () { body.dataset.live = "error"; })
+      .then(function () { liveBusy = false; });
+  }
+
+  // stopChild asks the server to send session/cancel for a child: a POST
+  // with the page's token (the server checks it, the Origin and the Host).
+  function stopChild(button, token) {
+    var child = button.dataset.child;
+    button.disabled = true;
+    var form = new URLSearchParams();
+    form.set("token", token);
+    form.set("session", current.session.id);
+    form.set("child", child);
+    fetch("/api/stop", { method: "POST", body: form, credentials: "same-origin", cache: "no-store" })
+      .then(function (r) {
+        body.dataset.stop = String(r.status);
+        if (!r.ok) return r.text().then(function (t) { button.title = t; button.disabled = false; });
+        button.textContent = "Stop sent";
+      })
+      .catch(function () { body.dataset.stop = "error"; button.disabled = false; });
+  }
+
   function sessionPage(d) {
     var m = /^#card-(\d+)$/.exec(location.hash);
     if (m) selected = Number(m[1]);
+    if (d.now_ms) skew = d.now_ms - Date.now();
     renderSession(d);
+    // While a card runs, its bar and the panel's times go with the clock.
+    setInterval(function () {
+      if (!current || document.hidden || !current.cards.some(running)) return;
+      layoutTimeline(current);
+      tickRunning();
+    }, 1000);
+    // The labels are placed in pixels: a strip that changes width (the
+    // window, a zoom, a scroll bar coming) places them again.
+    var strip = document.getElementById("turn-labels");
+    if (strip && window.ResizeObserver) {
+      new ResizeObserver(function () { if (current) placeTurnLabels(current, timelineSpan(current)); }).observe(strip);
+    }
+    window.addEventListener("resize", function () { if (current) layoutTimeline(current); });
     document.querySelector("main").addEventListener("click", function (ev) {
+      var stop = ev.target.closest("button.stop");
+      if (stop) { if (!stop.disabled) stopChild(stop, d.stop_token); return; }
       var t = ev.target.closest("[data-i]");
       if (t) showDetails(Number(t.dataset.i));
     });
@@ -515,6 +774,10 @@
         .then(function (r) { return r.json(); })
         .then(renderSession);
     }, d.poll_ms);
+    if (d.live) {
+      loadLive(id);
+      setInterval(function () { if (!document.hidden) loadLive(id); }, d.poll_ms);
+    }
   }
 
   var data = readData();
