@@ -215,6 +215,9 @@ func (s *Store) Migrate(ctx context.Context) MigrationReport {
 	if s.gapsOn {
 		run(StepObservationGaps, func() (bool, string, error) { return s.migrateGaps(ctx) })
 	}
+	if s.traceFacts.on {
+		run(StepTraceFacts, func() (bool, string, error) { return s.migrateTraceFacts(ctx) })
+	}
 	return rep
 }
 

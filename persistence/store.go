@@ -56,6 +56,8 @@ type Store struct {
 	gapsOn    bool
 	gapsReady atomic.Bool
 	gapsFound atomic.Bool
+	// traceFacts: WithTraceFacts (tracefacts.go).
+	traceFacts traceState
 }
 
 // hooks are test failpoints. Production code leaves them nil.
