@@ -102,6 +102,9 @@ type ToolCallFact struct {
 	// is under in its own session.
 	ParentSessionID, ParentToolCallID string
 	Title, Kind, Status               string
+	// ChildState and ChildStopReason are a child session's state and stop
+	// reason, for the tool call that is that child's card.
+	ChildState, ChildStopReason string
 	// SeenAt is when this fact was observed; Settled says the tool call
 	// reached a terminal status then (its settlement, kept once set).
 	SeenAt  time.Time
@@ -113,6 +116,7 @@ type StoredToolCall struct {
 	SessionID, ToolCallID, TurnID     string
 	ParentSessionID, ParentToolCallID string
 	Title, Kind, Status               string
+	ChildState, ChildStopReason       string
 	FirstSeenAt, UpdatedAt            time.Time
 	SettledAt                         *time.Time
 }
@@ -176,6 +180,8 @@ func traceDDL(e engine) []string {
 	title               TEXT,
 	kind                TEXT,
 	status              TEXT,
+	child_state         TEXT,
+	child_stop_reason   TEXT,
 	first_seen_at       ` + t + ` NOT NULL,
 	updated_at          ` + t + ` NOT NULL,
 	settled_at          ` + t + `,
@@ -288,8 +294,8 @@ ON CONFLICT (session_id, turn_id) DO UPDATE SET
 func toolCallUpsertSQL(e engine) string {
 	t := typed(e, e.timeType())
 	return e.rebind(`INSERT INTO ` + toolCallsTable + ` (session_id, tool_call_id, turn_id, parent_session_id, parent_tool_call_id,
-	title, kind, status, first_seen_at, updated_at, settled_at)
-SELECT ?, ?, ?, ?, ?, ?, ?, ?, ` + t + `, ` + t + `, ` + t + `
+	title, kind, status, child_state, child_stop_reason, first_seen_at, updated_at, settled_at)
+SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + t + `, ` + t + `, ` + t + `
 ` + capped(toolCallsTable, "tool_call_id", MaxToolCallsPerSession) + `
 ON CONFLICT (session_id, tool_call_id) DO UPDATE SET
 	turn_id = COALESCE(` + toolCallsTable + `.turn_id, excluded.turn_id),
@@ -298,6 +304,8 @@ ON CONFLICT (session_id, tool_call_id) DO UPDATE SET
 	title = COALESCE(excluded.title, ` + toolCallsTable + `.title),
 	kind = COALESCE(excluded.kind, ` + toolCallsTable + `.kind),
 	status = COALESCE(excluded.status, ` + toolCallsTable + `.status),
+	child_state = COALESCE(excluded.child_state, ` + toolCallsTable + `.child_state),
+	child_stop_reason = COALESCE(excluded.child_stop_reason, ` + toolCallsTable + `.child_stop_reason),
 	updated_at = CASE WHEN ` + toolCallsTable + `.settled_at IS NULL THEN excluded.updated_at ELSE ` + toolCallsTable + `.updated_at END,
 	settled_at = COALESCE(` + toolCallsTable + `.settled_at, excluded.settled_at)`)
 }
@@ -379,7 +387,7 @@ func (s *Store) traceStatement(f *traceFact) batchStatement {
 			settled = s.eng.bindTime(c.SeenAt)
 		}
 		return batchStatement{toolCallUpsertSQL(s.eng), []any{encodeID(c.SessionID), encodeID(c.ToolCallID), nullID(c.TurnID),
-			nullID(c.ParentSessionID), nullID(c.ParentToolCallID), nullText(c.Title), nullText(c.Kind), nullText(c.Status),
+			nullID(c.ParentSessionID), nullID(c.ParentToolCallID), nullText(c.Title), nullText(c.Kind), nullText(c.Status), nullText(c.ChildState), nullText(c.ChildStopReason),
 			s.eng.bindTime(c.SeenAt), s.eng.bindTime(c.SeenAt), settled,
 			encodeID(c.SessionID), encodeID(c.ToolCallID), encodeID(c.SessionID)}}
 	default:
@@ -397,7 +405,7 @@ const (
 	input_tokens, output_tokens, total_tokens, cached_read_tokens, started_at, ended_at
 FROM ` + turnsTable + ` WHERE session_id IN (%s) ORDER BY session_id, turn_index, started_at`
 	listToolCallsSQL = `SELECT session_id, tool_call_id, turn_id, parent_session_id, parent_tool_call_id, title, kind, status,
-	first_seen_at, updated_at, settled_at
+	child_state, child_stop_reason, first_seen_at, updated_at, settled_at
 FROM ` + toolCallsTable + ` WHERE session_id IN (%s) ORDER BY first_seen_at, session_id, tool_call_id`
 	listToolEventsSQL = `SELECT session_id, event_id, tool_call_id, turn_id, name, title, detail, at
 FROM ` + toolEventsTable + ` WHERE session_id IN (%s) ORDER BY at, event_id`
@@ -528,15 +536,16 @@ func (s *Store) ListTraceFacts(ctx context.Context, sessionIDs ...string) (Trace
 	}
 	err = eachRow(ctx, s.reader, s.eng, listToolCallsSQL, ids, func(rows *sql.Rows) error {
 		var c StoredToolCall
-		var turn, parentSession, parentCall, title, kind, status sql.NullString
+		var turn, parentSession, parentCall, title, kind, status, childState, childStop sql.NullString
 		var first, updated, settled nullTime
 		if err := rows.Scan(&c.SessionID, &c.ToolCallID, &turn, &parentSession, &parentCall, &title, &kind, &status,
-			&first, &updated, &settled); err != nil {
+			&childState, &childStop, &first, &updated, &settled); err != nil {
 			return err
 		}
 		c.SessionID, c.ToolCallID, c.TurnID = decodeID(c.SessionID), decodeID(c.ToolCallID), decodeID(turn.String)
 		c.ParentSessionID, c.ParentToolCallID = decodeID(parentSession.String), decodeID(parentCall.String)
 		c.Title, c.Kind, c.Status = title.String, kind.String, status.String
+		c.ChildState, c.ChildStopReason = childState.String, childStop.String
 		c.FirstSeenAt, c.UpdatedAt, c.SettledAt = first.Time, updated.Time, settled.ptr()
 		out.ToolCalls = append(out.ToolCalls, c)
 		return nil

@@ -131,6 +131,8 @@ func mergeTraceFacts(old, newer *traceFact) {
 		pick(&o.Title, n.Title)
 		pick(&o.Kind, n.Kind)
 		pick(&o.Status, n.Status)
+		pick(&o.ChildState, n.ChildState)
+		pick(&o.ChildStopReason, n.ChildStopReason)
 		if !o.Settled {
 			// The first observation is the row's (an insert) or the stored
 			// one (an update keeps first_seen_at); SeenAt moves to the

@@ -110,6 +110,9 @@ func toolCallOf(e sink.Event) (persistence.ToolCallFact, bool) {
 		Title: ev.Title, Kind: ev.ToolKind, Status: string(ev.Status), SeenAt: e.At,
 		Settled: ev.Status.Terminal() && (ev.Child == nil || !ev.Child.Live),
 	}
+	if ev.Child != nil {
+		f.ChildState, f.ChildStopReason = ev.Child.State, ev.Child.StopReason
+	}
 	if ev.ParentSessionID != ev.SessionID {
 		f.ParentSessionID = ev.ParentSessionID
 	}

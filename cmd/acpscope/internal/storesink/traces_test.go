@@ -44,6 +44,7 @@ var spanKeys = []string{
 	"acp.stop_reason", "gen_ai.response.finish_reasons", "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
 	"gen_ai.usage.cache_read.input_tokens", "acpscope.usage.total_tokens", "acpscope.open",
 	"gen_ai.agent.description", "gen_ai.agent.id", "gen_ai.request.model", "acpscope.subagent.status", "acp.child_session.id",
+	"acp.child_session.state", "acp.child_session.stop_reason",
 }
 
 // spanSet describes each span by id: its parent, name, status, the

@@ -76,6 +76,15 @@ func (x *Exporter) ExportStored(ctx context.Context, st *persistence.Store, sess
 		k := cardKey{call.SessionID, call.ToolCallID}
 		if c := tr.cards[k]; c != nil {
 			c.title, c.kind = call.Title, call.Kind
+			if (call.ChildState != "" || call.ChildStopReason != "") && c.task != nil {
+				// A child session's card: its state and stop reason as the
+				// live export last saw them (the child is the card's).
+				child := c.task.ChildSessionID
+				if child == "" {
+					child = c.key.call
+				}
+				c.child = &adapter.ChildSession{SessionID: child, State: call.ChildState, StopReason: call.ChildStopReason, ErrorMessage: c.task.ErrorMessage}
+			}
 			if c.turnID == "" {
 				c.turnID = call.TurnID
 			}
