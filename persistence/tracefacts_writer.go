@@ -22,6 +22,7 @@ type traceFact struct {
 	turn  *TurnFact
 	call  *ToolCallFact
 	event *ToolEventFact
+	n     int64 // the facts recorded into it (merged while waiting)
 }
 
 // traceQueue is the Writer's pending trace facts, oldest first.
@@ -69,8 +70,10 @@ func (w *Writer) recordTrace(k traceKey, f *traceFact) {
 	defer w.mu.Unlock()
 	w.stats.TraceFacts++
 	q := &w.traces
+	f.n = 1
 	if old, ok := q.pending[k]; ok {
 		mergeTraceFacts(old, f)
+		old.n++
 		return
 	}
 	if w.closed || len(q.pending) >= w.opt.MaxPending {
@@ -173,17 +176,22 @@ func (w *Writer) takeTraces(b *batch, n int) {
 func (w *Writer) settleTraces(b batch, err error, rejected bool) {
 	w.inflight -= len(b.traces)
 	q := &w.traces
+	n := int64(0)
+	for _, f := range b.traces {
+		n += f.n
+	}
 	switch {
 	case err == nil:
-		w.stats.StoredTraceFacts += int64(len(b.traces))
+		w.stats.StoredTraceFacts += n
 	case rejected:
-		w.stats.TraceFactsNotStored += int64(len(b.traces))
+		w.stats.TraceFactsNotStored += n
 	default:
 		var again []traceKey
 		for i, k := range b.traceKeys {
 			f := b.traces[i]
 			if newer, ok := q.pending[k]; ok {
 				mergeTraceFacts(f, newer)
+				f.n += newer.n
 				q.pending[k] = f
 				continue
 			}
@@ -200,7 +208,9 @@ func (w *Writer) settleTraces(b batch, err error, rejected bool) {
 // dropTraces counts the pending trace facts as not stored and empties the
 // queue, with w.mu held (Close).
 func (w *Writer) dropTraces() {
-	w.stats.TraceFactsNotStored += int64(len(w.traces.order))
+	for _, f := range w.traces.pending {
+		w.stats.TraceFactsNotStored += f.n
+	}
 	w.traces = traceQueue{}
 }
 

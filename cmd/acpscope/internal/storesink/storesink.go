@@ -61,6 +61,9 @@ type Sink struct {
 	turnCount map[string]int
 	openTurn  map[string]string
 	eventSeq  int64
+	// calls is what the store was last told of each tool call (at most
+	// maxCalls), so an event that tells it nothing new is not queued.
+	calls map[cardKey]persistence.ToolCallFact
 }
 
 // cardKey is a card's session and tool call id.
@@ -100,6 +103,7 @@ func (s *Sink) Record(e sink.Event) {
 	call, isCall := toolCallOf(e)
 	if isCall {
 		call.TurnID = s.turnOf(call.SessionID)
+		isCall = s.newToolCallFact(call)
 	}
 	s.mu.Unlock()
 	if isCall {

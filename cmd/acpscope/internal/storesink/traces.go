@@ -98,6 +98,38 @@ func (s *Sink) permission(sessionID, toolCallID, name, title, detail string) {
 	s.writer.RecordToolEvent(f)
 }
 
+// maxCalls bounds the tool calls whose last fact a Sink remembers; past
+// it they are forgotten, and the next event of each is queued again.
+const maxCalls = 16384
+
+// newToolCallFact reports whether f tells the store something new of its
+// tool call: a value it did not have, or the settlement. The Writer
+// merges what waits, but each event of a burst (a subagent's hundred
+// progress updates) would still take its lock. Called with mu held.
+func (s *Sink) newToolCallFact(f persistence.ToolCallFact) bool {
+	k := cardKey{f.SessionID, f.ToolCallID}
+	last, seen := s.calls[k]
+	merged := last
+	for _, p := range []struct {
+		to *string
+		v  string
+	}{{&merged.ParentSessionID, f.ParentSessionID}, {&merged.ParentToolCallID, f.ParentToolCallID},
+		{&merged.Title, f.Title}, {&merged.Kind, f.Kind}, {&merged.Status, f.Status}, {&merged.ChildState, f.ChildState}, {&merged.ChildStopReason, f.ChildStopReason}} {
+		if p.v != "" {
+			*p.to = p.v
+		}
+	}
+	merged.Settled = last.Settled || f.Settled
+	if seen && merged == last {
+		return false
+	}
+	if s.calls == nil || len(s.calls) >= maxCalls {
+		s.calls = map[cardKey]persistence.ToolCallFact{}
+	}
+	s.calls[k] = merged
+	return true
+}
+
 // toolCallOf is the tool call fact of an event, as the export sees a tool
 // call (every event of one, subagent or not); false for other events.
 func toolCallOf(e sink.Event) (persistence.ToolCallFact, bool) {

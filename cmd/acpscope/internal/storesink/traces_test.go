@@ -56,13 +56,13 @@ func spanSet(spans tracetest.SpanStubs) map[string]string {
 		fmt.Fprintf(&b, "%s under %s: %q status %v %q", s.SpanContext.SpanID(), s.Parent.SpanID(), s.Name, s.Status.Code, s.Status.Description)
 		for _, kv := range s.Attributes {
 			if slices.Contains(spanKeys, string(kv.Key)) {
-				fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.Emit())
+				fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.String())
 			}
 		}
 		for _, ev := range s.Events {
 			fmt.Fprintf(&b, " event %s", ev.Name)
 			for _, kv := range ev.Attributes {
-				fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.Emit())
+				fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.String())
 			}
 		}
 		out[s.SpanContext.SpanID().String()] = b.String()
@@ -225,5 +225,37 @@ func TestExportOfOlderStore(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A burst of events that tell the store nothing new of a tool call (a
+// subagent's progress updates) queues its fact once; a change and the
+// settlement queue it again.
+func TestRepeatedToolCallFactsAreQueuedOnce(t *testing.T) {
+	ctx := context.Background()
+	st, err := persistence.Open(ctx, engines[0].dsn(t), persistence.WithTraceFacts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if rep := st.Migrate(ctx); !rep.OK() {
+		t.Fatalf("migrate: %+v", rep)
+	}
+	s := New(st)
+	progress := adapter.Event{Kind: adapter.EventToolUpdate, SessionID: "sess", ToolCallID: "tc", Title: "Task", Status: adapter.ToolStatusInProgress}
+	for range 100 {
+		s.Record(sink.Event{Event: progress})
+	}
+	progress.Title = "Task (renamed)"
+	s.Record(sink.Event{Event: progress})
+	progress.Status = adapter.ToolStatusComplete
+	s.Record(sink.Event{Event: progress})
+	s.Record(sink.Event{Event: progress})
+	if acc := s.Close(); acc.Stats.TraceFacts != 3 || acc.Stats.StoredTraceFacts != 3 {
+		t.Errorf("trace facts queued %d, stored %d; want 3", acc.Stats.TraceFacts, acc.Stats.StoredTraceFacts)
+	}
+	tf, err := st.ListTraceFacts(ctx, "sess")
+	if err != nil || len(tf.ToolCalls) != 1 || tf.ToolCalls[0].Title != "Task (renamed)" || tf.ToolCalls[0].SettledAt == nil {
+		t.Errorf("stored %+v %v", tf.ToolCalls, err)
 	}
 }
