@@ -64,6 +64,8 @@ type Sink struct {
 	// calls is what the store was last told of each tool call (at most
 	// maxCalls), so an event that tells it nothing new is not queued.
 	calls map[cardKey]persistence.ToolCallFact
+	// clock dates turns and permission events (nil: the wall clock).
+	clock func() time.Time
 }
 
 // cardKey is a card's session and tool call id.

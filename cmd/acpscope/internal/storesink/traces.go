@@ -19,6 +19,26 @@ import (
 
 var _ traces.TurnObserver = (*Sink)(nil)
 
+// SetClock sets where turn and permission times come from (nil: the wall
+// clock); a replay sets the capture's recorded times, which its events
+// carry too.
+func (s *Sink) SetClock(now func() time.Time) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.clock = now
+	s.mu.Unlock()
+}
+
+// now is the clock's time, with mu held.
+func (s *Sink) now() time.Time {
+	if s.clock != nil {
+		return s.clock()
+	}
+	return time.Now()
+}
+
 // Initialized keeps the agent's agentInfo for the turns that follow.
 func (s *Sink) Initialized(name, version string) {
 	if s == nil || s.writer == nil {
@@ -42,7 +62,7 @@ func (s *Sink) TurnStarted(sessionID, dialect, traceparent, _ string) {
 	}
 	s.turnCount[sessionID]++
 	f := persistence.TurnFact{SessionID: sessionID, TurnID: s.turnOf(sessionID), Index: s.turnCount[sessionID],
-		AgentName: s.agent.name, AgentVersion: s.agent.version, Dialect: dialect, Traceparent: traceparent, StartedAt: time.Now()}
+		AgentName: s.agent.name, AgentVersion: s.agent.version, Dialect: dialect, Traceparent: traceparent, StartedAt: s.now()}
 	s.openTurn[sessionID] = f.TurnID
 	s.mu.Unlock()
 	s.writer.RecordTurn(f)
@@ -57,11 +77,12 @@ func (s *Sink) TurnEnded(sessionID, stop string, usage *traces.Usage, err error,
 	s.mu.Lock()
 	turn, ok := s.openTurn[sessionID]
 	delete(s.openTurn, sessionID)
+	at := s.now()
 	s.mu.Unlock()
 	if !ok {
 		return
 	}
-	f := persistence.TurnFact{SessionID: sessionID, TurnID: turn, StopReason: stop, EndedAt: time.Now()}
+	f := persistence.TurnFact{SessionID: sessionID, TurnID: turn, StopReason: stop, EndedAt: at}
 	if failed && err != nil {
 		f.Error = err.Error()
 	}
@@ -93,7 +114,7 @@ func (s *Sink) permission(sessionID, toolCallID, name, title, detail string) {
 	s.mu.Lock()
 	s.eventSeq++
 	f := persistence.ToolEventFact{SessionID: sessionID, ToolCallID: toolCallID, TurnID: s.turnOf(sessionID),
-		EventID: fmt.Sprintf("%s-%012d", s.runID, s.eventSeq), Name: name, Title: title, Detail: detail, At: time.Now()}
+		EventID: fmt.Sprintf("%s-%012d", s.runID, s.eventSeq), Name: name, Title: title, Detail: detail, At: s.now()}
 	s.mu.Unlock()
 	s.writer.RecordToolEvent(f)
 }
