@@ -25,7 +25,7 @@ import (
 // only: then the export has the spans of the subagents and of the turns
 // that held them, named by the dialect (agentOf derives it from an
 // execution id), the turns numbered in the order of their first card
-// (storedTurnNumbers), and nothing it would have to invent.
+// (cardTurns), and nothing it would have to invent.
 func (x *Exporter) ExportStored(ctx context.Context, st *persistence.Store, sessionID string, agentOf func(executionID string) string) (spans int, err error) {
 	if x == nil {
 		return 0, nil
