@@ -216,6 +216,9 @@ func (s *Store) Migrate(ctx context.Context) MigrationReport {
 		run(StepObservationGaps, func() (bool, string, error) { return s.migrateGaps(ctx) })
 	}
 	run(StepMergedCards, func() (bool, string, error) { return s.migrateMergedCards(ctx, amended) })
+	if s.traceFacts.on {
+		run(StepTraceFacts, func() (bool, string, error) { return s.migrateTraceFacts(ctx) })
+	}
 	return rep
 }
 

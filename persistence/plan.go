@@ -169,6 +169,16 @@ func (s *Store) Plan(ctx context.Context) (MigrationPlan, error) {
 		}
 		add(StepMergedCards, ddl...)
 	}
+	if s.traceFacts.on {
+		ddl, refusal, err := s.planTraceFacts(ctx, q)
+		if err != nil {
+			return p, err
+		}
+		if refusal != nil {
+			p.Refusals = append(p.Refusals, StepResult{Name: StepTraceFacts, Err: refusal})
+		}
+		add(StepTraceFacts, ddl...)
+	}
 	return p, nil
 }
 

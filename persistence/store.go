@@ -59,6 +59,8 @@ type Store struct {
 	// cardsFound: the merged cards table exists (merged_cards.go), so
 	// card reads take it instead of collapsing the rows.
 	cardsFound atomic.Bool
+	// traceFacts: WithTraceFacts (tracefacts.go).
+	traceFacts traceState
 }
 
 // hooks are test failpoints. Production code leaves them nil.

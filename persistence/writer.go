@@ -53,6 +53,7 @@ type Writer struct {
 	shedding bool
 	closed   bool
 	cards    map[cardKey]cardState
+	traces   traceQueue        // trace facts (tracefacts_writer.go)
 	sessions map[string]string // sessions not yet written: id → task id
 	journal  bool              // the journal key still has to be written
 	cause    error             // the latest write error, nil once a batch succeeds
@@ -102,6 +103,10 @@ type WriterStats struct {
 	NotStoredFrames int64
 	// Batches were committed; Retried failed and were tried again.
 	Batches, Retried int64
+	// TraceFacts are the trace facts recorded (RecordTurn, RecordToolCall,
+	// RecordToolEvent); StoredTraceFacts those written, and
+	// TraceFactsNotStored those shed or given up.
+	TraceFacts, StoredTraceFacts, TraceFactsNotStored int64
 }
 
 // Accounting is what a Writer stored, by card.
@@ -254,7 +259,7 @@ func (w *Writer) waitForRoom(n int64) bool {
 
 // push queues q under k, with w.mu held.
 func (w *Writer) push(k cardKey, q *queued) {
-	if len(w.pending) == 0 && w.inflight == 0 {
+	if len(w.pending) == 0 && len(w.traces.order) == 0 && w.inflight == 0 {
 		w.idle = make(chan struct{})
 	}
 	w.pending[k] = q
@@ -329,6 +334,7 @@ func (w *Writer) Close(ctx context.Context) Accounting {
 		}
 	}
 	w.pending, w.order, w.bytes, w.inflight = map[cardKey]*queued{}, nil, 0, 0
+	w.dropTraces()
 	w.markIdle() // nothing is left to wait for
 	acc := w.accountingLocked()
 	w.mu.Unlock()
@@ -371,10 +377,13 @@ func (w *Writer) accountingLocked() Accounting {
 // batch is what one write takes: its cards and the sessions they need,
 // or (alone, before any card) the writer's journal key.
 type batch struct {
-	keys     []cardKey
-	entries  []*queued
-	sessions map[string]string
-	journal  string // the journal key to write, "" when written
+	keys    []cardKey
+	entries []*queued
+	// traceKeys and traces are its trace facts.
+	traceKeys []traceKey
+	traces    []*traceFact
+	sessions  map[string]string
+	journal   string // the journal key to write, "" when written
 }
 
 // loop writes batches until Close cancels w.ctx.
@@ -389,11 +398,11 @@ func (w *Writer) loop() {
 		}
 		for {
 			b := w.take()
-			if len(b.entries) == 0 && b.journal == "" {
+			if len(b.entries) == 0 && len(b.traces) == 0 && b.journal == "" {
 				break
 			}
 			err := w.s.writeBatch(w.ctx, b)
-			if err != nil && w.s.eng.classify(err) == errRejected && len(b.entries) > 1 {
+			if err != nil && w.s.eng.classify(err) == errRejected && len(b.entries)+len(b.traces) > 1 {
 				err = w.writeOneByOne(b)
 			} else {
 				w.settle(b, err)
@@ -441,6 +450,7 @@ func (w *Writer) take() batch {
 		close(w.room)
 		w.room = make(chan struct{})
 	}
+	w.takeTraces(&b, w.opt.MaxBatch-n)
 	return b
 }
 
@@ -453,7 +463,16 @@ func (w *Writer) writeOneByOne(b batch) error {
 		one := batch{keys: b.keys[i : i+1], entries: b.entries[i : i+1], sessions: b.sessions, journal: b.journal}
 		err := w.s.writeBatch(w.ctx, one)
 		if err != nil && w.s.eng.classify(err) != errRejected {
-			w.settle(batch{keys: b.keys[i:], entries: b.entries[i:]}, err)
+			w.settle(batch{keys: b.keys[i:], entries: b.entries[i:], traceKeys: b.traceKeys, traces: b.traces}, err)
+			return err
+		}
+		w.settle(one, err)
+	}
+	for i := range b.traces {
+		one := batch{traceKeys: b.traceKeys[i : i+1], traces: b.traces[i : i+1]}
+		err := w.s.writeBatch(w.ctx, one)
+		if err != nil && w.s.eng.classify(err) != errRejected {
+			w.settle(batch{traceKeys: b.traceKeys[i:], traces: b.traces[i:]}, err)
 			return err
 		}
 		w.settle(one, err)
@@ -468,6 +487,7 @@ func (w *Writer) settle(b batch, err error) {
 	defer w.mu.Unlock()
 	w.inflight -= len(b.entries)
 	rejected := err != nil && w.s.eng.classify(err) == errRejected
+	w.settleTraces(b, err, rejected)
 	switch {
 	case err == nil:
 		w.stats.Batches++
@@ -525,7 +545,7 @@ func (w *Writer) settle(b batch, err error) {
 		w.order = append(again, w.order...)
 		w.warn("subagent context persist failed; retrying", err, b)
 	}
-	if len(w.pending) == 0 && w.inflight <= 0 {
+	if len(w.pending) == 0 && len(w.traces.order) == 0 && w.inflight <= 0 {
 		w.markIdle()
 	}
 }
@@ -628,6 +648,7 @@ func (s *Store) writeBatch(ctx context.Context, b batch) error {
 			stmts = append(stmts, st)
 		}
 	}
+	stmts = append(stmts, s.traceStatements(b)...)
 	return s.eng.execBatch(ctx, s.writer, stmts)
 }
 

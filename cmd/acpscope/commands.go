@@ -163,7 +163,7 @@ func (o *outputFlags) declaration() (json.RawMessage, error) {
 func (o *outputFlags) sessionConfig(term *view.Terminal, store *storeSink, log *slog.Logger) session.Config {
 	return session.Config{
 		Dialect: o.agent, Policy: o.permission, Term: term, Sink: sinks(term, store, o.traces), Traces: o.traces, NoTraceparent: o.otel.noTraceparent,
-		TurnStarted: store.BeginTurn, TurnEnded: func(_ int, _ acp.StopReason, err error) { store.flushTurn(*o, err) },
+		TurnStarted: store.BeginTurn, Turns: store.Sink, TurnEnded: func(_ int, _ acp.StopReason, err error) { store.flushTurn(*o, err) },
 		Timeout: o.timeout, Grace: o.grace, Log: log, Subagents: o.subagents, ClientVersion: version,
 		ClientCapabilities: o.mustDeclaration(),
 	}

@@ -160,8 +160,9 @@ func checkTracedTree(t *testing.T, st spanTree, session, agent string, salt func
 // A two-turn session through acpscope run reaches Jaeger as the tree
 // turn → tool call → subagent → child tool call, the agent gets each
 // turn's traceparent, a replay of its capture gives the same spans, and
-// an export of the replay's store the same ids again for what the store
-// keeps (the tree down to each subagent), a second export no more spans.
+// an export of the stored session (run's store, the replay's, on SQLite
+// and PostgreSQL) the same tree with the replay's ids for every span, a
+// second export no more spans.
 func TestJaegerRunReplayExport(t *testing.T) {
 	j := jaegertest.Start(t)
 	dir := t.TempDir()
@@ -196,57 +197,44 @@ func TestJaegerRunReplayExport(t *testing.T) {
 		t.Errorf("replay's span ids and parents differ from run's:\nrun    %v\nreplay %v", a, b)
 	}
 
-	export := func() spanTree {
-		code, out, errOut, _ := acpscopeEnv(t, []string{"OTEL_SERVICE_NAME=acpscope-export"}, "export", "--db", replayDB, "--session", session, "--otlp", j.OTLP)
-		if code != exitOK || !strings.Contains(out, "exported session jaeger-run: 6 span(s)") {
-			t.Fatalf("export: exit %d: %s%s", code, out, errOut)
+	// An export of the stored session gives the whole tree again, every
+	// span with the replay's id and parent, from the store the run wrote,
+	// the replay's, and the replay's on PostgreSQL (each its own service:
+	// their times are their stores').
+	export := func(t *testing.T, service, db string) spanTree {
+		t.Helper()
+		code, out, errOut, _ := acpscopeEnv(t, []string{"OTEL_SERVICE_NAME=" + service}, "export", "--db", db, "--session", session, "--otlp", j.OTLP)
+		if code != exitOK || !strings.Contains(out, "exported session jaeger-run: 8 span(s)") {
+			t.Fatalf("export of %s: exit %d: %s%s", db, code, out, errOut)
 		}
-		return treeOf(j.Await(t, tid, "acpscope-export", 6), "acpscope-export")
+		return treeOf(j.Await(t, tid, service, 8), service)
 	}
-	first := export()
-	// The store keeps the subagent cards, so the export is the tree down
-	// to each subagent, without the child tool calls, and its turns are
-	// named by the dialect (README: what export cannot rebuild).
-	wantExport := []string{
-		"(root) > invoke_agent claude",
-		"(root) > invoke_agent claude",
-		"execute_tool Subtask 1 > invoke_agent reviewer",
-		"execute_tool Subtask 2 > invoke_agent tester",
-		"invoke_agent claude > execute_tool Subtask 1",
-		"invoke_agent claude > execute_tool Subtask 2",
-	}
-	if got := first.shape(); !slices.Equal(got, wantExport) {
-		t.Fatalf("export's tree:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantExport, "\n"))
-	}
-	for id, s := range first {
-		r, ok := replay[id]
-		if !ok || r.Parent() != s.Parent() {
-			t.Errorf("exported %s %q (under %s) is not the replay's span (found %v, under %s)", id, s.OperationName, s.Parent(), ok, r.Parent())
+	checkExport := func(t *testing.T, exported spanTree) {
+		t.Helper()
+		checkTracedTree(t, exported, session, agent, func(int) string { return "" })
+		if a, b := exported.links(), replay.links(); fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Errorf("export's span ids and parents differ from the replay's:\nexport %v\nreplay %v", a, b)
 		}
-		if s.StartTime <= 0 || s.Duration < 0 {
-			t.Errorf("exported %s: start %d duration %d", s.OperationName, s.StartTime, s.Duration)
+		for id, s := range exported {
+			if r := replay[id]; r.OperationName != s.OperationName {
+				t.Errorf("exported %s is %q, the replay's %q", id, s.OperationName, r.OperationName)
+			}
+			if s.StartTime <= 0 || s.Duration < 0 {
+				t.Errorf("exported %s: start %d duration %d", s.OperationName, s.StartTime, s.Duration)
+			}
 		}
 	}
-	for _, s := range first {
-		switch s.OperationName {
-		case "invoke_agent claude":
-			tag(t, s, "gen_ai.conversation.id", session)
-		case "execute_tool Subtask 1", "execute_tool Subtask 2":
-			n := strings.TrimPrefix(s.OperationName, "execute_tool Subtask ")
-			tag(t, s, "gen_ai.tool.call.id", "toolu_S"+n)
-		case "invoke_agent reviewer":
-			tag(t, s, "gen_ai.agent.id", "agent1")
-			tag(t, s, "gen_ai.request.model", "claude-opus-4-8")
-			tag(t, s, "gen_ai.agent.description", "Subtask 1")
-		case "invoke_agent tester":
-			tag(t, s, "gen_ai.agent.description", "Subtask 2")
+	first := export(t, "acpscope-export", replayDB)
+	checkExport(t, first)
+	checkExport(t, export(t, "acpscope-export-run", filepath.Join(dir, "run.db")))
+	t.Run("postgres", func(t *testing.T) {
+		pg := postgresDSN(t)
+		code, _, errOut, _ := acpscopeEnv(t, []string{"OTEL_SDK_DISABLED=true"}, "replay", "--db", pg, capture)
+		if code != exitOK {
+			t.Fatalf("replay into PostgreSQL: exit %d: %s", code, errOut)
 		}
-	}
-	if failed, ok := first[traces.AgentSpanID(session, "toolu_S2").String()]; !ok {
-		t.Error("the failed subagent was not exported")
-	} else {
-		tag(t, failed, "otel.status_code", "ERROR")
-	}
+		checkExport(t, export(t, "acpscope-export-pg", pg))
+	})
 	// A second export sends the same spans: the trace holds them once.
 	code, _, errOut, _ = acpscopeEnv(t, []string{"OTEL_SERVICE_NAME=acpscope-export"}, "export", "--db", replayDB, "--session", session, "--otlp", j.OTLP)
 	if code != exitOK {
@@ -254,9 +242,9 @@ func TestJaegerRunReplayExport(t *testing.T) {
 	}
 	// The collector acknowledged the spans before export ended (its
 	// report counts them exported); Jaeger stores what it acknowledged.
-	tr := j.Await(t, tid, "acpscope-export", 6)
-	if raw, second := len(tr.Of("acpscope-export")), treeOf(tr, "acpscope-export"); raw != 6 || fmt.Sprint(second.links()) != fmt.Sprint(first.links()) {
-		t.Errorf("after a second export the trace holds %d exported spans (%d ids), want the same 6", raw, len(second))
+	tr := j.Await(t, tid, "acpscope-export", 8)
+	if raw, second := len(tr.Of("acpscope-export")), treeOf(tr, "acpscope-export"); raw != 8 || fmt.Sprint(second.links()) != fmt.Sprint(first.links()) {
+		t.Errorf("after a second export the trace holds %d exported spans (%d ids), want the same 8", raw, len(second))
 	}
 	for _, service := range []string{"acpscope-run", "acpscope-replay"} {
 		if n := len(tr.Of(service)); n != 8 {
@@ -268,16 +256,17 @@ func TestJaegerRunReplayExport(t *testing.T) {
 // acpscope run drives the agent through the tap, both exporting: the
 // tap's spans are the same tree, each turn parented on run's turn span
 // (the traceparent run put into the prompt, which the tap passed on
-// unchanged), and the agent still gets run's traceparent.
+// unchanged), the agent still gets run's traceparent, and an export of
+// the tap's store gives the tap's spans again.
 func TestJaegerTap(t *testing.T) {
 	j := jaegertest.Start(t)
 	dir := t.TempDir()
 	const session = "jaeger-tap"
 	tid := traces.TraceIDOf(session).String()
-	state := filepath.Join(dir, "traceparents")
+	state, tapDB := filepath.Join(dir, "traceparents"), filepath.Join(dir, "tap.db")
 	code, _, errOut, _ := acpscopeEnv(t, []string{"OTEL_SERVICE_NAME=acpscope-run", "OTEL_EXPORTER_OTLP_ENDPOINT=" + j.OTLP}, "run", "--no-db", "--plain", "--permission", "allow",
 		"--prompt", "one", "--prompt", "two", "--", "env", "OTEL_SERVICE_NAME=acpscope-tap",
-		acpscopeBin, "tap", "--no-db", "--log", filepath.Join(dir, "tap.log"), "--", fakeAgent, "-mode", "traced", "-state", state, "-sid", session)
+		acpscopeBin, "tap", "--db", tapDB, "--log", filepath.Join(dir, "tap.log"), "--", fakeAgent, "-mode", "traced", "-state", state, "-sid", session)
 	if code != exitOK {
 		t.Fatalf("run through the tap: exit %d: %s", code, errOut)
 	}
@@ -295,7 +284,20 @@ func TestJaegerTap(t *testing.T) {
 	agent := "@agentclientprotocol/claude-agent-acp"
 	checkTracedTree(t, treeOf(tr, "acpscope-run"), session, agent, func(int) string { return "" })
 	tapped := treeOf(tr, "acpscope-tap")
-	checkTracedTree(t, tapped, session, agent, func(n int) string { return traces.TurnSpanID(session, n).String() })
+	salted := func(n int) string { return traces.TurnSpanID(session, n).String() }
+	checkTracedTree(t, tapped, session, agent, salted)
+
+	// The tap's store exports the tap's tree with the tap's ids: its turns
+	// under run's, as the editor's traceparent put them.
+	code, out, errOut, _ := acpscopeEnv(t, []string{"OTEL_SERVICE_NAME=acpscope-tap-export"}, "export", "--db", tapDB, "--session", session, "--otlp", j.OTLP)
+	if code != exitOK || !strings.Contains(out, "exported session jaeger-tap: 8 span(s)") {
+		t.Fatalf("export of the tap's store: exit %d: %s%s", code, out, errOut)
+	}
+	exported := treeOf(j.Await(t, tid, "acpscope-tap-export", 8), "acpscope-tap-export")
+	checkTracedTree(t, exported, session, agent, salted)
+	if a, b := exported.links(), tapped.links(); fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Errorf("the export of the tap's store differs from the tap's spans:\nexport %v\ntap    %v", a, b)
+	}
 }
 
 // A collector that is not there (a closed port) or never answers (a

@@ -44,10 +44,13 @@ func defaultDSN(create bool) (string, error) {
 
 // storeOptions are the options of every writing store acpscope opens:
 // it keeps each card's prompt and result text, which the web view shows,
-// its facts (failure reason, earlier answers, parent card's session), and
-// the sessions whose observation the tap could not complete.
+// its facts (failure reason, earlier answers, parent card's session), the
+// sessions whose observation the tap could not complete, and the trace
+// facts (turns, tool calls, permission events) export rebuilds a trace
+// from.
 func storeOptions(more ...persistence.Option) []persistence.Option {
-	return append([]persistence.Option{persistence.WithSubagentText(), persistence.WithCardFacts(), persistence.WithObservationGaps()}, more...)
+	return append([]persistence.Option{persistence.WithSubagentText(), persistence.WithCardFacts(), persistence.WithObservationGaps(),
+		persistence.WithTraceFacts()}, more...)
 }
 
 // openStore opens the database named by dsn ("" = the default) and

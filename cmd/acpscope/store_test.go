@@ -136,7 +136,8 @@ func TestMigrateCommand(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "scope.db")
 	code, out, errOut := acpscope(t, "", "migrate", "--dry-run", "--db", db)
 	if code != exitOK || !strings.Contains(out, "CREATE TABLE IF NOT EXISTS task_session_subagents") || !strings.Contains(out, "-- task_session_subagents.schema") ||
-		!strings.Contains(out, "-- "+persistence.StepTexts+"\nCREATE TABLE IF NOT EXISTS task_session_subagent_texts") {
+		!strings.Contains(out, "-- "+persistence.StepTexts+"\nCREATE TABLE IF NOT EXISTS task_session_subagent_texts") ||
+		!strings.Contains(out, "-- "+persistence.StepTraceFacts+"\nCREATE TABLE IF NOT EXISTS task_session_trace_turns") {
 		t.Fatalf("dry run exit %d:\n%s%s", code, out, errOut)
 	}
 	if _, err := os.Stat(db); !os.IsNotExist(err) {

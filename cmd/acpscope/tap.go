@@ -19,6 +19,7 @@ import (
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/sink"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/storesink"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/tap"
+	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/traces"
 	"github.com/kdlbs/acp-go-sdk/cmd/acpscope/internal/view"
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 	"github.com/kdlbs/acp-go-sdk/persistence"
@@ -159,6 +160,7 @@ func cmdTap(ctx context.Context, e env, args []string) (tapErr error) {
 		Traces:      o.traces,
 		Traffic:     tv.log,
 		TurnStarted: func(sessionID string) { store.wait().BeginTurn(sessionID) },
+		Turns:       waitedTurns{store},
 		Incomplete: func(sessionID string, unobserved int64) {
 			if err := store.wait().MarkIncomplete(sessionID, unobserved); err != nil && !errors.Is(err, persistence.ErrNoGapStore) {
 				fmt.Fprintf(logw, "acpscope tap: session %s: the mark of its incomplete observation was not stored: %v\n", safetext.Text(sessionID), err)
@@ -472,4 +474,32 @@ const tapSignalFlushWait = time.Second
 func interruptRead(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	return ok && f.SetReadDeadline(time.Now()) == nil
+}
+
+// waitedTurns tells the tap's store sink of turns, the agent and
+// permissions (traces.TurnObserver) once the store is open, as the
+// observer's events reach it.
+type waitedTurns struct{ store *tapStore }
+
+// Initialized implements traces.TurnObserver.
+func (w waitedTurns) Initialized(name, version string) { w.store.wait().Initialized(name, version) }
+
+// TurnStarted implements traces.TurnObserver.
+func (w waitedTurns) TurnStarted(sessionID, dialect, traceparent, prompt string) {
+	w.store.wait().TurnStarted(sessionID, dialect, traceparent, prompt)
+}
+
+// TurnEnded implements traces.TurnObserver.
+func (w waitedTurns) TurnEnded(sessionID, stop string, usage *traces.Usage, err error, failed bool) {
+	w.store.wait().TurnEnded(sessionID, stop, usage, err, failed)
+}
+
+// PermissionAsked implements traces.TurnObserver.
+func (w waitedTurns) PermissionAsked(sessionID, toolCallID, title string, options []string) {
+	w.store.wait().PermissionAsked(sessionID, toolCallID, title, options)
+}
+
+// PermissionAnswered implements traces.TurnObserver.
+func (w waitedTurns) PermissionAnswered(sessionID, toolCallID, title, answer string) {
+	w.store.wait().PermissionAnswered(sessionID, toolCallID, title, answer)
 }

@@ -37,7 +37,7 @@ type scopeClient struct {
 	// to the tracker (a replay sets the recorded time there).
 	onUpdate func()
 	// traces, when set, gets the permission requests and their answers.
-	traces *traces.Exporter
+	traces traces.TurnObservers
 }
 
 // textSink receives agent message text and permission answers; the

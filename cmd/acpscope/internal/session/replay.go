@@ -158,6 +158,10 @@ func Replay(ctx context.Context, c *capture.Capture, cfg Config) (Result, error)
 	// The export's turn and permission times come from the same clock.
 	cfg.Traces.SetClock(clock.now)
 	defer cfg.Traces.SetClock(nil)
+	if c, ok := cfg.Turns.(clockSetter); ok {
+		c.SetClock(clock.now)
+		defer c.SetClock(nil)
+	}
 	served := make(chan error, 1)
 	go func() {
 		err := agent.Serve(ctx, clientToAgentR, agentToClientW)
@@ -179,3 +183,8 @@ func Replay(ctx context.Context, c *capture.Capture, cfg Config) (Result, error)
 	}
 	return res, err
 }
+
+// clockSetter is a turn observer whose times can come from a clock of the
+// caller's (the store sink: a replay's turns in the capture's times, as
+// its tool calls are).
+type clockSetter interface{ SetClock(now func() time.Time) }

@@ -154,6 +154,15 @@ type Config struct {
 	// the connection once it is up, and nil once the session ended (run
 	// --web's Stop).
 	Connected func(*ChildCanceller)
+	// Turns, when set, is told what Traces is told of turns, the agent
+	// and permissions (the store keeps them for an export).
+	Turns traces.TurnObserver
+}
+
+// turnObservers are the observers of the session's turns: the export,
+// then the store.
+func (cfg Config) turnObservers() traces.TurnObservers {
+	return traces.TurnObservers{cfg.Traces, cfg.Turns}
 }
 
 // ChildCanceller sends session/cancel for a child session on one
@@ -359,7 +368,7 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 	tracker.Initialize(&initReq, &initResp)
 	res.Dialect = tracker.Dialect()
 	if info := initResp.AgentInfo; info != nil {
-		cfg.Traces.Initialized(info.Name, info.Version)
+		cfg.turnObservers().Initialized(info.Name, info.Version)
 	}
 
 	var worst error
@@ -389,7 +398,7 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 		if cfg.TurnStarted != nil {
 			cfg.TurnStarted(sessionOr(req.SessionID, res.SessionID))
 		}
-		cfg.Traces.TurnStarted(sessionOr(req.SessionID, res.SessionID), tracker.Dialect(), "", req.Text)
+		cfg.turnObservers().TurnStarted(sessionOr(req.SessionID, res.SessionID), tracker.Dialect(), "", req.Text)
 		// The prompt and those queued behind it are sent at once; their
 		// answers are then awaited in order.
 		// A queued prompt goes out once the one before it is on the wire;
@@ -450,7 +459,7 @@ func Run(ctx context.Context, cfg Config, toAgent io.Writer, fromAgent io.Reader
 				cfg.TurnEnded(p.n, res.StopReason, err)
 			}
 			if p.last {
-				cfg.Traces.TurnEnded(p.req.SessionID, string(res.StopReason), traces.UsageOf(ans.resp.Usage), err, errors.Is(err, ErrTurn))
+				cfg.turnObservers().TurnEnded(p.req.SessionID, string(res.StopReason), traces.UsageOf(ans.resp.Usage), err, errors.Is(err, ErrTurn))
 			}
 			if severity(err) > severity(worst) || (err != nil && stop) {
 				worst = err
@@ -772,7 +781,7 @@ func newClientStack(cfg Config, toAgent io.Writer, fromAgent io.Reader) (*adapte
 		root:      cfg.Cwd,
 		extension: cursor.NewHandler(tracker),
 		onUpdate:  cfg.OnUpdate,
-		traces:    cfg.Traces,
+		traces:    cfg.turnObservers(),
 	}
 	// Ordered requests: an agent Request (cursor/task, a permission) is
 	// handled after the updates the agent sent before it, so cards and the

@@ -55,6 +55,17 @@ type Sink struct {
 	// turnStart is when the current turn began: its flush is bounded by
 	// that plus the turn's timeout and cancel grace.
 	turnStart time.Time
+	// The trace facts' state (traces.go): the agent's agentInfo, each
+	// session's turns so far and open turn id, and the events' sequence.
+	agent     struct{ name, version string }
+	turnCount map[string]int
+	openTurn  map[string]string
+	eventSeq  int64
+	// calls is what the store was last told of each tool call (at most
+	// maxCalls), so an event that tells it nothing new is not queued.
+	calls map[cardKey]persistence.ToolCallFact
+	// clock dates turns and permission events (nil: the wall clock).
+	clock func() time.Time
 }
 
 // cardKey is a card's session and tool call id.
@@ -91,7 +102,15 @@ func (s *Sink) Record(e sink.Event) {
 	for _, f := range frames {
 		f.TurnID = s.turnOf(f.TaskSessionID)
 	}
+	call, isCall := toolCallOf(e)
+	if isCall {
+		call.TurnID = s.turnOf(call.SessionID)
+		isCall = s.newToolCallFact(call)
+	}
 	s.mu.Unlock()
+	if isCall {
+		s.writer.RecordToolCall(call)
+	}
 	for _, f := range frames {
 		f.ExecutionID = web.ExecutionID(e.Dialect, s.runID)
 		if !e.At.IsZero() {

@@ -45,6 +45,9 @@ type ObserverConfig struct {
 	// on the traceparent the editor put in the prompt's _meta, if any)
 	// and permission requests; events reach it through Sink.
 	Traces *traces.Exporter
+	// Turns, when set, is told what Traces is told of turns, the agent
+	// and permissions (the store keeps them for an export).
+	Turns traces.TurnObserver
 	// Traffic, when set, keeps every observed line (a message, or a line
 	// that is none) for the traffic view (--web).
 	Traffic *traffic.Log
@@ -264,16 +267,16 @@ func (o *Observer) before(from capture.Direction, m *capture.Message) {
 				if o.cfg.TurnStarted != nil {
 					o.cfg.TurnStarted(p.SessionID)
 				}
-				o.cfg.Traces.Initialized(o.tracker.Connection().AgentName, "")
+				o.turnObservers().Initialized(o.tracker.Connection().AgentName, "")
 				tp, _ := p.Meta.Traceparent.(string)
-				o.cfg.Traces.TurnStarted(p.SessionID, o.tracker.Dialect(), tp, traces.PromptText(m.Params))
+				o.turnObservers().TurnStarted(p.SessionID, o.tracker.Dialect(), tp, traces.PromptText(m.Params))
 			}
 			o.prompts.put(capture.IDKey(m.ID), p.SessionID)
 		}
 	case from == capture.FromAgent && m.Method == "session/request_permission":
 		asked := askedPermission(m.Params)
 		o.permissions.put(capture.IDKey(m.ID), asked)
-		o.cfg.Traces.PermissionAsked(asked.session, asked.toolCall, asked.title, slices.Sorted(maps.Values(asked.options)))
+		o.turnObservers().PermissionAsked(asked.session, asked.toolCall, asked.title, slices.Sorted(maps.Values(asked.options)))
 	}
 }
 
@@ -307,7 +310,7 @@ func (o *Observer) after(from capture.Direction, m *capture.Message) {
 	if asked, ok := o.permissions.take(key); ok {
 		answer := asked.answer(m)
 		o.cfg.View.Permission(asked.title, answer)
-		o.cfg.Traces.PermissionAnswered(asked.session, asked.toolCall, asked.title, answer)
+		o.turnObservers().PermissionAnswered(asked.session, asked.toolCall, asked.title, answer)
 	}
 }
 
@@ -373,7 +376,7 @@ func (o *Observer) endedByAgent(agent bool) { o.agentEnded.Store(agent) }
 // turnEnded ends the session's turn span in the export, with the
 // answer's stop reason and usage (an error answer fails it).
 func (o *Observer) turnEnded(session string, m *capture.Message) {
-	if o.cfg.Traces == nil {
+	if o.cfg.Traces == nil && o.cfg.Turns == nil {
 		return
 	}
 	o.tracker.Flush() // the turn's events reach the export before its end
@@ -382,11 +385,17 @@ func (o *Observer) turnEnded(session string, m *capture.Message) {
 		Usage      *acp.Usage `json:"usage"`
 	}
 	if m.Failed() {
-		o.cfg.Traces.TurnEnded(session, "", nil, fmt.Errorf("session/prompt failed: %s", m.Error), true)
+		o.turnObservers().TurnEnded(session, "", nil, fmt.Errorf("session/prompt failed: %s", m.Error), true)
 		return
 	}
 	_ = json.Unmarshal(m.Result, &r)
-	o.cfg.Traces.TurnEnded(session, r.StopReason, traces.UsageOf(r.Usage), nil, false)
+	o.turnObservers().TurnEnded(session, r.StopReason, traces.UsageOf(r.Usage), nil, false)
+}
+
+// turnObservers are the observers of the connection's turns: the export,
+// then the store.
+func (o *Observer) turnObservers() traces.TurnObservers {
+	return traces.TurnObservers{o.cfg.Traces, o.cfg.Turns}
 }
 
 // askedPermission reads the title and options of a permission request.

@@ -15,6 +15,8 @@
 // shutdown is bounded (ShutdownWait); Report says what was dropped.
 //
 // Live sessions feed an Exporter through Event, TurnStarted, TurnEnded and
-// Permission; stored sessions go through ExportStored. Both build the same
+// Permission (the TurnObserver calls, which the store sink gets too, so
+// that the store keeps the turns and tool calls); stored sessions go
+// through ExportStored. Both build the same
 // span records (record.go) and emit them with one function (emit).
 package traces

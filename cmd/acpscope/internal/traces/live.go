@@ -3,7 +3,6 @@ package traces
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -286,13 +285,12 @@ func (x *Exporter) event(ev adapter.Event, at time.Time) {
 // PermissionAsked records a session/request_permission: an event of the
 // tool call's span (of the open turn's when the tool call is not a card).
 func (x *Exporter) PermissionAsked(sessionID, toolCallID, title string, options []string) {
-	x.permission(sessionID, toolCallID, spanEvent{name: "acp.permission.request", attrs: eventAttrs(toolCallID, title,
-		attrPermOptions.String(strings.Join(options, ", ")))})
+	x.permission(sessionID, toolCallID, permissionEvent(EventPermissionRequest, toolCallID, title, JoinOptions(options)))
 }
 
 // PermissionAnswered records the answer to a permission request.
 func (x *Exporter) PermissionAnswered(sessionID, toolCallID, title, answer string) {
-	x.permission(sessionID, toolCallID, spanEvent{name: "acp.permission.answer", attrs: eventAttrs(toolCallID, title, attrPermAnswer.String(answer))})
+	x.permission(sessionID, toolCallID, permissionEvent(EventPermissionAnswer, toolCallID, title, answer))
 }
 
 func (x *Exporter) permission(sessionID, toolCallID string, ev spanEvent) {
