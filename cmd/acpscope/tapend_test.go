@@ -47,6 +47,26 @@ func tapMidTurn(t *testing.T, db string) (*exec.Cmd, io.WriteCloser, <-chan erro
 	return cmd, stdin, exited
 }
 
+// awaitOpenCardStored waits until the tap stored the fake agent's open
+// card.
+func awaitOpenCardStored(t *testing.T, db string) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for {
+		// The file exists before the tap's migration made its tables: a
+		// read then is refused as needing migration, which is not yet.
+		if migrated(db) {
+			if _, cards := sessionStatus(t, db); len(cards) > 0 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the tap never stored the open card")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // migrated reports whether the store at db opens for reading: it exists
 // and its schema is made.
 func migrated(db string) bool {
@@ -102,6 +122,11 @@ func TestTapEndedMidTurnStoresCancelled(t *testing.T) {
 		t.Run(end.name, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "tap.db")
 			cmd, stdin, exited := tapMidTurn(t, db)
+			// The agent wrote its tool call; the tap's observer (a nice-19
+			// thread) may not have read it yet, and after a signal it gets
+			// at most 0.5 s to catch up. What is tested here is the ending
+			// of an observed card, so the card is first seen stored.
+			awaitOpenCardStored(t, db)
 			if err := end.end(cmd, stdin); err != nil {
 				t.Fatal(err)
 			}
@@ -127,20 +152,7 @@ func TestTapEndedMidTurnStoresCancelled(t *testing.T) {
 func TestTapKilledMidTurnIsNotHealthy(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "tap.db")
 	cmd, _, exited := tapMidTurn(t, db)
-	deadline := time.Now().Add(hangGuard)
-	for { // the open card is stored
-		// The file exists before the tap's migration made its tables: a
-		// read then is refused as needing migration, which is not yet.
-		if migrated(db) {
-			if _, cards := sessionStatus(t, db); len(cards) > 0 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the tap never stored the open card")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitOpenCardStored(t, db)
 	_ = cmd.Process.Kill()
 	<-exited
 	code, out, _ := acpscope(t, "", "health", "--db", db)
