@@ -347,23 +347,14 @@ func sessionStatus(m SessionSummary) string {
 // eachPair runs, on q, a two-text-column query whose %s takes one
 // placeholder per id, and calls fn for every row.
 func eachPair(ctx context.Context, q queryer, e engine, query string, ids []string, fn func(a, b string)) error {
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	rows, err := q.QueryContext(ctx, e.rebind(fmt.Sprintf(query, placeholders(len(ids)))), args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
+	return eachRow(ctx, q, e, query, ids, func(rows *sql.Rows) error {
 		var a, b string
 		if err := rows.Scan(&a, &b); err != nil {
 			return err
 		}
 		fn(a, b)
-	}
-	return rows.Err()
+		return nil
+	})
 }
 
 // placeholders is n comma-separated "?" (the list of an IN).

@@ -471,8 +471,8 @@ func (s *Store) TraceFamily(ctx context.Context, sessionIDs ...string) ([]string
 // maxFamilyDepth bounds TraceFamily's levels of child sessions.
 const maxFamilyDepth = 16
 
-// eachRow runs query (its %s: one placeholder per id) and calls fn on
-// each row.
+// eachRow runs, on q, query (its %s: one placeholder per id) and calls
+// fn on each row.
 func eachRow(ctx context.Context, q queryer, e engine, query string, ids []string, fn func(*sql.Rows) error) error {
 	args := make([]any, len(ids))
 	for i, id := range ids {

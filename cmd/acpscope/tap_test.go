@@ -532,31 +532,7 @@ func awaitFile(t *testing.T, path string, exited <-chan error) {
 // behind the same loopback Host check as `acpscope web`.
 func TestTapWebServesTheStoreLive(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "tap.db")
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	logR, logW := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		done <- run(context.Background(), []string{"tap", "--db", db, "--web", "127.0.0.1:0", "--", fakeAgent}, inR, outW, logW)
-		outW.Close()
-		logW.Close()
-	}()
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(logR)
-		for sc.Scan() {
-			if u := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(sc.Text()); u != "" {
-				urls <- u
-			}
-		}
-	}()
-	ed := newRawEditor(t, inW, outR)
-	var u string
-	select {
-	case u = <-urls:
-	case <-time.After(hangGuard):
-		t.Fatal("the tap printed no web address")
-	}
+	ed, inW, u, done := startTapWeb(t, []string{"tap", "--db", db, "--web", "127.0.0.1:0", "--", fakeAgent})
 	ed.openAndPrompt()
 	deadline := time.Now().Add(hangGuard)
 	for {
@@ -585,6 +561,41 @@ func TestTapWebServesTheStoreLive(t *testing.T) {
 	if _, err := http.Get(u); err == nil {
 		t.Error("the web server still answers after the tap ended")
 	}
+}
+
+// startTapWeb runs acpscope with args (a tap with --web on port 0) in
+// this process, behind a raw editor, and returns the editor, the writer
+// of the tap's standard input (closing it is the editor closing), the
+// address the tap printed and its exit code once it ends.
+func startTapWeb(t *testing.T, args []string) (*rawEditor, io.WriteCloser, string, <-chan int) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	logR, logW := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(context.Background(), args, inR, outW, logW)
+		outW.Close()
+		logW.Close()
+	}()
+	urls := make(chan string, 1)
+	go func() {
+		address := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`)
+		sc := bufio.NewScanner(logR)
+		for sc.Scan() {
+			if u := address.FindString(sc.Text()); u != "" {
+				urls <- u
+			}
+		}
+	}()
+	ed := newRawEditor(t, inW, outR)
+	select {
+	case u := <-urls:
+		return ed, inW, u, done
+	case <-time.After(hangGuard):
+		t.Fatal("the tap printed no web address")
+	}
+	return nil, nil, "", nil
 }
 
 // rawEditor is an editor speaking raw JSON-RPC lines to a tap: it sends

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"context"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -49,31 +46,7 @@ func TestTapWebAllowStop(t *testing.T) {
 			args = append(args, "--allow-stop")
 		}
 		args = append(args, "--", fakeAgent, "-mode", "stop", "-ready", ready, "-go", start, "-state", cancels)
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		logR, logW := io.Pipe()
-		done := make(chan int, 1)
-		go func() {
-			done <- run(context.Background(), args, inR, outW, logW)
-			outW.Close()
-			logW.Close()
-		}()
-		urls := make(chan string, 1)
-		go func() {
-			sc := bufio.NewScanner(logR)
-			for sc.Scan() {
-				if u := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(sc.Text()); u != "" {
-					urls <- u
-				}
-			}
-		}()
-		ed := newRawEditor(t, inW, outR)
-		var u string
-		select {
-		case u = <-urls:
-		case <-time.After(hangGuard):
-			t.Fatal("the tap printed no web address")
-		}
+		ed, inW, u, done := startTapWeb(t, args)
 		ed.request(1, "initialize", `{"protocolVersion":1,"clientCapabilities":{"subagents":{}}}`)
 		ed.request(2, "session/new", `{"cwd":"/","mcpServers":[]}`)
 		prompted := make(chan struct{})
