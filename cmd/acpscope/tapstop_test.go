@@ -55,7 +55,17 @@ func TestTapWebAllowStop(t *testing.T) {
 			ed.request(3, "session/prompt", `{"sessionId":"fake-session","prompt":[{"type":"text","text":"go"}]}`)
 		}()
 		waitFile(t, ready)
-		page := httpGet(t, u+"session?id=fake-session", "")
+		// The page exists once the tap's store has the session (before
+		// that it is a 404 without a token).
+		var page string
+		for deadline := time.Now().Add(hangGuard); ; time.Sleep(20 * time.Millisecond) {
+			if page = httpGet(t, u+"session?id=fake-session", ""); strings.Contains(page, `"live":true`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the session page never appeared:\n%s", page)
+			}
+		}
 		m := regexp.MustCompile(`"stop_token":"([0-9a-f]+)"`).FindStringSubmatch(page)
 		if !allow {
 			if m != nil {
