@@ -80,15 +80,16 @@ func (p *Pump) Copy(dst io.Writer, src io.Reader) error {
 				werr = io.ErrShortWrite
 			}
 			if werr != nil {
+				p.letGo()
 				return &WriteError{Err: werr}
 			}
 		}
 		if rerr == io.EOF {
-			p.flush()
+			p.end()
 			return nil
 		}
 		if rerr != nil {
-			p.flush()
+			p.end()
 			return rerr
 		}
 	}
@@ -231,6 +232,22 @@ func (p *Pump) release() {
 	p.pending, p.reserved = nil, 0
 }
 
+// end offers a last line that ended without a newline (flush) and lets
+// go of the pump's memory: nothing more comes.
+func (p *Pump) end() {
+	p.flush()
+	p.letGo()
+}
+
+// letGo gives the pump's memory (a line's start, its current block) back
+// to its queue.
+func (p *Pump) letGo() {
+	if p.Queue != nil {
+		p.release()
+		p.dropBlock()
+	}
+}
+
 // flush offers a last line that ended without a newline.
 func (p *Pump) flush() {
 	if !p.skipping && len(p.pending) == 0 {
@@ -241,15 +258,15 @@ func (p *Pump) flush() {
 	p.push()
 }
 
-// blockSize is the size of the blocks a pump copies short lines into, so
-// that a line costs no allocation of its own; lines over maxBlockLine get
-// their own. A block goes back to its queue once every line in it is Done
-// (Queue.keep), and is written again: fresh memory (the kernel's page
-// faults, the runtime's zeroing) cost the pump more than the copy.
-const (
-	blockSize    = 256 << 10
-	maxBlockLine = blockSize / 8
-)
+// blockSize is the largest size of the blocks a pump copies short lines
+// into, so that a line costs no allocation of its own; a queue's blocks
+// are smaller when its budget is (Queue.blockBytes). A line over an
+// eighth of a block gets a buffer of its own. A block takes its whole
+// size from the queue's budget while it is in use, and goes back to its
+// queue once every line in it is Done (Queue.keep), to be written again:
+// fresh memory (the kernel's page faults, the runtime's zeroing) cost the
+// pump more than the copy, and a line costs no reservation of its own.
+const blockSize = 256 << 10
 
 // block is memory that short lines are copied into. refs counts its lines
 // not yet Done, plus one while it is its pump's current block.
@@ -259,15 +276,14 @@ type block struct {
 	queue *Queue
 }
 
-// unref drops one reference; the last one gives the block's memory back
-// to its queue, which keeps it for another block if its budget has room.
+// unref drops one reference; the last one gives the block's memory, with
+// its reservation, back to its queue, which keeps it for another block if
+// its kept share has room.
 func (b *block) unref() {
 	if b.refs.Add(-1) != 0 {
 		return
 	}
-	if b.queue.reserve(blockSize) {
-		b.queue.keep(b.buf[:0])
-	}
+	b.queue.keep(b.buf[:0])
 	b.buf = nil
 }
 
@@ -276,26 +292,21 @@ func (b *block) unref() {
 // block, a longer one into a buffer of its own.
 func (p *Pump) copyLine(part []byte) (Line, bool) {
 	n := len(part)
-	if n > maxBlockLine {
+	size := p.Queue.blockBytes
+	if n > size/8 {
 		buf := p.Queue.buffer(bufferSize(n))
 		if buf == nil {
 			return Line{}, false
 		}
 		return Line{From: p.From, Bytes: append(buf, part...), At: p.at, held: int64(cap(buf)), kept: true}, true
 	}
-	if p.block == nil && p.blockAsked && p.Queue.wanting.Load() {
-		return Line{}, false // no memory until the observer's goroutine makes it
-	}
-	if !p.Queue.reserveRoom(int64(n)) {
-		return Line{}, false
-	}
 	if p.block == nil || cap(p.block.buf)-len(p.block.buf) < n {
-		if p.block != nil {
-			p.block.unref()
+		if p.block == nil && p.blockAsked && p.Queue.wanting.Load() {
+			return Line{}, false // no memory until the observer's goroutine makes it
 		}
+		p.dropBlock()
 		p.block = p.newBlock()
 		if p.blockAsked = p.block == nil; p.blockAsked {
-			p.Queue.release(int64(n))
 			return Line{}, false
 		}
 	}
@@ -303,25 +314,36 @@ func (p *Pump) copyLine(part []byte) (Line, bool) {
 	start := len(b.buf)
 	b.buf = append(b.buf, part...)
 	b.refs.Add(1)
-	return Line{From: p.From, Bytes: b.buf[start:len(b.buf):len(b.buf)], At: p.at, held: int64(n), block: b}, true
+	return Line{From: p.From, Bytes: b.buf[start:len(b.buf):len(b.buf)], At: p.at, block: b}, true
 }
 
-// newBlock returns a new current block, or nil when the queue has no
-// memory for one (see Queue.keptOrFresh). The lines copied into it
-// reserve their own bytes: a kept block's reservation is given back.
+// newBlock returns a new current block, its memory reserved in the
+// queue's budget, or nil when the queue has no room or no memory for one
+// (see Queue.keptOrFresh).
 func (p *Pump) newBlock() *block {
-	buf, fresh := p.Queue.keptOrFresh(blockSize)
-	switch {
-	case fresh:
-		buf = make([]byte, 0, blockSize)
-	case buf == nil:
+	size := p.Queue.blockBytes
+	buf, fresh := p.Queue.keptOrFresh(size)
+	if fresh {
+		if !p.Queue.reserveRoom(int64(size)) {
+			return nil
+		}
+		buf = make([]byte, 0, size)
+	}
+	if buf == nil {
 		return nil
-	default:
-		p.Queue.release(blockSize)
 	}
 	b := &block{buf: buf, queue: p.Queue}
 	b.refs.Store(1)
 	return b
+}
+
+// dropBlock lets go of the pump's current block: it goes back to the
+// queue once its lines are Done.
+func (p *Pump) dropBlock() {
+	if p.block != nil {
+		p.block.unref()
+		p.block = nil
+	}
 }
 
 // WriteError is a pump's failed write: the receiving side is gone.

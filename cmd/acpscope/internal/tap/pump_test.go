@@ -35,6 +35,7 @@ func TestPendingLineTakesQueueBudget(t *testing.T) {
 		t.Fatalf("next line %q, want {}", l.Bytes)
 	}
 	q.Done(l)
+	p.letGo() // the pump's current block
 	if q.inUse() != 0 {
 		t.Errorf("the queue's lines take %d bytes once every line is done, want 0", q.inUse())
 	}
@@ -140,6 +141,7 @@ func TestBacklogMemoryIsReused(t *testing.T) {
 		t.Errorf("%d lines of a later backlog dropped, want none", d)
 	}
 	drain()
+	p.letGo()
 	if q.inUse() != 0 {
 		t.Errorf("the queue's lines take %d bytes once every line is done, want 0", q.inUse())
 	}

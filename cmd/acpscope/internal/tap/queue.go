@@ -44,18 +44,27 @@ type Line struct {
 // and forth per line lets the observer's goroutine take the pump's turn.
 type Queue struct {
 	mu     sync.Mutex
-	lines  []Line // queued, not yet taken by the reader
+	head   *lineSegment // lines queued, not yet taken by the reader, oldest first
+	tail   *lineSegment // the segment the pumps append to
+	spare  *lineSegment // emptied segments, for the pumps' next lines
+	spares int          // how many segments spare holds
 	closed bool
 
-	// The reader's batch, taken from lines at once (Next's goroutine only).
-	out  []Line
+	// The reader's batch, taken from head at once (Next's goroutine only):
+	// the segment being read, the next line's index in it, and the
+	// segments already read, given back to spare with the next batch.
+	out  *lineSegment
 	next int
+	read *lineSegment
 
 	shut     atomic.Bool  // closed, for reserve, which takes no lock
 	count    atomic.Int64 // lines queued or in the reader's batch
 	held     atomic.Int64 // bytes of the budget taken (reserve, Offer) and not yet given back
 	maxLines int64
 	maxBytes int64
+	// blockBytes is the size of its pumps' blocks (blockSize, or a
+	// sixteenth of a smaller budget).
+	blockBytes int
 	ready    chan struct{} // signalled when lines are queued or the queue closes
 
 	// Dropped counts lines not observed because the queue was full (or
@@ -68,7 +77,8 @@ type Queue struct {
 	// The memory of lines that are Done, kept for the pumps' next lines
 	// (takeBuffer, keep): by capacity, and how many bytes in all. Its
 	// bytes stay reserved in the budget while kept, at most a keptShare
-	// of it; a reservation that finds no room takes them back first.
+	// of it; a reservation for a line of its own that finds no room takes
+	// them back first (reserveRoom).
 	keptMu    sync.Mutex
 	kept      map[int][][]byte
 	keptBytes atomic.Int64 // written under keptMu
@@ -77,6 +87,19 @@ type Queue struct {
 	// goroutine makes them (Next, stock). wanting says there are some.
 	wanted  map[int]int
 	wanting atomic.Bool
+}
+
+// segmentLines is how many lines a segment of the queue's list holds. The
+// list is a chain of segments, so that a backlog of many lines never
+// moves the lines already queued, and the segments a backlog emptied are
+// written again.
+const segmentLines = 256
+
+// lineSegment is one segment of the queue's list of lines.
+type lineSegment struct {
+	lines [segmentLines]Line
+	n     int
+	next  *lineSegment
 }
 
 // keptShare is the part of the byte budget (one in keptShare) that a queue
@@ -112,7 +135,8 @@ func NewQueue(lines int, bytes int64) *Queue {
 	if bytes <= 0 {
 		bytes = DefaultQueueBytes
 	}
-	return &Queue{maxLines: int64(lines), maxBytes: bytes, ready: make(chan struct{}, 1)}
+	return &Queue{maxLines: int64(lines), maxBytes: bytes, ready: make(chan struct{}, 1),
+		blockBytes: min(blockSize, bufferSize(int(bytes/16)))}
 }
 
 // reserve takes n bytes of the byte budget, for a line a pump is about to
@@ -332,7 +356,9 @@ func (q *Queue) push(batch []Line) int {
 	if !q.closed {
 		n = int(min(int64(len(batch)), q.maxLines-q.count.Load()))
 		n = max(n, 0)
-		q.lines = append(q.lines, batch[:n]...)
+		for _, l := range batch[:n] {
+			q.append(l)
+		}
 		q.count.Add(int64(n))
 	}
 	q.mu.Unlock()
@@ -345,6 +371,31 @@ func (q *Queue) push(batch []Line) int {
 	}
 	return n
 }
+
+// append adds l at the end of the list; mu is held.
+func (q *Queue) append(l Line) {
+	if q.tail == nil || q.tail.n == segmentLines {
+		seg := q.spare
+		if seg != nil {
+			q.spare, seg.next = seg.next, nil
+			q.spares--
+		} else {
+			seg = new(lineSegment)
+		}
+		if q.tail == nil {
+			q.head = seg
+		} else {
+			q.tail.next = seg
+		}
+		q.tail = seg
+	}
+	q.tail.lines[q.tail.n] = l
+	q.tail.n++
+}
+
+// maxSpares bounds the emptied segments a queue keeps: a sixteenth of the
+// segments its line bound can fill.
+func (q *Queue) maxSpares() int { return int(q.maxLines/segmentLines/16) + 1 }
 
 func (q *Queue) signal() {
 	select {
@@ -360,16 +411,24 @@ func (q *Queue) Next() (l Line, ok bool) {
 		if q.wanting.Load() {
 			q.stock()
 		}
-		if q.next < len(q.out) {
-			l = q.out[q.next]
-			q.out[q.next] = Line{}
-			q.next++
-			q.count.Add(-1)
-			return l, true
+		for q.out != nil {
+			if q.next < q.out.n {
+				l = q.out.lines[q.next]
+				q.out.lines[q.next] = Line{}
+				q.next++
+				q.count.Add(-1)
+				return l, true
+			}
+			done := q.out
+			q.out, q.next = done.next, 0
+			done.n, done.next = 0, q.read
+			q.read = done
 		}
 		q.mu.Lock()
-		if len(q.lines) > 0 {
-			q.out, q.lines, q.next = q.lines, q.out[:0], 0
+		q.giveBackSegments()
+		if q.head != nil {
+			q.out, q.next = q.head, 0
+			q.head, q.tail = nil, nil
 			q.mu.Unlock()
 			continue
 		}
@@ -379,6 +438,22 @@ func (q *Queue) Next() (l Line, ok bool) {
 			return Line{}, false
 		}
 		<-q.ready
+	}
+}
+
+// giveBackSegments moves the segments the reader emptied to spare, as far
+// as maxSpares allows; mu is held.
+func (q *Queue) giveBackSegments() {
+	for q.read != nil {
+		seg := q.read
+		q.read = seg.next
+		if q.spares >= q.maxSpares() {
+			seg.next = nil
+			continue
+		}
+		seg.next = q.spare
+		q.spare = seg
+		q.spares++
 	}
 }
 
