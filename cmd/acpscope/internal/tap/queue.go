@@ -65,7 +65,7 @@ type Queue struct {
 	// blockBytes is the size of its pumps' blocks (blockSize, or a
 	// sixteenth of a smaller budget).
 	blockBytes int
-	ready    chan struct{} // signalled when lines are queued or the queue closes
+	ready      chan struct{} // signalled when lines are queued or the queue closes
 
 	// Dropped counts lines not observed because the queue was full (or
 	// closed).
