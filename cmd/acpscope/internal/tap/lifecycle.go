@@ -338,20 +338,54 @@ func observe(obs *Observer, q *Queue) int64 {
 }
 
 // follow drains q into obs, each line at its wire time, until q is closed.
-// It runs on a thread of its own at the lowest priority, with a Go
-// processor of its own (ownProcessor): the observer's work never takes a
-// processor from the pumps, and the kernel gives the cores to the pumps,
-// the editor and the agent first. Its goroutine is the observer's for
-// good (see lowerPriority).
+// While the observer keeps up it runs on the caller's goroutine, at the
+// process's priority, so that a line is observed as soon as it passed.
+// Once more than the queue's yieldAt bytes of lines wait, the observer is
+// behind the pumps: it goes on in a yielding phase (yield) until it has
+// caught up, and the final lines, once the queue is closed, are again
+// observed at the process's priority (nothing passes any more).
 func follow(obs *Observer, q *Queue) {
-	defer ownProcessor()()
-	obs.nice = lowerPriority()
-	for l, ok := q.Next(); ok; l, ok = q.Next() {
-		obs.unobserved(q.lost())
-		obs.ObserveAt(l.From, l.Bytes, l.At)
-		q.Done(l)
+	for {
+		if q.queuedBytes.Load() > q.yieldAt && !q.shut.Load() {
+			yield(obs, q)
+			continue
+		}
+		l, ok := q.Next()
+		if !ok {
+			break
+		}
+		observeLine(obs, q, l)
 	}
 	obs.unobserved(q.lost())
+}
+
+// yield observes the backlog on a thread of its own that yields the CPU to
+// every other thread (lowerPriority), with a Go processor of its own
+// (ownProcessor), until the queue is empty or closed: the observer's work
+// never takes a processor or a core from the pumps, the editor and the
+// agent. The thread ends with the phase.
+func yield(obs *Observer, q *Queue) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer ownProcessor()()
+		obs.yielded = lowerPriority()
+		for !q.shut.Load() {
+			l, got := q.take(false)
+			if got != tookLine {
+				return
+			}
+			observeLine(obs, q, l)
+		}
+	}()
+	<-done
+}
+
+// observeLine hands one line of q to obs.
+func observeLine(obs *Observer, q *Queue, l Line) {
+	obs.unobserved(q.lost())
+	obs.ObserveAt(l.From, l.Bytes, l.At)
+	q.Done(l)
 }
 
 // isClosedPipe reports the errors of a pipe or file closed under a read or

@@ -97,8 +97,9 @@ type Observer struct {
 	// not observed).
 	Unparsed atomic.Int64
 
-	// nice is the priority its thread ran at (set by observe).
-	nice int
+	// yielded is how its thread yielded the CPU the last time it was
+	// behind the pumps (lowerPriority; set by follow).
+	yielded string
 
 	// lost counts the connection's lines not observed so far
 	// (unobserved); seen maps each session observed (at most maxTracked)

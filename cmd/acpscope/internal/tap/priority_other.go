@@ -2,9 +2,15 @@
 
 package tap
 
-// observerNice is the observer thread's nice value where threads have one.
-const observerNice = 19
+import "runtime"
 
-// lowerPriority does nothing where a thread has no priority of its own,
-// and returns 0.
-func lowerPriority() int { return 0 }
+// lowerPriority runs the calling goroutine on a thread of its own for the
+// rest of its life, as on Linux; where a thread has no priority of its own
+// it changes nothing else, and returns "".
+func lowerPriority() string {
+	runtime.LockOSThread()
+	return ""
+}
+
+// threadPolicy is "" where a thread has no priority of its own.
+func threadPolicy() string { return "" }

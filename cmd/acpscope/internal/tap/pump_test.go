@@ -2,9 +2,11 @@ package tap
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -195,19 +197,6 @@ func TestKeptMemoryGivesWay(t *testing.T) {
 	}
 }
 
-// The observer runs on a thread of its own at the lowest priority: when
-// the CPU is short, the pumps, the editor and the agent get it first.
-func TestObserverThreadYieldsTheCPU(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("thread priorities are Linux's")
-	}
-	obs := newTestObserver(t, io.Discard)
-	passThrough(t, []byte("{}\n"), []byte("{}\n"), nil, Config{Observer: obs})
-	if obs.nice != observerNice {
-		t.Errorf("the observer's thread ran at nice %d, want %d", obs.nice, observerNice)
-	}
-}
-
 // A line carries the time its read came from the sender, and the events
 // the observer makes of it carry that time, not the time the observer
 // got to it.
@@ -258,31 +247,76 @@ func TestEventsCarryWireTime(t *testing.T) {
 	}
 }
 
-// While it follows a connection the observer has a Go processor of its
-// own (GOMAXPROCS one more), so that its work never takes one from the
-// pumps; the nice value of its thread gives the cores to them first.
-func TestObserverHasItsOwnProcessor(t *testing.T) {
+// While the observer keeps up it observes at the process's priority; once
+// a backlog waits it yields: a thread of its own at the idle policy (the
+// pumps, the editor and the agent take a core from it at once) and a Go
+// processor of its own (GOMAXPROCS one more), until it has caught up.
+func TestObserverYieldsOnlyWhileBehind(t *testing.T) {
 	procs := runtime.GOMAXPROCS(0)
-	var during int
+	type seen struct {
+		policy string
+		procs  int
+	}
+	var mu sync.Mutex
+	at := map[string]seen{}
 	term := view.NewTerminal(io.Discard, false)
-	obs, err := NewObserver(ObserverConfig{View: term, Sink: sink.Func(func(sink.Event) {
-		if during == 0 { // the card's opening, not its ending in Finish
-			during = runtime.GOMAXPROCS(0)
+	obs, err := NewObserver(ObserverConfig{View: term, Sink: sink.Func(func(e sink.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, ok := at[e.ToolCallID]; !ok { // the card's opening, not its ending in Finish
+			at[e.ToolCallID] = seen{threadPolicy(), runtime.GOMAXPROCS(0)}
 		}
 	})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := NewQueue(0, 0)
-	for _, line := range []string{
-		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","title":"ls","status":"pending"}}}`,
-	} {
-		q.push([]Line{{From: capture.FromAgent, Bytes: []byte(line), At: time.Now()}})
+	toolCall := func(id string) Line {
+		return Line{From: capture.FromAgent, At: time.Now(), Bytes: fmt.Appendf(nil,
+			`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":%q,"title":"ls","status":"pending"}}}`, id)}
 	}
+	q := NewQueue(0, 0)
+	// Two lines waiting are a backlog, one is not (the ids are of one
+	// length, so the lines are of one size).
+	q.yieldAt = int64(len(toolCall("behind-1").Bytes))
+	q.push([]Line{toolCall("behind-1"), toolCall("behind-2")})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		observe(obs, q)
+	}()
+	waitFor := func(id string) seen {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			mu.Lock()
+			s, ok := at[id]
+			mu.Unlock()
+			if ok {
+				return s
+			}
+		}
+		t.Fatalf("card %s never observed", id)
+		return seen{}
+	}
+	behind := waitFor("behind-2")
+	for q.Len() > 0 || runtime.GOMAXPROCS(0) != procs { // the yielding phase ends
+		time.Sleep(time.Millisecond)
+	}
+	q.push([]Line{toolCall("caughtup")})
+	caughtUp := waitFor("caughtup")
 	q.Close()
-	observe(obs, q)
-	if during != procs+1 {
-		t.Errorf("GOMAXPROCS %d while observing, want %d", during, procs+1)
+	<-done
+	want := seen{"idle", procs + 1}
+	if runtime.GOOS != "linux" {
+		want.policy = ""
+	}
+	if behind != want {
+		t.Errorf("a backlog observed at %+v, want %+v", behind, want)
+	}
+	if caughtUp != (seen{"", procs}) {
+		t.Errorf("a line observed at once at %+v, want the process's priority and GOMAXPROCS %d", caughtUp, procs)
+	}
+	if obs.yielded != want.policy {
+		t.Errorf("the observer yielded as %q, want %q", obs.yielded, want.policy)
 	}
 	if got := runtime.GOMAXPROCS(0); got != procs {
 		t.Errorf("GOMAXPROCS %d after the observer, want %d again", got, procs)

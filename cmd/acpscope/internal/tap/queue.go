@@ -14,6 +14,10 @@ import (
 const (
 	DefaultQueueLines = 1 << 18
 	DefaultQueueBytes = 128 << 20
+	// DefaultYieldAt is the observer's backlog, in bytes, past which it
+	// yields the CPU to the pass-through until it has caught up: some
+	// milliseconds of a busy agent's output.
+	DefaultYieldAt = 1 << 20
 )
 
 // Line is one complete line of the wire, without its newline, and who
@@ -57,8 +61,15 @@ type Queue struct {
 	next int
 	read *lineSegment
 
-	shut     atomic.Bool  // closed, for reserve, which takes no lock
-	count    atomic.Int64 // lines queued or in the reader's batch
+	shut  atomic.Bool  // closed, for reserve, which takes no lock
+	count atomic.Int64 // lines queued or in the reader's batch
+	// queuedBytes counts the bytes of those lines: the observer's
+	// backlog, which follow compares with yieldAt.
+	queuedBytes atomic.Int64
+	// yieldAt is the backlog past which the observer is behind the pumps
+	// and yields them the CPU (follow): DefaultYieldAt, or an eighth of a
+	// smaller budget.
+	yieldAt  int64
 	held     atomic.Int64 // bytes of the budget taken (reserve, Offer) and not yet given back
 	maxLines int64
 	maxBytes int64
@@ -136,7 +147,7 @@ func NewQueue(lines int, bytes int64) *Queue {
 		bytes = DefaultQueueBytes
 	}
 	return &Queue{maxLines: int64(lines), maxBytes: bytes, ready: make(chan struct{}, 1),
-		blockBytes: min(blockSize, bufferSize(int(bytes/16)))}
+		blockBytes: min(blockSize, bufferSize(int(bytes/16))), yieldAt: min(DefaultYieldAt, bytes/8)}
 }
 
 // reserve takes n bytes of the byte budget, for a line a pump is about to
@@ -356,10 +367,13 @@ func (q *Queue) push(batch []Line) int {
 	if !q.closed {
 		n = int(min(int64(len(batch)), q.maxLines-q.count.Load()))
 		n = max(n, 0)
+		var queued int64
 		for _, l := range batch[:n] {
 			q.append(l)
+			queued += int64(len(l.Bytes))
 		}
 		q.count.Add(int64(n))
+		q.queuedBytes.Add(queued)
 	}
 	q.mu.Unlock()
 	for _, l := range batch[n:] {
@@ -405,19 +419,35 @@ func (q *Queue) signal() {
 }
 
 // Next waits for the next line; ok is false once the queue is closed and
-// empty. Only one goroutine may call it.
+// empty. Only one goroutine at a time may take lines (Next, take).
 func (q *Queue) Next() (l Line, ok bool) {
+	l, got := q.take(true)
+	return l, got == tookLine
+}
+
+// taken is what take found.
+type taken int
+
+const (
+	tookLine    taken = iota // the next line
+	queueEmpty               // no line queued now (take without waiting)
+	queueClosed              // no line, and none will come
+)
+
+// take returns the next line, waiting for one if wait is set.
+func (q *Queue) take(wait bool) (Line, taken) {
 	for {
 		if q.wanting.Load() {
 			q.stock()
 		}
 		for q.out != nil {
 			if q.next < q.out.n {
-				l = q.out.lines[q.next]
+				l := q.out.lines[q.next]
 				q.out.lines[q.next] = Line{}
 				q.next++
 				q.count.Add(-1)
-				return l, true
+				q.queuedBytes.Add(-int64(len(l.Bytes)))
+				return l, tookLine
 			}
 			done := q.out
 			q.out, q.next = done.next, 0
@@ -434,8 +464,11 @@ func (q *Queue) Next() (l Line, ok bool) {
 		}
 		closed := q.closed
 		q.mu.Unlock()
-		if closed {
-			return Line{}, false
+		switch {
+		case closed:
+			return Line{}, queueClosed
+		case !wait:
+			return Line{}, queueEmpty
 		}
 		<-q.ready
 	}
