@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kdlbs/acp-go-sdk/internal/capture"
 )
@@ -194,6 +196,63 @@ func BenchmarkFrameLatency(b *testing.B) {
 			}
 			b.StopTimer()
 			p.closeFn()
+		})
+	}
+}
+
+// BenchmarkObserverPace is the tap's pace with the observer as a share of
+// its pace without one, measured in pairs: each round sends a burst of
+// streams back to back through a tap without an observer and through a
+// tap with it (in turn first), and "pace" is the median of the rounds'
+// ratios (1: the observer costs the pass-through nothing). The two taps
+// stay open across the rounds, as a tap's connection does, and each burst
+// starts once the observer has taken the last one, so that its work on one
+// burst never lands in the other tap's time. The paired rounds cancel most
+// of what a busy machine does to both; ns/op is one round.
+func BenchmarkObserverPace(b *testing.B) {
+	for _, stream := range []struct {
+		name  string
+		data  []byte
+		burst int // streams a burst
+	}{{"mixed", mixedStream(), 8}, {"large", largeStream(), 2}} {
+		b.Run(stream.name, func(b *testing.B) {
+			with, without := newPathObserved(b, true, true), newPathObserved(b, true, false)
+			q := with.pump.Queue
+			buf := make([]byte, len(stream.data))
+			send := func(p *path) time.Duration {
+				for q.Len() > 0 || q.inUse() > int64(q.blockBytes) { // the observer is still at the last burst
+					time.Sleep(time.Millisecond)
+				}
+				start := time.Now()
+				go func() {
+					for range stream.burst {
+						_, _ = p.w.Write(stream.data)
+					}
+				}()
+				for range stream.burst {
+					if _, err := io.ReadFull(p.r, buf); err != nil {
+						b.Fatal(err)
+					}
+				}
+				return time.Since(start)
+			}
+			send(with) // the queue's first memory
+			var ratios []float64
+			for i := 0; b.Loop(); i++ {
+				var tWith, tWithout time.Duration
+				if i%2 == 0 {
+					tWithout, tWith = send(without), send(with)
+				} else {
+					tWith, tWithout = send(with), send(without)
+				}
+				ratios = append(ratios, float64(tWithout)/float64(tWith))
+			}
+			b.StopTimer()
+			with.closeFn()
+			without.closeFn()
+			slices.Sort(ratios)
+			b.ReportMetric(ratios[len(ratios)/2], "pace")
+			b.ReportMetric(float64(q.Dropped.Load())/float64(with.pump.Lines.Load()+1), "unobserved/line")
 		})
 	}
 }

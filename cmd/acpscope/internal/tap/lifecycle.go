@@ -337,49 +337,55 @@ func observe(obs *Observer, q *Queue) int64 {
 	return 0
 }
 
-// follow drains q into obs, each line at its wire time, until q is closed.
-// While the observer keeps up it runs on the caller's goroutine, at the
-// process's priority, so that a line is observed as soon as it passed.
-// Once more than the queue's yieldAt bytes of lines wait, the observer is
-// behind the pumps: it goes on in a yielding phase (yield) until it has
-// caught up, and the final lines, once the queue is closed, are again
-// observed at the process's priority (nothing passes any more).
-func follow(obs *Observer, q *Queue) {
-	for {
-		if q.queuedBytes.Load() > q.yieldAt && !q.shut.Load() {
-			yield(obs, q)
-			continue
-		}
-		l, ok := q.Next()
-		if !ok {
-			break
+// follow drains q into obs, each line at its wire time, until q is closed,
+// on the caller's goroutine at the process's priority, resting as pacing
+// says (realPacing).
+func follow(obs *Observer, q *Queue) { followPaced(obs, q, realPacing) }
+
+// pacing is how the observer measures its work and rests: the clock and
+// the sleep (fakes in tests).
+type pacing struct {
+	now  func() time.Time
+	rest func(time.Duration)
+}
+
+var realPacing = pacing{now: time.Now, rest: time.Sleep}
+
+// followPaced is follow with the given pacing. While the observer keeps up
+// it takes each line as soon as it is queued. While it is behind (more
+// than the queue's yieldAt bytes wait) and the pumps are still reading, it
+// works at most one yieldSlice in yieldShare: after a slice of work it
+// rests for the rest, and what does not fit in the queue meanwhile is
+// dropped and counted. A busy observer costs the pumps their pace however
+// low its priority: every read a pump wakes up for must take a core back
+// from it (measured in BenchmarkObserverPace and BenchmarkThroughput).
+// Once the pumps are quiet it works without rest until it has caught up.
+func followPaced(obs *Observer, q *Queue, p pacing) {
+	var slice time.Time // when the current slice of work while behind began
+	for l, ok := q.Next(); ok; l, ok = q.Next() {
+		if slice.IsZero() && q.behind(p.now()) {
+			slice = p.now()
 		}
 		observeLine(obs, q, l)
+		if slice.IsZero() {
+			continue
+		}
+		if worked := p.now().Sub(slice); worked >= yieldSlice {
+			if q.behind(p.now()) {
+				p.rest((yieldShare - 1) * worked)
+			}
+			slice = time.Time{}
+		}
 	}
 	obs.unobserved(q.lost())
 }
 
-// yield observes the backlog on a thread of its own that yields the CPU to
-// every other thread (lowerPriority), with a Go processor of its own
-// (ownProcessor), until the queue is empty or closed: the observer's work
-// never takes a processor or a core from the pumps, the editor and the
-// agent. The thread ends with the phase.
-func yield(obs *Observer, q *Queue) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer ownProcessor()()
-		obs.yielded = lowerPriority()
-		for !q.shut.Load() {
-			l, got := q.take(false)
-			if got != tookLine {
-				return
-			}
-			observeLine(obs, q, l)
-		}
-	}()
-	<-done
-}
+// While the observer is behind and the pumps are reading, it works one
+// yieldSlice at a time, at most one part in yieldShare of the time.
+const (
+	yieldSlice = 500 * time.Microsecond
+	yieldShare = 4
+)
 
 // observeLine hands one line of q to obs.
 func observeLine(obs *Observer, q *Queue, l Line) {

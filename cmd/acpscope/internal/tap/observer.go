@@ -97,10 +97,6 @@ type Observer struct {
 	// not observed).
 	Unparsed atomic.Int64
 
-	// yielded is how its thread yielded the CPU the last time it was
-	// behind the pumps (lowerPriority; set by follow).
-	yielded string
-
 	// lost counts the connection's lines not observed so far
 	// (unobserved); seen maps each session observed (at most maxTracked)
 	// to the lost count it was last marked incomplete with (0: never).

@@ -72,6 +72,7 @@ func (p *Pump) Copy(dst io.Writer, src io.Reader) error {
 		if n > 0 {
 			if p.Queue != nil {
 				p.at = time.Now()
+				p.Queue.lastRead.Store(p.at.UnixNano())
 			}
 			p.scan(buf[:n])
 			w, werr := dst.Write(buf[:n])

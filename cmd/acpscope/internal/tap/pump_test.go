@@ -2,11 +2,9 @@ package tap
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -247,78 +245,62 @@ func TestEventsCarryWireTime(t *testing.T) {
 	}
 }
 
-// While the observer keeps up it observes at the process's priority; once
-// a backlog waits it yields: a thread of its own at the idle policy (the
-// pumps, the editor and the agent take a core from it at once) and a Go
-// processor of its own (GOMAXPROCS one more), until it has caught up.
-func TestObserverYieldsOnlyWhileBehind(t *testing.T) {
-	procs := runtime.GOMAXPROCS(0)
-	type seen struct {
-		policy string
-		procs  int
-	}
-	var mu sync.Mutex
-	at := map[string]seen{}
-	term := view.NewTerminal(io.Discard, false)
-	obs, err := NewObserver(ObserverConfig{View: term, Sink: sink.Func(func(e sink.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		if _, ok := at[e.ToolCallID]; !ok { // the card's opening, not its ending in Finish
-			at[e.ToolCallID] = seen{threadPolicy(), runtime.GOMAXPROCS(0)}
-		}
-	})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	toolCall := func(id string) Line {
-		return Line{From: capture.FromAgent, At: time.Now(), Bytes: fmt.Appendf(nil,
-			`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":%q,"title":"ls","status":"pending"}}}`, id)}
-	}
-	q := NewQueue(0, 0)
-	// Two lines waiting are a backlog, one is not (the ids are of one
-	// length, so the lines are of one size).
-	q.yieldAt = int64(len(toolCall("behind-1").Bytes))
-	q.push([]Line{toolCall("behind-1"), toolCall("behind-2")})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		observe(obs, q)
-	}()
-	waitFor := func(id string) seen {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			mu.Lock()
-			s, ok := at[id]
-			mu.Unlock()
-			if ok {
-				return s
+// While the observer keeps up it never rests; while it is behind and the
+// pumps are reading, it rests three slices for each slice of work; once
+// the pumps are quiet it works on without rest.
+func TestObserverRestsOnlyWhileBehindBusyPumps(t *testing.T) {
+	line := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}`)
+	for _, tc := range []struct {
+		name       string
+		backlog    bool // more than yieldAt bytes wait
+		pumpsBusy  bool // a pump read just now
+		wantRested bool
+	}{
+		{"keeping up", false, true, false},
+		{"behind busy pumps", true, true, true},
+		{"behind quiet pumps", true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := NewQueue(0, 0)
+			q.yieldAt = 1 << 40
+			if tc.backlog {
+				q.yieldAt = int64(len(line))
 			}
-		}
-		t.Fatalf("card %s never observed", id)
-		return seen{}
-	}
-	behind := waitFor("behind-2")
-	for q.Len() > 0 || runtime.GOMAXPROCS(0) != procs { // the yielding phase ends
-		time.Sleep(time.Millisecond)
-	}
-	q.push([]Line{toolCall("caughtup")})
-	caughtUp := waitFor("caughtup")
-	q.Close()
-	<-done
-	want := seen{"idle", procs + 1}
-	if runtime.GOOS != "linux" {
-		want.policy = ""
-	}
-	if behind != want {
-		t.Errorf("a backlog observed at %+v, want %+v", behind, want)
-	}
-	if caughtUp != (seen{"", procs}) {
-		t.Errorf("a line observed at once at %+v, want the process's priority and GOMAXPROCS %d", caughtUp, procs)
-	}
-	if obs.yielded != want.policy {
-		t.Errorf("the observer yielded as %q, want %q", obs.yielded, want.policy)
-	}
-	if got := runtime.GOMAXPROCS(0); got != procs {
-		t.Errorf("GOMAXPROCS %d after the observer, want %d again", got, procs)
+			clock := time.Unix(1_000_000, 0)
+			var rests []time.Duration
+			p := pacing{
+				now: func() time.Time {
+					clock = clock.Add(100 * time.Microsecond) // each look at the clock: 0.1 ms of work
+					if tc.pumpsBusy {
+						q.lastRead.Store(clock.UnixNano())
+					}
+					return clock
+				},
+				rest: func(d time.Duration) { rests = append(rests, d) },
+			}
+			batch := make([]Line, 100)
+			for i := range batch {
+				batch[i] = Line{From: capture.FromAgent, Bytes: line, At: time.Now()}
+			}
+			q.push(batch)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				followPaced(newTestObserver(t, io.Discard), q, p)
+			}()
+			for q.Len() > 0 {
+				time.Sleep(time.Millisecond)
+			}
+			q.Close()
+			<-done
+			if rested := len(rests) > 0; rested != tc.wantRested {
+				t.Fatalf("rested %d times, want rest: %v", len(rests), tc.wantRested)
+			}
+			for _, d := range rests {
+				if d < (yieldShare-1)*yieldSlice {
+					t.Errorf("rested %v after a slice of work, want at least %v", d, (yieldShare-1)*yieldSlice)
+				}
+			}
+		})
 	}
 }

@@ -15,8 +15,8 @@ const (
 	DefaultQueueLines = 1 << 18
 	DefaultQueueBytes = 128 << 20
 	// DefaultYieldAt is the observer's backlog, in bytes, past which it
-	// yields the CPU to the pass-through until it has caught up: some
-	// milliseconds of a busy agent's output.
+	// is behind the pass-through and rests while the pumps are reading
+	// (followPaced): some milliseconds of a busy agent's output.
 	DefaultYieldAt = 1 << 20
 )
 
@@ -64,8 +64,11 @@ type Queue struct {
 	shut  atomic.Bool  // closed, for reserve, which takes no lock
 	count atomic.Int64 // lines queued or in the reader's batch
 	// queuedBytes counts the bytes of those lines: the observer's
-	// backlog, which follow compares with yieldAt.
+	// backlog, which behind compares with yieldAt.
 	queuedBytes atomic.Int64
+	// lastRead is when a pump last read (Unix nanoseconds): the pumps
+	// are busy while it is recent (follow).
+	lastRead atomic.Int64
 	// yieldAt is the backlog past which the observer is behind the pumps
 	// and yields them the CPU (follow): DefaultYieldAt, or an eighth of a
 	// smaller budget.
@@ -224,10 +227,10 @@ func (q *Queue) buffer(size int) []byte {
 // reservation now the caller's; or fresh, when the caller may make new
 // memory; or neither. A pump makes new memory only while the lines held
 // take less than a freshShare of the budget: past it, a backlog's memory
-// is what the queue kept and what the observer's goroutine makes, at the
-// observer's priority, when a pump asks (stock), for the kernel's page
-// faults and the runtime's zeroing on the pumps' threads would make the
-// observer set the pace; the line it was asked for is not observed.
+// is what the queue kept and what the observer's goroutine makes between
+// two lines when a pump asks (stock), for the kernel's page faults and the
+// runtime's zeroing on the pumps' goroutines would make the observer set
+// the pace; the line it was asked for is not observed.
 func (q *Queue) keptOrFresh(size int) (buf []byte, fresh bool) {
 	if buf := q.takeBuffer(size); buf != nil {
 		return buf, false
@@ -488,6 +491,13 @@ func (q *Queue) giveBackSegments() {
 		q.spare = seg
 		q.spares++
 	}
+}
+
+// behind reports, at now, whether the observer is behind busy pumps: more
+// than yieldAt bytes of lines wait, a pump read within the last
+// yieldSlice, and the queue is open.
+func (q *Queue) behind(now time.Time) bool {
+	return q.queuedBytes.Load() > q.yieldAt && now.UnixNano()-q.lastRead.Load() < int64(yieldSlice) && !q.shut.Load()
 }
 
 // Len is the number of lines queued.
