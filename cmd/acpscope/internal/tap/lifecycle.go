@@ -384,7 +384,7 @@ func followPaced(obs *Observer, q *Queue, p pacing) {
 // yieldSlice at a time, at most one part in yieldShare of the time.
 const (
 	yieldSlice = 500 * time.Microsecond
-	yieldShare = 4
+	yieldShare = 16
 )
 
 // observeLine hands one line of q to obs.

@@ -246,7 +246,7 @@ func TestEventsCarryWireTime(t *testing.T) {
 }
 
 // While the observer keeps up it never rests; while it is behind and the
-// pumps are reading, it rests three slices for each slice of work; once
+// pumps are reading, it rests yieldShare-1 slices for each slice of work; once
 // the pumps are quiet it works on without rest.
 func TestObserverRestsOnlyWhileBehindBusyPumps(t *testing.T) {
 	line := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}`)
