@@ -337,10 +337,27 @@ func observe(obs *Observer, q *Queue) int64 {
 	return 0
 }
 
-// follow drains q into obs, each line at its wire time, until q is closed,
-// on the caller's goroutine at the process's priority, resting as pacing
-// says (realPacing).
-func follow(obs *Observer, q *Queue) { followPaced(obs, q, realPacing) }
+// follow drains q into obs, each line at its wire time, until q is closed.
+// While the connection lasts it runs on a thread of its own at the lowest
+// priority (lowerPriority), with a Go processor of its own (ownProcessor),
+// and rests as realPacing says: the pumps, the editor and the agent get
+// the CPU first. The thread is the observer's for the connection's life,
+// never taken and given back per backlog (a thread's hand-offs and a
+// GOMAXPROCS change each time cost the pumps more than its priority
+// saved). Once q is closed nothing passes any more: the lines left are
+// observed on the caller's goroutine, at the process's priority.
+func follow(obs *Observer, q *Queue) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer ownProcessor()()
+		obs.nice = lowerPriority()
+		followPaced(obs, q, realPacing, true)
+	}()
+	<-done
+	followPaced(obs, q, realPacing, false)
+	obs.unobserved(q.lost())
+}
 
 // pacing is how the observer measures its work and rests: the clock and
 // the sleep (fakes in tests).
@@ -351,18 +368,24 @@ type pacing struct {
 
 var realPacing = pacing{now: time.Now, rest: time.Sleep}
 
-// followPaced is follow with the given pacing. While the observer keeps up
-// it takes each line as soon as it is queued. While it is behind (more
-// than the queue's yieldAt bytes wait) and the pumps are still reading, it
-// works at most one yieldSlice in yieldShare: after a slice of work it
-// rests for the rest, and what does not fit in the queue meanwhile is
-// dropped and counted. A busy observer costs the pumps their pace however
-// low its priority: every read a pump wakes up for must take a core back
-// from it (measured in BenchmarkObserverPace and BenchmarkThroughput).
-// Once the pumps are quiet it works without rest until it has caught up.
-func followPaced(obs *Observer, q *Queue, p pacing) {
+// followPaced observes the lines of q with the given pacing until q is
+// closed and empty, or, with whileOpen, until q is closed. While the
+// observer keeps up it takes each line as soon as it is queued. While it
+// is behind (more than the queue's yieldAt bytes wait) and the pumps are
+// still reading, it works at most one yieldSlice in yieldShare: after a
+// slice of work it rests for the rest, and what does not fit in the queue
+// meanwhile is dropped and counted. A busy observer costs the pumps their
+// pace however low its priority: every read a pump wakes up for must take
+// a core back from it (measured in BenchmarkObserverPace and
+// BenchmarkThroughput). Once the pumps are quiet it works without rest
+// until it has caught up.
+func followPaced(obs *Observer, q *Queue, p pacing, whileOpen bool) {
 	var slice time.Time // when the current slice of work while behind began
-	for l, ok := q.Next(); ok; l, ok = q.Next() {
+	for !whileOpen || !q.shut.Load() {
+		l, ok := q.Next()
+		if !ok {
+			return
+		}
 		if slice.IsZero() && q.behind(p.now()) {
 			slice = p.now()
 		}
@@ -377,7 +400,6 @@ func followPaced(obs *Observer, q *Queue, p pacing) {
 			slice = time.Time{}
 		}
 	}
-	obs.unobserved(q.lost())
 }
 
 // While the observer is behind and the pumps are reading, it works one

@@ -97,6 +97,10 @@ type Observer struct {
 	// not observed).
 	Unparsed atomic.Int64
 
+	// nice is the priority its thread ran at while the connection lasted
+	// (set by follow).
+	nice int
+
 	// lost counts the connection's lines not observed so far
 	// (unobserved); seen maps each session observed (at most maxTracked)
 	// to the lost count it was last marked incomplete with (0: never).

@@ -5,6 +5,7 @@ import (
 	"io"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -286,7 +287,7 @@ func TestObserverRestsOnlyWhileBehindBusyPumps(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				followPaced(newTestObserver(t, io.Discard), q, p)
+				followPaced(newTestObserver(t, io.Discard), q, p, false)
 			}()
 			for q.Len() > 0 {
 				time.Sleep(time.Millisecond)
@@ -302,5 +303,72 @@ func TestObserverRestsOnlyWhileBehindBusyPumps(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// While the connection lasts the observer runs on a thread of its own at
+// the lowest priority with a Go processor of its own (GOMAXPROCS one
+// more), so that the pumps, the editor and the agent get the CPU first;
+// once the queue is closed, the lines left are observed at the process's
+// priority with the processors it had.
+func TestObserverThreadWhileTheConnectionLasts(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	type seen struct{ nice, procs int }
+	var mu sync.Mutex
+	at := map[string]seen{}
+	release := make(chan struct{})
+	term := view.NewTerminal(io.Discard, false)
+	obs, err := NewObserver(ObserverConfig{View: term, Sink: sink.Func(func(e sink.Event) {
+		mu.Lock()
+		_, ok := at[e.ToolCallID]
+		if !ok { // the card's opening, not its ending in Finish
+			at[e.ToolCallID] = seen{threadNice(), runtime.GOMAXPROCS(0)}
+		}
+		mu.Unlock()
+		if !ok && e.ToolCallID == "open" {
+			<-release // the observer is busy while the queue closes
+		}
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toolCall := func(id string) Line {
+		return Line{From: capture.FromAgent, At: time.Now(), Bytes: []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"` + id + `","title":"ls","status":"pending"}}}`)}
+	}
+	q := NewQueue(0, 0)
+	q.push([]Line{toolCall("open")})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		observe(obs, q)
+	}()
+	for {
+		mu.Lock()
+		_, ok := at["open"]
+		mu.Unlock()
+		if ok {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	q.push([]Line{toolCall("closed")})
+	q.Close()
+	close(release)
+	<-done
+	wantNice := observerNice
+	if runtime.GOOS != "linux" {
+		wantNice = 0
+	}
+	if got, want := at["open"], (seen{wantNice, procs + 1}); got != want {
+		t.Errorf("a line observed while the connection lasts: %+v, want %+v", got, want)
+	}
+	if got, want := at["closed"], (seen{0, procs}); got != want {
+		t.Errorf("a line left when the queue closed: %+v, want %+v", got, want)
+	}
+	if obs.nice != wantNice {
+		t.Errorf("the observer's thread ran at nice %d, want %d", obs.nice, wantNice)
+	}
+	if got := runtime.GOMAXPROCS(0); got != procs {
+		t.Errorf("GOMAXPROCS %d after the observer, want %d again", got, procs)
 	}
 }
