@@ -19,11 +19,7 @@ func lowerPriority() int {
 	runtime.LockOSThread()
 	tid := syscall.Gettid()
 	_ = syscall.Setpriority(syscall.PRIO_PROCESS, tid, observerNice)
-	p, err := syscall.Getpriority(syscall.PRIO_PROCESS, tid)
-	if err != nil {
-		return 0
-	}
-	return 20 - p // the system call's value is 20 - nice
+	return threadNice()
 }
 
 // threadNice is the calling thread's nice value.

@@ -422,35 +422,20 @@ func (q *Queue) signal() {
 }
 
 // Next waits for the next line; ok is false once the queue is closed and
-// empty. Only one goroutine at a time may take lines (Next, take).
+// empty. Only one goroutine at a time may call it.
 func (q *Queue) Next() (l Line, ok bool) {
-	l, got := q.take(true)
-	return l, got == tookLine
-}
-
-// taken is what take found.
-type taken int
-
-const (
-	tookLine    taken = iota // the next line
-	queueEmpty               // no line queued now (take without waiting)
-	queueClosed              // no line, and none will come
-)
-
-// take returns the next line, waiting for one if wait is set.
-func (q *Queue) take(wait bool) (Line, taken) {
 	for {
 		if q.wanting.Load() {
 			q.stock()
 		}
 		for q.out != nil {
 			if q.next < q.out.n {
-				l := q.out.lines[q.next]
+				l = q.out.lines[q.next]
 				q.out.lines[q.next] = Line{}
 				q.next++
 				q.count.Add(-1)
 				q.queuedBytes.Add(-int64(len(l.Bytes)))
-				return l, tookLine
+				return l, true
 			}
 			done := q.out
 			q.out, q.next = done.next, 0
@@ -467,11 +452,8 @@ func (q *Queue) take(wait bool) (Line, taken) {
 		}
 		closed := q.closed
 		q.mu.Unlock()
-		switch {
-		case closed:
-			return Line{}, queueClosed
-		case !wait:
-			return Line{}, queueEmpty
+		if closed {
+			return Line{}, false
 		}
 		<-q.ready
 	}
