@@ -78,6 +78,16 @@ func post(h http.Handler, target, origin string, form url.Values) *http.Response
 	return rec.Result()
 }
 
+// otherToken is token with its last character changed: a wrong token
+// (replacing it with "0" left a token ending in 0 right, 1 run in 16).
+func otherToken(token string) string {
+	last := "0"
+	if strings.HasSuffix(token, "0") {
+		last = "1"
+	}
+	return token[:len(token)-1] + last
+}
+
 // Every refusal of a stop, each with its status, and nothing sent; then
 // the one stop that passes every check.
 func TestStopRefusals(t *testing.T) {
@@ -102,7 +112,7 @@ func TestStopRefusals(t *testing.T) {
 		{"origin on another port", "http://127.0.0.1:9999", form(token, "P", "granted"), "", http.StatusForbidden},
 		{"null origin", "null", form(token, "P", "granted"), "", http.StatusForbidden},
 		{"no token", origin, form("", "P", "granted"), "", http.StatusForbidden},
-		{"wrong token", origin, form(token[:len(token)-1]+"0", "P", "granted"), "", http.StatusForbidden},
+		{"wrong token", origin, form(otherToken(token), "P", "granted"), "", http.StatusForbidden},
 		{"unknown session", origin, form(token, "nope", "granted"), "", http.StatusNotFound},
 		{"unknown card", origin, form(token, "P", "stranger"), "", http.StatusNotFound},
 		{"no child", origin, form(token, "P", ""), "", http.StatusNotFound},
